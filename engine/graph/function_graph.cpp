@@ -1,0 +1,582 @@
+#include "engine/graph/function_graph.h"
+
+#include "engine/graph/errors.h"
+#include "engine/graph/op.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace tscope::engine {
+
+namespace {
+
+std::string describe(const Variable& v) {
+  std::string out = "'" + v.displayName() + "'";
+  if (v.id() >= 0) out += " (id " + std::to_string(v.id()) + ")";
+  out += " of type " + v.type().str();
+  return out;
+}
+
+std::string describe(const Apply& node) {
+  std::string out = node.op().str();
+  if (node.id() >= 0) out += " (id " + std::to_string(node.id()) + ")";
+  if (!node.site().empty()) out += " created at " + node.site().str();
+  return out;
+}
+
+[[noreturn]] void throwMissingInput(const Variable& var, const Apply* user) {
+  std::string msg = "the graph needs the free variable " + describe(var);
+  if (!var.site().empty()) msg += ", created at " + var.site().str() + ",";
+  if (user) msg += " as an input of " + describe(*user) + ",";
+  msg += " but it is not among the graph's inputs (only constants may be used without being an input)";
+  throw GraphError(msg);
+}
+
+// The nodes that compute `roots`, in topological order, stopping at variables for which
+// `isKnown` holds (they and their ancestors are not visited). Iterative: graphs can be deep.
+template <class IsKnown>
+std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnown isKnown) {
+  std::vector<Apply*> order;
+  std::unordered_set<const Apply*> seen;
+  std::vector<std::pair<Apply*, int>> stack;
+  auto push = [&](Variable* v) {
+    if (!v->owner() || isKnown(*v)) return;
+    if (seen.insert(v->owner()).second) stack.emplace_back(v->owner(), 0);
+  };
+  for (Variable* root : roots) {
+    push(root);
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->nInputs()) {
+        Variable* in = node->input(next++).get();
+        push(in);  // may reallocate the stack: `node`/`next` are not used after this
+      } else {
+        order.push_back(node);
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+VarPtr CloneMap::operator[](const Variable* v) const {
+  auto it = variables.find(v);
+  return it == variables.end() ? nullptr : it->second;
+}
+
+ApplyPtr CloneMap::operator[](const Apply* a) const {
+  auto it = nodes.find(a);
+  return it == nodes.end() ? nullptr : it->second;
+}
+
+// Brackets one outermost edit so features see onChangeBegin / onChangeEnd exactly once.
+struct FunctionGraph::ChangeScope {
+  FunctionGraph& fg;
+  std::string_view reason;
+  ChangeScope(FunctionGraph& g, std::string_view r) : fg(g), reason(r) { fg.beginChange(reason); }
+  ~ChangeScope() { fg.endChange(reason); }
+};
+
+void FunctionGraph::beginChange(std::string_view reason) {
+  if (m_changeDepth++ == 0)
+    for (const auto& f : m_features) f->onChangeBegin(*this, reason);
+}
+
+void FunctionGraph::endChange(std::string_view reason) {
+  if (--m_changeDepth == 0)
+    for (const auto& f : m_features) f->onChangeEnd(*this, reason);
+}
+
+FunctionGraph::FunctionGraph(std::vector<VarPtr> inputs, std::vector<VarPtr> outputs,
+                             Ownership ownership, CloneMap* map) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) throw GraphError("FunctionGraph: input " + std::to_string(i) + " is null");
+    if (inputs[i]->owner())
+      throw GraphError("FunctionGraph: input " + std::to_string(i) + " " + describe(*inputs[i]) +
+                       " is computed by " + describe(*inputs[i]->owner()) +
+                       "; graph inputs must be free variables, constants or shared variables");
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    if (!outputs[i]) throw GraphError("FunctionGraph: output " + std::to_string(i) + " is null");
+
+  if (ownership == Ownership::Clone) {
+    CloneMap local;
+    CloneMap& m = map ? *map : local;
+    std::unordered_set<const Variable*> inputSet;
+    for (const auto& in : inputs) {
+      if (!inputSet.insert(in.get()).second)
+        throw GraphError("FunctionGraph: the input " + describe(*in) + " is listed twice");
+      m.variables[in.get()] = in->cloneDetached();
+    }
+    std::vector<Variable*> roots;
+    for (const auto& out : outputs) roots.push_back(out.get());
+    auto known = [&](const Variable& v) { return m.variables.count(&v) > 0; };
+    for (Apply* node : ancestorsInOrder(roots, known)) {
+      std::vector<VarPtr> newInputs;
+      newInputs.reserve(node->inputs().size());
+      for (const auto& in : node->inputs()) {
+        if (auto it = m.variables.find(in.get()); it != m.variables.end()) {
+          newInputs.push_back(it->second);
+        } else if (in->kind() == Variable::Kind::Constant) {
+          VarPtr copy = in->cloneDetached();
+          m.variables[in.get()] = copy;
+          newInputs.push_back(copy);
+        } else {
+          throwMissingInput(*in, node);
+        }
+      }
+      ApplyPtr copy = node->cloneWithNewInputs(std::move(newInputs));
+      for (int o = 0; o < node->nOutputs(); ++o) m.variables[&node->outputRef(o)] = copy->output(o);
+      m.nodes[node] = copy;
+    }
+    for (auto& in : inputs) in = m.variables.at(in.get());
+    for (auto& out : outputs) {
+      if (auto it = m.variables.find(out.get()); it != m.variables.end()) {
+        out = it->second;
+      } else if (out->kind() == Variable::Kind::Constant) {
+        VarPtr copy = out->cloneDetached();
+        m.variables[out.get()] = copy;
+        out = copy;
+      } else {
+        throwMissingInput(*out, nullptr);
+      }
+    }
+  }
+
+  m_deferIds = true;
+  try {
+    std::unordered_set<const Variable*> seenInputs;
+    for (const auto& in : inputs) {
+      if (!seenInputs.insert(in.get()).second)
+        throw GraphError("FunctionGraph: the input " + describe(*in) + " is listed twice");
+      if (in->fgraph())
+        throw GraphError("FunctionGraph: the input " + describe(*in) +
+                         " belongs to another FunctionGraph; build this one with Ownership::Clone");
+      m_inputs.push_back(in);
+      addVariable(*in);
+    }
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      importVarImpl(outputs[i], "init");
+      outputs[i]->m_clients.push_back(Client{nullptr, static_cast<int>(i)});
+      m_outputs.push_back(outputs[i]);
+    }
+  } catch (...) {
+    // Leave the caller's variables as they were: no half-built graph.
+    for (Apply* node : m_nodes) node->m_fgraph = nullptr;
+    for (Variable* var : m_variables) {
+      var->m_fgraph = nullptr;
+      var->m_clients.clear();
+    }
+    throw;
+  }
+  m_deferIds = false;
+  flushPendingIds();
+}
+
+FunctionGraph::~FunctionGraph() {
+  auto features = m_features;
+  for (auto it = features.rbegin(); it != features.rend(); ++it) (*it)->onDetach(*this);
+  for (Apply* node : m_nodes) node->m_fgraph = nullptr;
+  for (Variable* var : m_variables) {
+    var->m_fgraph = nullptr;
+    var->m_clients.clear();
+  }
+}
+
+const std::vector<Client>& FunctionGraph::clients(const Variable& var) const {
+  if (var.fgraph() != this) throw GraphError("clients: " + describe(var) + " is not in this graph");
+  return var.m_clients;
+}
+
+Apply* FunctionGraph::nodeById(std::int64_t id) const {
+  auto it = m_nodeIds.find(id);
+  return it == m_nodeIds.end() ? nullptr : it->second;
+}
+
+Variable* FunctionGraph::variableById(std::int64_t id) const {
+  auto it = m_variableIds.find(id);
+  return it == m_variableIds.end() ? nullptr : it->second;
+}
+
+void FunctionGraph::setUpdate(std::size_t outputIndex, std::size_t inputIndex) {
+  if (outputIndex >= m_outputs.size() || inputIndex >= m_inputs.size())
+    throw GraphError("setUpdate: output " + std::to_string(outputIndex) + " / input " +
+                     std::to_string(inputIndex) + " out of range (" + std::to_string(m_outputs.size()) +
+                     " outputs, " + std::to_string(m_inputs.size()) + " inputs)");
+  const Variable& target = *m_inputs[inputIndex];
+  const Variable& value = *m_outputs[outputIndex];
+  if (target.kind() != Variable::Kind::Shared)
+    throw GraphError("setUpdate: the updated input " + describe(target) + " is not a shared variable");
+  if (!value.type().isSubtypeOf(target.type()))
+    throw TypeError("setUpdate: the update of " + describe(target) + " has type " + value.type().str());
+  m_updates[outputIndex] = inputIndex;
+}
+
+// --- ids ---
+
+template <class Node> void FunctionGraph::assignId(Node& node) {
+  constexpr bool kIsNode = std::is_same_v<Node, Apply>;
+  std::int64_t id = node.m_id;
+  bool free = id >= 0 && !m_nodeIds.count(id) && !m_variableIds.count(id);
+  if (!free) {
+    if (m_deferIds) {
+      if constexpr (kIsNode) m_pendingIds.emplace_back(&node, nullptr);
+      else m_pendingIds.emplace_back(nullptr, &node);
+      return;
+    }
+    id = m_nextId;
+    node.m_id = id;
+  }
+  if constexpr (kIsNode) m_nodeIds[id] = &node;
+  else m_variableIds[id] = &node;
+  m_nextId = std::max(m_nextId, id + 1);
+}
+
+void FunctionGraph::flushPendingIds() {
+  // Imports run in topological order, so fresh ids follow the data flow.
+  for (auto [node, var] : m_pendingIds) {
+    if (node) assignId(*node);
+    else assignId(*var);
+  }
+  m_pendingIds.clear();
+}
+
+// --- membership ---
+
+void FunctionGraph::addVariable(Variable& var) {
+  var.m_fgraph = this;
+  var.m_slot = m_variables.size();
+  m_variables.push_back(&var);
+  assignId(var);
+}
+
+void FunctionGraph::removeVariable(Variable& var) {
+  Variable* last = m_variables.back();
+  m_variables[var.m_slot] = last;
+  last->m_slot = var.m_slot;
+  m_variables.pop_back();
+  if (auto it = m_variableIds.find(var.m_id); it != m_variableIds.end() && it->second == &var)
+    m_variableIds.erase(it);
+  var.m_fgraph = nullptr;
+  var.m_clients.clear();
+}
+
+void FunctionGraph::importVarImpl(const VarPtr& var, std::string_view reason) {
+  if (var->fgraph() == this) return;
+  if (var->fgraph())
+    throw GraphError("import: " + describe(*var) + " belongs to another FunctionGraph; clone it first");
+  if (!var->owner()) {
+    if (var->kind() != Variable::Kind::Constant) throwMissingInput(*var, nullptr);
+    addVariable(*var);
+    m_orphans[var.get()] = var;
+    return;
+  }
+  auto known = [this](const Variable& v) { return v.fgraph() == this; };
+  importNodes(ancestorsInOrder({var.get()}, known), reason);
+}
+
+void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string_view reason) {
+  // Check everything first so that a refused import changes nothing.
+  std::unordered_set<const Apply*> incoming(newNodes.begin(), newNodes.end());
+  for (Apply* node : newNodes) {
+    if (node->fgraph())
+      throw GraphError("import: the node " + describe(*node) +
+                       " belongs to another FunctionGraph; clone it first");
+    for (const auto& in : node->inputs()) {
+      if (in->fgraph() == this) continue;
+      if (in->owner()) {
+        if (!incoming.count(in->owner()))
+          throw GraphError("import: " + describe(*in) + " belongs to another FunctionGraph");
+      } else if (in->kind() != Variable::Kind::Constant) {
+        throwMissingInput(*in, node);
+      } else if (in->fgraph()) {
+        throw GraphError("import: the constant " + describe(*in) + " belongs to another FunctionGraph");
+      }
+    }
+  }
+  for (Apply* node : newNodes) {
+    for (int i = 0; i < node->nInputs(); ++i) {
+      const VarPtr& in = node->input(i);
+      if (in->fgraph() != this) {  // a constant: every owned input was imported before its user
+        addVariable(*in);
+        m_orphans[in.get()] = in;
+      }
+      in->m_clients.push_back(Client{node, i});
+    }
+    node->m_fgraph = this;
+    node->m_slot = m_nodes.size();
+    m_nodes.push_back(node);
+    assignId(*node);
+    for (int o = 0; o < node->nOutputs(); ++o) addVariable(node->outputRef(o));
+    for (const auto& f : m_features) f->onImport(*this, *node, reason);
+  }
+}
+
+void FunctionGraph::removeClient(Variable& first, const Client& firstClient, std::string_view reason) {
+  std::vector<VarPtr> graveyard;  // orphans released only when the walk is over
+  std::vector<std::pair<Variable*, Client>> work{{&first, firstClient}};
+  while (!work.empty()) {
+    auto [var, client] = work.back();
+    work.pop_back();
+    auto& clients = var->m_clients;
+    auto it = std::find(clients.rbegin(), clients.rend(), client);
+    if (it == clients.rend())
+      throw GraphError("removeClient: " + describe(*var) + " has no such client (Note [Clients are exact])");
+    clients.erase(std::next(it).base());
+    if (!clients.empty()) continue;
+    Apply* node = var->owner();
+    if (!node) {
+      if (auto orphan = m_orphans.find(var); orphan != m_orphans.end()) {
+        graveyard.push_back(orphan->second);
+        m_orphans.erase(orphan);
+        removeVariable(*var);
+      }
+      continue;
+    }
+    if (node->fgraph() != this) continue;
+    bool used = false;
+    for (int o = 0; o < node->nOutputs() && !used; ++o) used = !node->outputRef(o).m_clients.empty();
+    if (used) continue;
+    // Prune: the node leaves the graph; its inputs lose a client each.
+    for (const auto& f : m_features) f->onPrune(*this, *node, reason);
+    Apply* lastNode = m_nodes.back();
+    m_nodes[node->m_slot] = lastNode;
+    lastNode->m_slot = node->m_slot;
+    m_nodes.pop_back();
+    if (auto id = m_nodeIds.find(node->m_id); id != m_nodeIds.end() && id->second == node) m_nodeIds.erase(id);
+    node->m_fgraph = nullptr;
+    for (int o = 0; o < node->nOutputs(); ++o) removeVariable(node->outputRef(o));
+    for (int i = node->nInputs() - 1; i >= 0; --i) work.emplace_back(node->input(i).get(), Client{node, i});
+  }
+}
+
+// --- edits ---
+
+void FunctionGraph::changeInputImpl(Apply* node, int index, const VarPtr& newVar, std::string_view reason) {
+  VarPtr& slot = node ? node->m_inputs.at(static_cast<std::size_t>(index))
+                      : m_outputs.at(static_cast<std::size_t>(index));
+  VarPtr old = slot;  // keeps the old subgraph alive until the features have seen the change
+  if (old == newVar) return;
+  if (!newVar->type().isSubtypeOf(old->type()))
+    throw TypeError("changeInput (" + std::string(reason) + "): cannot use " + describe(*newVar) +
+                    " in place of " + describe(*old) + (node ? " as input " + std::to_string(index) +
+                    " of " + describe(*node) : " as graph output " + std::to_string(index)) +
+                    ": the new type must equal the old one or be more specific");
+  importVarImpl(newVar, reason);
+  slot = newVar;
+  newVar->m_clients.push_back(Client{node, index});
+  removeClient(*old, Client{node, index}, reason);
+  for (const auto& f : m_features) f->onChangeInput(*this, node, index, old, newVar, reason);
+}
+
+void FunctionGraph::changeInput(Apply* node, int index, const VarPtr& newVar, std::string_view reason) {
+  if (!newVar) throw GraphError("changeInput: the new variable is null");
+  if (node && node->fgraph() != this)
+    throw GraphError("changeInput: the node " + describe(*node) + " is not in this graph");
+  if (index < 0 || index >= (node ? node->nInputs() : static_cast<int>(m_outputs.size())))
+    throw GraphError("changeInput: index " + std::to_string(index) + " is out of range");
+  ChangeScope change(*this, reason);
+  changeInputImpl(node, index, newVar, reason);
+}
+
+void FunctionGraph::replace(const VarPtr& var, const VarPtr& newVar, std::string_view reason) {
+  std::pair<VarPtr, VarPtr> pair{var, newVar};
+  replaceAll(std::span(&pair, 1), reason);
+}
+
+void FunctionGraph::replaceAll(std::span<const std::pair<VarPtr, VarPtr>> pairs, std::string_view reason) {
+  // Check the types of every pair before touching the graph.
+  for (const auto& [var, newVar] : pairs) {
+    if (!var || !newVar) throw GraphError("replace (" + std::string(reason) + "): a variable is null");
+    if (!newVar->type().isSubtypeOf(var->type()))
+      throw TypeError("replace (" + std::string(reason) + "): cannot replace " + describe(*var) + " by " +
+                      describe(*newVar) + ": the new type must equal the old one or be more specific");
+  }
+  ChangeScope change(*this, reason);
+  for (const auto& [var, newVar] : pairs) {
+    // A variable an earlier pair already removed from the graph has nothing left to replace.
+    if (var->fgraph() != this) continue;
+    std::vector<Client> clients = var->m_clients;
+    for (const Client& c : clients) changeInputImpl(c.node, c.index, newVar, reason);
+  }
+}
+
+void FunctionGraph::importVar(const VarPtr& var, std::string_view reason) {
+  if (!var) throw GraphError("importVar: the variable is null");
+  ChangeScope change(*this, reason);
+  importVarImpl(var, reason);
+}
+
+void FunctionGraph::addInput(const VarPtr& var) {
+  if (!var) throw GraphError("addInput: the variable is null");
+  if (var->owner()) throw GraphError("addInput: " + describe(*var) + " is computed by a node");
+  if (var->fgraph() == this) {
+    if (std::find(m_inputs.begin(), m_inputs.end(), var) != m_inputs.end()) return;
+    throw GraphError("addInput: " + describe(*var) + " is already used in the graph as a constant");
+  }
+  if (var->fgraph()) throw GraphError("addInput: " + describe(*var) + " belongs to another FunctionGraph");
+  ChangeScope change(*this, "addInput");
+  m_inputs.push_back(var);
+  addVariable(*var);
+}
+
+void FunctionGraph::addOutput(const VarPtr& var, std::string_view reason) {
+  if (!var) throw GraphError("addOutput: the variable is null");
+  ChangeScope change(*this, reason);
+  importVarImpl(var, reason);
+  var->m_clients.push_back(Client{nullptr, static_cast<int>(m_outputs.size())});
+  m_outputs.push_back(var);
+}
+
+// --- features ---
+
+void FunctionGraph::attachFeature(std::shared_ptr<Feature> feature) {
+  if (!feature) throw GraphError("attachFeature: the feature is null");
+  if (std::find(m_features.begin(), m_features.end(), feature) != m_features.end()) return;
+  m_features.push_back(feature);
+  try {
+    feature->onAttach(*this);
+  } catch (...) {
+    m_features.pop_back();
+    throw;
+  }
+}
+
+void FunctionGraph::detachFeature(const Feature& feature) {
+  auto it = std::find_if(m_features.begin(), m_features.end(),
+                         [&](const auto& f) { return f.get() == &feature; });
+  if (it == m_features.end()) return;
+  auto keep = *it;
+  m_features.erase(it);
+  keep->onDetach(*this);
+}
+
+void FunctionGraph::validate() const {
+  for (const auto& f : m_features) f->validate(*this);
+}
+
+Orderings FunctionGraph::orderings() const {
+  Orderings all;
+  for (const auto& f : m_features)
+    for (auto& [node, before] : f->orderings(*this)) {
+      auto& dst = all[node];
+      dst.insert(dst.end(), before.begin(), before.end());
+    }
+  return all;
+}
+
+// --- order, copies, checks ---
+
+std::vector<Apply*> FunctionGraph::toposort() const {
+  const Orderings extra = orderings();
+  enum : std::uint8_t { kNew, kOpen, kDone };
+  std::vector<std::uint8_t> state(m_nodes.size(), kNew);
+  std::vector<Apply*> order;
+  order.reserve(m_nodes.size());
+  // Frame: node, position in its dependency list (inputs first, then orderings).
+  std::vector<std::pair<Apply*, std::size_t>> stack;
+  auto dependency = [&](Apply* node, std::size_t k) -> Apply* {
+    if (k < node->inputs().size()) return node->inputs()[k]->owner();
+    auto it = extra.find(node);
+    return it->second[k - node->inputs().size()];
+  };
+  auto dependencyCount = [&](Apply* node) {
+    std::size_t n = node->inputs().size();
+    if (!extra.empty())
+      if (auto it = extra.find(node); it != extra.end()) n += it->second.size();
+    return n;
+  };
+  auto visit = [&](Apply* root) {
+    if (!root || root->fgraph() != this || state[root->m_slot] != kNew) return;
+    state[root->m_slot] = kOpen;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [node, k] = stack.back();
+      if (k < dependencyCount(node)) {
+        Apply* dep = dependency(node, k++);
+        if (!dep || dep->fgraph() != this) continue;
+        if (state[dep->m_slot] == kOpen) {
+          std::string cycle;
+          for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+            cycle += describe(*it->first) + " <- ";
+            if (it->first == dep) break;
+          }
+          throw GraphError("toposort: the graph has a cycle: " + cycle + describe(*node));
+        }
+        if (state[dep->m_slot] == kNew) {
+          state[dep->m_slot] = kOpen;
+          stack.emplace_back(dep, 0);
+        }
+      } else {
+        state[node->m_slot] = kDone;
+        order.push_back(node);
+        stack.pop_back();
+      }
+    }
+  };
+  for (const auto& out : m_outputs) visit(out->owner());
+  // Nodes no output needs (only orderings or zero-output nodes keep them) come last, in a
+  // deterministic order.
+  for (Apply* node : m_nodes) visit(node);
+  return order;
+}
+
+std::unique_ptr<FunctionGraph> FunctionGraph::clone(CloneMap* map) const {
+  auto copy = std::make_unique<FunctionGraph>(m_inputs, m_outputs, Ownership::Clone, map);
+  copy->m_updates = m_updates;
+  copy->m_nextId = std::max(copy->m_nextId, m_nextId);
+  return copy;
+}
+
+void FunctionGraph::checkIntegrity() const {
+  auto fail = [](const std::string& what) { throw GraphError("checkIntegrity: " + what); };
+  std::unordered_set<const Variable*> inputSet;
+  for (const auto& in : m_inputs) {
+    inputSet.insert(in.get());
+    if (in->fgraph() != this) fail("input " + describe(*in) + " is not marked as in the graph");
+  }
+  for (std::size_t s = 0; s < m_nodes.size(); ++s) {
+    const Apply* node = m_nodes[s];
+    if (node->fgraph() != this || node->m_slot != s) fail(describe(*node) + " has a stale graph slot");
+    if (nodeById(node->id()) != node) fail(describe(*node) + " is not found by its id");
+    for (int i = 0; i < node->nInputs(); ++i) {
+      const Variable& in = *node->input(i);
+      if (in.fgraph() != this) fail("input " + std::to_string(i) + " of " + describe(*node) + " is not in the graph");
+      auto n = std::count(in.m_clients.begin(), in.m_clients.end(), Client{const_cast<Apply*>(node), i});
+      if (n != 1)
+        fail(describe(in) + " lists input " + std::to_string(i) + " of " + describe(*node) + " " +
+             std::to_string(n) + " times as a client, expected once");
+    }
+    for (int o = 0; o < node->nOutputs(); ++o) {
+      const Variable& out = node->outputRef(o);
+      if (out.owner() != node || out.index() != o) fail("output " + std::to_string(o) + " of " + describe(*node) + " has a wrong owner");
+      if (out.fgraph() != this) fail("output " + std::to_string(o) + " of " + describe(*node) + " is not in the graph");
+    }
+  }
+  for (std::size_t s = 0; s < m_variables.size(); ++s) {
+    const Variable* var = m_variables[s];
+    if (var->fgraph() != this || var->m_slot != s) fail(describe(*var) + " has a stale graph slot");
+    if (variableById(var->id()) != var) fail(describe(*var) + " is not found by its id");
+    if (!var->owner() && !inputSet.count(var) && !m_orphans.count(var))
+      fail(describe(*var) + " is a free variable that is neither an input nor a constant");
+    if (var->owner() && var->owner()->fgraph() != this) fail("the owner of " + describe(*var) + " is not in the graph");
+    for (const Client& c : var->m_clients) {
+      const VarPtr& used = c.node ? c.node->inputs().at(static_cast<std::size_t>(c.index))
+                                  : m_outputs.at(static_cast<std::size_t>(c.index));
+      if (used.get() != var) fail(describe(*var) + " has a client that does not use it");
+      if (c.node && c.node->fgraph() != this) fail(describe(*var) + " has a client outside the graph");
+    }
+    if (var->owner() == nullptr && m_orphans.count(var) && var->m_clients.empty())
+      fail("the constant " + describe(*var) + " has no clients but is still in the graph");
+  }
+  for (std::size_t i = 0; i < m_outputs.size(); ++i) {
+    const auto& c = m_outputs[i]->m_clients;
+    if (std::count(c.begin(), c.end(), Client{nullptr, static_cast<int>(i)}) != 1)
+      fail("output " + std::to_string(i) + " is not listed exactly once among its variable's clients");
+  }
+  if (toposort().size() != m_nodes.size()) fail("toposort does not reach every node");
+}
+
+}  // namespace tscope::engine

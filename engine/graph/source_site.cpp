@@ -1,0 +1,43 @@
+#include "engine/graph/source_site.h"
+
+#include <stdexcept>
+
+namespace tscope::engine {
+
+namespace {
+thread_local std::string t_scope;
+}
+
+SourceSite SourceSite::from(const std::source_location& loc) {
+  return SourceSite{loc.file_name(), static_cast<std::uint32_t>(loc.line()), loc.function_name()};
+}
+
+std::string SourceSite::str() const {
+  if (file.empty()) return "<unknown site>";
+  std::string_view name = file;
+  if (auto slash = name.find_last_of('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  std::string out = std::string(name) + ":" + std::to_string(line);
+  if (!function.empty()) {
+    // source_location gives the full signature; keep the unqualified name for display.
+    std::string_view fn = function;
+    if (auto paren = fn.find('('); paren != std::string_view::npos) fn = fn.substr(0, paren);
+    if (auto space = fn.find_last_of(' '); space != std::string_view::npos) fn.remove_prefix(space + 1);
+    out += " (" + std::string(fn) + ")";
+  }
+  return out;
+}
+
+const std::string& currentScope() { return t_scope; }
+
+NameScope::NameScope(std::string_view name) : m_previousLength(t_scope.size()) {
+  if (name.empty()) throw std::invalid_argument("NameScope: the scope name is empty");
+  if (name.find(kScopeSeparator) != std::string_view::npos)
+    throw std::invalid_argument("NameScope: the scope name '" + std::string(name) +
+                                "' contains the separator '/'; nest two NameScope guards instead");
+  if (!t_scope.empty()) t_scope += kScopeSeparator;
+  t_scope += name;
+}
+
+NameScope::~NameScope() { t_scope.resize(m_previousLength); }
+
+}  // namespace tscope::engine

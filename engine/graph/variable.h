@@ -1,0 +1,130 @@
+#pragma once
+// Variable: a symbolic value in a graph. Constant: a Variable with a fixed value. SharedVariable: a
+// named, persistent value that compiled functions read and update.
+
+#include "engine/graph/source_site.h"
+#include "engine/graph/type.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+namespace tscope::engine {
+
+class Apply;
+class FunctionGraph;
+class Variable;
+using VarPtr = std::shared_ptr<Variable>;
+
+// A use of a variable: input `index` of `node`, or graph output `index` when node is null.
+// Note [Clients are exact]: a node that takes the same variable twice is two clients.
+struct Client {
+  Apply* node = nullptr;
+  int index = 0;
+  bool isOutput() const { return node == nullptr; }
+  friend bool operator==(const Client&, const Client&) = default;
+};
+
+class Variable {
+ public:
+  enum class Kind : std::uint8_t { Regular, Constant, Shared };
+
+  // A free variable (a graph input). Records the current scope and the caller's line.
+  static VarPtr create(TensorType type, std::string name = {},
+                       std::source_location site = std::source_location::current());
+  virtual ~Variable();
+  Variable(const Variable&) = delete;
+  Variable& operator=(const Variable&) = delete;
+
+  const TensorType& type() const { return m_type; }
+  Kind kind() const { return m_kind; }
+  // The Apply that computes this variable, or null for a free variable, constant or shared value.
+  Apply* owner() const { return m_owner; }
+  // The output position in owner()->outputs().
+  int index() const { return m_index; }
+
+  const std::string& name() const { return m_name; }
+  void setName(std::string name) { m_name = std::move(name); }
+  const std::string& scope() const { return m_scope; }
+  void setScope(std::string scope) { m_scope = std::move(scope); }
+  const SourceSite& site() const { return m_site; }
+  void setSite(SourceSite site) { m_site = std::move(site); }
+
+  // Test value (Theano's tag.test_value): filtered against the type when set.
+  const std::optional<Tensor>& testValue() const { return m_testValue; }
+  void setTestValue(const Tensor& value);
+  void clearTestValue() { m_testValue.reset(); }
+
+  // Note [Node ids]: the id is unique among the variables and applies of the FunctionGraph that
+  // holds this variable, stable for the graph's life and through clone() and .tsg round trips;
+  // -1 before the variable joins a graph.
+  std::int64_t id() const { return m_id; }
+  FunctionGraph* fgraph() const { return m_fgraph; }
+  // Sets the id before the object joins a graph (loaders and clones keep ids); throws GraphError
+  // once it is in a graph, whose ids are the graph's to give.
+  void presetId(std::int64_t id);
+
+  // "x", else "Elemwise{add}.0" style for an owned variable, else the short type.
+  std::string displayName() const;
+
+  // A new variable of the same kind and type with the same name, scope, site, test value and id,
+  // no owner and no graph (used by clone; a Constant keeps its value, a SharedVariable its storage).
+  virtual VarPtr cloneDetached() const;
+
+ protected:
+  Variable(TensorType type, Kind kind, std::string name);
+  // Copies scope, site, test value and id (not the graph state) from another variable.
+  void copyMetadataFrom(const Variable& other);
+
+ private:
+  friend class Apply;
+  friend class FunctionGraph;
+
+  TensorType m_type;
+  Kind m_kind;
+  Apply* m_owner = nullptr;
+  int m_index = 0;
+  std::string m_name;
+  std::string m_scope;
+  SourceSite m_site;
+  std::optional<Tensor> m_testValue;
+  std::int64_t m_id = -1;
+  // Graph-owned state (FunctionGraph is the only writer): the graph and this variable's clients.
+  FunctionGraph* m_fgraph = nullptr;
+  std::vector<Client> m_clients;
+  std::size_t m_slot = 0;  // position in FunctionGraph's variable list
+};
+
+class Constant final : public Variable {
+ public:
+  // The type has the value's dtype and full static shape.
+  static std::shared_ptr<Constant> create(Tensor value, std::string name = {},
+                                          std::source_location site = std::source_location::current());
+  const Tensor& value() const { return m_value; }
+  VarPtr cloneDetached() const override;
+
+ private:
+  Constant(Tensor value, std::string name);
+  Tensor m_value;
+};
+
+class SharedVariable final : public Variable {
+ public:
+  // A shared value of the given type (defaults to the value's type with all dimensions known).
+  static std::shared_ptr<SharedVariable> create(Tensor value, std::string name,
+                                                std::optional<TensorType> type = std::nullopt,
+                                                std::source_location site = std::source_location::current());
+  const Tensor& value() const { return *m_value; }
+  // Replaces the value (filtered against the type); every clone of this variable sees it.
+  void setValue(const Tensor& value);
+  VarPtr cloneDetached() const override;
+
+ private:
+  SharedVariable(TensorType type, std::shared_ptr<Tensor> value, std::string name);
+  std::shared_ptr<Tensor> m_value;  // shared by the clones: one persistent value
+};
+
+}  // namespace tscope::engine

@@ -1,0 +1,419 @@
+// Reading .tsg files. Every value is checked before it is used; a refusal throws TsgError with the
+// JSON path, and nothing of a refused document escapes (Note [Whole or nothing]).
+
+#include "engine/graph/errors.h"
+#include "engine/graph/op.h"
+#include "engine/io/base64.h"
+#include "engine/io/json_cursor.h"
+#include "engine/io/tsg.h"
+
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace tscope::engine::io {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t kMaxId = (std::int64_t{1} << 53) - 1;  // exact in every JSON reader
+constexpr int kMaxRank = 32;
+
+TensorType readType(const JsonCursor& c) {
+  auto dtypeName = c.at("dtype").string();
+  auto dtype = dtypeFromName(dtypeName);
+  if (!dtype) c.at("dtype").fail("expected a dtype name (bool, int8, ..., float64), found \"" + dtypeName + "\"");
+  JsonCursor shape = c.at("shape");
+  std::size_t ndim = shape.arraySize();
+  if (ndim > kMaxRank) shape.fail("expected at most " + std::to_string(kMaxRank) + " dimensions, found " + std::to_string(ndim));
+  std::vector<std::int64_t> dims;
+  for (std::size_t i = 0; i < ndim; ++i) {
+    JsonCursor d = shape.at(i);
+    dims.push_back(d.value().is_null() ? kUnknownDim : d.integer(0, kMaxId));
+  }
+  Device device = Device::Cpu;
+  if (auto dev = c.find("device")) {
+    std::string name = dev->string();
+    if (name == "cuda") device = Device::Cuda;
+    else if (name != "cpu") dev->fail("expected \"cpu\" or \"cuda\", found \"" + name + "\"");
+  }
+  return TensorType(*dtype, std::move(dims), device);
+}
+
+Tensor readTensor(const JsonCursor& c) {
+  c.expectObject();
+  auto dtypeName = c.at("dtype").string();
+  auto dtype = dtypeFromName(dtypeName);
+  if (!dtype) c.at("dtype").fail("expected a dtype name (bool, int8, ..., float64), found \"" + dtypeName + "\"");
+  JsonCursor shapeCursor = c.at("shape");
+  std::size_t ndim = shapeCursor.arraySize();
+  if (ndim > kMaxRank) shapeCursor.fail("expected at most " + std::to_string(kMaxRank) + " dimensions");
+  Shape shape;
+  std::int64_t numel = 1;
+  for (std::size_t i = 0; i < ndim; ++i) {
+    std::int64_t d = shapeCursor.at(i).integer(0, kMaxId);
+    if (__builtin_mul_overflow(numel, d, &numel) || numel > kMaxId)
+      shapeCursor.fail("the shape has more elements than any file can hold");
+    shape.push_back(d);
+  }
+  JsonCursor data = c.at("data");
+  std::string text = data.string();
+  auto size = base64DecodedSize(text);
+  if (!size) data.fail("expected little-endian tensor data in base64 (length a multiple of 4, '=' padding)");
+  std::uint64_t expected = static_cast<std::uint64_t>(numel) * dtypeSize(*dtype);
+  if (*size != expected)
+    data.fail("expected " + std::to_string(expected) + " bytes for " + dtypeName + " " + shapeToString(shape) +
+              ", found " + std::to_string(*size));
+  auto bytes = base64Decode(text);
+  if (!bytes) data.fail("expected base64 data, found characters outside the base64 alphabet or bad padding");
+  return Tensor::fromBytes(*dtype, std::move(shape), *bytes);
+}
+
+std::string readScope(const JsonCursor& c) {
+  auto s = c.find("scope");
+  return s ? s->string() : std::string();
+}
+
+SourceSite readSite(const JsonCursor& c) {
+  auto s = c.find("site");
+  if (!s) return {};
+  SourceSite site;
+  site.file = s->at("file").string();
+  site.line = static_cast<std::uint32_t>(s->at("line").integer(0, 0xffffffffLL));
+  if (auto f = s->find("function")) site.function = f->string();
+  return site;
+}
+
+// One graph of the document.
+class GraphReader {
+ public:
+  GraphReader(const JsonCursor& c, const OpRegistry& registry) : m_c(c), m_registry(registry) {}
+
+  std::unique_ptr<FunctionGraph> read() {
+    m_c.expectObject();
+    readVariables();
+    readApplies();
+    std::vector<VarPtr> inputs = readVarList("inputs", true);
+    std::vector<VarPtr> outputs = readVarList("outputs", false);
+    std::unique_ptr<FunctionGraph> fg;
+    try {
+      fg = std::make_unique<FunctionGraph>(inputs, outputs, FunctionGraph::Ownership::Adopt);
+    } catch (const std::exception& e) {
+      m_c.at("outputs").fail(std::string("the graph does not hold together: ") + e.what());
+    }
+    for (const auto& [id, entry] : m_entries) {
+      if (entry.var->fgraph() != fg.get())
+        m_c.at("variables").at(entry.position).fail(
+            "variable " + std::to_string(id) + " is neither a graph input nor needed by a graph output "
+            "(.tsg files hold no dead code)");
+    }
+    for (const auto& [id, node] : m_nodes) {
+      if (node.first->fgraph() != fg.get())
+        m_c.at("applies").at(node.second).fail("apply " + std::to_string(id) +
+                                               " is not needed by any graph output (.tsg files hold no dead code)");
+    }
+    if (auto updates = m_c.find("updates")) {
+      for (std::size_t i = 0, n = updates->arraySize(); i < n; ++i) {
+        JsonCursor u = updates->at(i);
+        auto out = static_cast<std::size_t>(u.at("output").integer(0, static_cast<std::int64_t>(outputs.size()) - 1));
+        auto in = static_cast<std::size_t>(u.at("input").integer(0, static_cast<std::int64_t>(inputs.size()) - 1));
+        try {
+          fg->setUpdate(out, in);
+        } catch (const std::exception& e) {
+          u.fail(e.what());
+        }
+      }
+    }
+    if (auto next = m_c.find("next_id")) fg->reserveIds(next->integer(0, kMaxId + 1));
+    return fg;
+  }
+
+ private:
+  struct Entry {
+    std::size_t position;  // index in "variables"
+    std::string kind;
+    TensorType type;
+    VarPtr var;            // set at once for free variables, at the apply for computed ones
+    bool produced = false;
+  };
+
+  void claimId(std::int64_t id, const JsonCursor& where) {
+    if (!m_ids.insert(id).second) where.fail("the id " + std::to_string(id) + " is used twice");
+  }
+
+  void readVariables() {
+    JsonCursor vars = m_c.at("variables");
+    for (std::size_t i = 0, n = vars.arraySize(); i < n; ++i) {
+      JsonCursor v = vars.at(i);
+      v.expectObject();
+      std::int64_t id = v.at("id").integer(0, kMaxId);
+      claimId(id, v.at("id"));
+      Entry e{i, v.at("kind").string(), readType(v.at("type")), nullptr};
+      std::string name = v.find("name") ? v.at("name").string() : std::string();
+      if (e.kind == "input") {
+        e.var = Variable::create(e.type, name);
+      } else if (e.kind == "constant" || e.kind == "shared") {
+        Tensor value = readTensor(v.at("value"));
+        if (TensorType::ofValue(value) != e.type && !(e.kind == "shared" && e.type.isCompatibleWith(TensorType::ofValue(value))))
+          v.at("value").fail("the value has type " + TensorType::ofValue(value).str() + " but the variable's type is " +
+                             e.type.str());
+        if (e.kind == "constant") {
+          e.var = Constant::create(value, name);
+        } else {
+          try {
+            e.var = SharedVariable::create(value, name, e.type);
+          } catch (const std::exception& ex) {
+            v.at("value").fail(ex.what());
+          }
+        }
+      } else if (e.kind != "computed") {
+        v.at("kind").fail("expected \"input\", \"constant\", \"shared\" or \"computed\", found \"" + e.kind + "\"");
+      }
+      if (e.var) applyMetadata(*e.var, v, id);
+      else m_pendingMeta.emplace(id, v);
+      m_entries.emplace(id, std::move(e));
+    }
+  }
+
+  void applyMetadata(Variable& var, const JsonCursor& v, std::int64_t id) {
+    var.presetId(id);
+    var.setScope(readScope(v));
+    var.setSite(readSite(v));
+    if (auto tv = v.find("test_value")) {
+      Tensor t = readTensor(*tv);
+      try {
+        var.setTestValue(t);
+      } catch (const std::exception& e) {
+        tv->fail(e.what());
+      }
+    }
+  }
+
+  Entry& entry(const JsonCursor& ref) {
+    std::int64_t id = ref.integer(0, kMaxId);
+    auto it = m_entries.find(id);
+    if (it == m_entries.end()) ref.fail("expected the id of a variable listed in \"variables\", found " + std::to_string(id));
+    return it->second;
+  }
+
+  void readApplies() {
+    JsonCursor applies = m_c.at("applies");
+    for (std::size_t i = 0, n = applies.arraySize(); i < n; ++i) {
+      JsonCursor a = applies.at(i);
+      a.expectObject();
+      std::int64_t id = a.at("id").integer(0, kMaxId);
+      claimId(id, a.at("id"));
+      std::string opName = a.at("op").string();
+      json props = json::object();
+      if (auto p = a.find("props")) {
+        p->expectObject();
+        props = p->value();
+      }
+      std::vector<VarPtr> inputs;
+      JsonCursor ins = a.at("inputs");
+      for (std::size_t k = 0, m = ins.arraySize(); k < m; ++k) {
+        Entry& e = entry(ins.at(k));
+        if (!e.var)
+          ins.at(k).fail("variable " + ins.at(k).value().dump() +
+                         " is computed by an apply listed later or by none (applies must be in topological order)");
+        inputs.push_back(e.var);
+      }
+      JsonCursor outs = a.at("outputs");
+      std::vector<Entry*> outEntries;
+      std::vector<TensorType> types;
+      for (std::size_t k = 0, m = outs.arraySize(); k < m; ++k) {
+        Entry& e = entry(outs.at(k));
+        if (e.kind != "computed") outs.at(k).fail("an apply output must be a variable of kind \"computed\", found \"" + e.kind + "\"");
+        if (e.produced) outs.at(k).fail("variable " + outs.at(k).value().dump() + " is the output of two applies");
+        e.produced = true;
+        outEntries.push_back(&e);
+        types.push_back(e.type);
+      }
+      OpPtr op = makeOp(opName, props, a);
+      if (op->isExecutable()) checkTypes(*op, inputs, types, a);
+      ApplyPtr node = Apply::create(op, std::move(inputs), std::move(types), readSite(a));
+      node->setScope(readScope(a));
+      node->presetId(id);
+      for (std::size_t k = 0; k < outEntries.size(); ++k) {
+        Entry& e = *outEntries[k];
+        e.var = node->output(static_cast<int>(k));
+        std::int64_t varId = outs.at(k).integer(0, kMaxId);
+        const JsonCursor& meta = m_pendingMeta.at(varId);
+        if (auto name = meta.find("name")) e.var->setName(name->string());
+        applyMetadata(*e.var, meta, varId);
+      }
+      m_nodes.emplace(id, std::make_pair(node, i));
+    }
+    for (const auto& [id, e] : m_entries)
+      if (e.kind == "computed" && !e.produced)
+        m_c.at("variables").at(e.position).fail("variable " + std::to_string(id) + " is \"computed\" but no apply outputs it");
+  }
+
+  OpPtr makeOp(const std::string& name, const json& props, const JsonCursor& a) {
+    if (!m_registry.contains(name))
+      return std::make_shared<OpaqueOp>(name, props, "no op named '" + name + "' is registered");
+    std::string key = name + props.dump();
+    if (auto it = m_opCache.find(key); it != m_opCache.end()) return it->second;
+    try {
+      OpPtr op = m_registry.make(name, props);
+      m_opCache.emplace(std::move(key), op);
+      return op;
+    } catch (const std::exception& e) {
+      (a.find("props") ? *a.find("props") : a).fail(std::string("the props do not describe a valid ") + name + ": " + e.what());
+    }
+  }
+
+  void checkTypes(const Op& op, const std::vector<VarPtr>& inputs, const std::vector<TensorType>& declared,
+                  const JsonCursor& a) {
+    std::vector<TensorType> inferred;
+    try {
+      inferred = op.outputTypes(inputs);
+    } catch (const std::exception& e) {
+      a.at("inputs").fail(std::string("the op refuses its inputs: ") + e.what());
+    }
+    if (inferred.size() != declared.size())
+      a.at("outputs").fail("expected " + std::to_string(inferred.size()) + " outputs for " + op.str() + ", found " +
+                           std::to_string(declared.size()));
+    for (std::size_t k = 0; k < declared.size(); ++k)
+      if (!declared[k].isCompatibleWith(inferred[k]))
+        a.at("outputs").at(k).fail("the variable's type " + declared[k].str() + " contradicts the type " +
+                                   inferred[k].str() + " that " + op.str() + " computes");
+  }
+
+  std::vector<VarPtr> readVarList(const char* key, bool free) {
+    JsonCursor list = m_c.at(key);
+    std::vector<VarPtr> out;
+    std::unordered_set<std::int64_t> seen;
+    for (std::size_t i = 0, n = list.arraySize(); i < n; ++i) {
+      Entry& e = entry(list.at(i));
+      if (free && e.kind == "computed") list.at(i).fail("a graph input must not be computed by an apply");
+      if (free && !seen.insert(list.at(i).integer(0, kMaxId)).second) list.at(i).fail("the input is listed twice");
+      out.push_back(e.var);
+    }
+    return out;
+  }
+
+  JsonCursor m_c;
+  const OpRegistry& m_registry;
+  std::unordered_set<std::int64_t> m_ids;
+  std::unordered_map<std::int64_t, Entry> m_entries;
+  std::unordered_map<std::int64_t, JsonCursor> m_pendingMeta;
+  std::unordered_map<std::int64_t, std::pair<ApplyPtr, std::size_t>> m_nodes;
+  std::unordered_map<std::string, OpPtr> m_opCache;
+};
+
+std::vector<RewriteRecord> readRewrites(const JsonCursor& c) {
+  std::vector<RewriteRecord> out;
+  auto ids = [](const JsonCursor& list) {
+    std::vector<std::int64_t> v;
+    for (std::size_t i = 0, n = list.arraySize(); i < n; ++i) v.push_back(list.at(i).integer(0, kMaxId));
+    return v;
+  };
+  for (std::size_t i = 0, n = c.arraySize(); i < n; ++i) {
+    JsonCursor r = c.at(i);
+    RewriteRecord rec;
+    rec.order = static_cast<std::size_t>(r.at("order").integer(0, kMaxId));
+    rec.phase = r.at("phase").string();
+    rec.reason = r.at("reason").string();
+    JsonCursor replaced = r.at("replaced");
+    for (std::size_t k = 0, m = replaced.arraySize(); k < m; ++k) {
+      JsonCursor pair = replaced.at(k);
+      if (pair.arraySize() != 2) pair.fail("expected a pair [old id, new id]");
+      rec.replaced.emplace_back(pair.at(std::size_t{0}).integer(0, kMaxId), pair.at(std::size_t{1}).integer(0, kMaxId));
+    }
+    rec.addedNodes = ids(r.at("added"));
+    rec.removedNodes = ids(r.at("removed"));
+    JsonCursor seconds = r.at("seconds");
+    if (!seconds.value().is_number() || seconds.value().get<double>() < 0)
+      seconds.fail("expected a duration in seconds (a number >= 0), found " + seconds.describe());
+    rec.seconds = seconds.value().get<double>();
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+// The deepest nesting of arrays and objects in a JSON text (strings skipped). Checked before
+// parsing: the parser copes with any depth, but comparing or printing a value recurses.
+std::size_t nestingDepth(std::string_view text) {
+  std::size_t depth = 0, deepest = 0;
+  bool inString = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (inString) {
+      if (ch == '\\') ++i;
+      else if (ch == '"') inString = false;
+    } else if (ch == '"') {
+      inString = true;
+    } else if (ch == '[' || ch == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+constexpr std::size_t kMaxNesting = 64;
+
+}  // namespace
+
+// Note [Whole or nothing]: the reader builds every object locally; only a fully checked document
+// is returned. The graphs' nodes are adopted by their FunctionGraph only at the end of each graph.
+TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegistry& registry) {
+  std::string src(source);
+  JsonCursor::Fail fail = [&](const std::string& path, const std::string& message) {
+    throw TsgError(src, path, message);
+  };
+  if (std::size_t depth = nestingDepth(text); depth > kMaxNesting)
+    throw TsgError(src, "/", "the JSON nests " + std::to_string(depth) + " levels deep; a .tsg file needs at most " +
+                                 std::to_string(kMaxNesting));
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+    std::string what = e.what();
+    if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    throw TsgError(src, "/", "not valid JSON (" + what + ")");
+  }
+  JsonCursor c(root, "", &fail);
+  c.expectObject();
+  std::string format = c.at("format").string();
+  if (format != kTsgFormat)
+    c.at("format").fail("expected \"" + std::string(kTsgFormat) + "\", found \"" + format + "\" (not a Tensorscope graph file)");
+  std::int64_t version = c.at("version").integer(1, 1'000'000);
+  if (version > kTsgVersion)
+    c.at("version").fail("the file has format version " + std::to_string(version) + "; this Tensorscope reads up to version " +
+                         std::to_string(kTsgVersion) + " (a newer Tensorscope wrote it)");
+  TsgDocument doc;
+  if (auto p = c.find("producer")) {
+    p->expectObject();
+    doc.producer = p->value();
+  }
+  JsonCursor graphs = c.at("graphs");
+  graphs.expectObject();
+  doc.original = GraphReader(graphs.at("original"), registry).read();
+  if (auto opt = graphs.find("optimized")) doc.optimized = GraphReader(*opt, registry).read();
+  for (const auto& [key, value] : graphs.value().items())
+    if (key != "original" && key != "optimized")
+      graphs.fail("expected only the graphs \"original\" and \"optimized\", found \"" + key + "\"");
+  if (auto r = c.find("rewrites")) doc.rewrites = readRewrites(*r);
+  if (auto p = c.find("profiles")) {
+    p->arraySize();
+    doc.profiles = p->value();
+  }
+  return doc;
+}
+
+TsgDocument loadTsg(const std::filesystem::path& path, const OpRegistry& registry) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw TsgError(path.string(), "/", "cannot open the file for reading");
+  std::ostringstream text;
+  text << f.rdbuf();
+  if (f.bad()) throw TsgError(path.string(), "/", "reading the file failed");
+  return readTsg(text.str(), path.string(), registry);
+}
+
+}  // namespace tscope::engine::io

@@ -1,0 +1,164 @@
+// Writing .tsg files: each variable and apply on a line of its own, so files diff well.
+
+#include "engine/graph/op.h"
+#include "engine/io/base64.h"
+#include "engine/io/tsg.h"
+
+#include <bit>
+#include <cstdio>
+#include <fstream>
+#include <system_error>
+#include <unistd.h>
+
+namespace tscope::engine::io {
+
+static_assert(std::endian::native == std::endian::little,
+              "the .tsg format stores tensors little-endian; add byte swapping for this platform");
+
+using nlohmann::json;
+
+TsgError::TsgError(std::string source, std::string path, std::string message)
+    : std::runtime_error(source + ": " + path + ": " + message),
+      m_source(std::move(source)), m_path(std::move(path)), m_message(std::move(message)) {}
+
+json tensorToJson(const Tensor& t) {
+  std::vector<std::byte> bytes = t.toBytes();
+  return {{"dtype", dtypeName(t.dtype())}, {"shape", t.shape()}, {"data", base64Encode(bytes)}};
+}
+
+namespace {
+
+json typeToJson(const TensorType& t) {
+  json shape = json::array();
+  for (std::int64_t d : t.shape()) shape.push_back(d == kUnknownDim ? json(nullptr) : json(d));
+  json out = {{"dtype", dtypeName(t.dtype())}, {"shape", shape}};
+  if (t.device() != Device::Cpu) out["device"] = deviceName(t.device());
+  return out;
+}
+
+void putMetadata(json& out, const std::string& scope, const SourceSite& site) {
+  if (!scope.empty()) out["scope"] = scope;
+  if (!site.empty()) out["site"] = {{"file", site.file}, {"line", site.line}, {"function", site.function}};
+}
+
+std::string_view kindName(const Variable& v) {
+  if (v.owner()) return "computed";
+  switch (v.kind()) {
+    case Variable::Kind::Constant: return "constant";
+    case Variable::Kind::Shared: return "shared";
+    case Variable::Kind::Regular: break;
+  }
+  return "input";
+}
+
+json variableToJson(const Variable& v) {
+  json out = {{"id", v.id()}, {"kind", kindName(v)}, {"type", typeToJson(v.type())}};
+  if (!v.name().empty()) out["name"] = v.name();
+  putMetadata(out, v.scope(), v.site());
+  if (auto* c = dynamic_cast<const Constant*>(&v)) out["value"] = tensorToJson(c->value());
+  if (auto* s = dynamic_cast<const SharedVariable*>(&v)) out["value"] = tensorToJson(s->value());
+  if (v.testValue()) out["test_value"] = tensorToJson(*v.testValue());
+  return out;
+}
+
+json applyToJson(const Apply& node) {
+  json inputs = json::array(), outputs = json::array();
+  for (const auto& in : node.inputs()) inputs.push_back(in->id());
+  for (int o = 0; o < node.nOutputs(); ++o) outputs.push_back(node.outputRef(o).id());
+  json out = {{"id", node.id()}, {"op", node.op().name()}, {"inputs", inputs}, {"outputs", outputs}};
+  json props = node.op().props();
+  if (!props.empty()) out["props"] = std::move(props);
+  putMetadata(out, node.scope(), node.site());
+  return out;
+}
+
+// Appends `[\n<indent>e0,\n<indent>e1\n<indent-2>]`: one element per line.
+void appendLines(std::string& out, const std::vector<json>& items, const char* indent) {
+  if (items.empty()) {
+    out += "[]";
+    return;
+  }
+  out += "[\n";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    out += indent;
+    out += items[i].dump();
+    out += i + 1 < items.size() ? ",\n" : "\n";
+  }
+  out += std::string(indent).substr(2) + "]";
+}
+
+void appendGraph(std::string& out, const FunctionGraph& fg) {
+  std::vector<Apply*> order = fg.toposort();
+  std::vector<Variable*> vars = fg.variables();
+  std::sort(vars.begin(), vars.end(), [](const Variable* a, const Variable* b) { return a->id() < b->id(); });
+  json inputs = json::array(), outputs = json::array(), updates = json::array();
+  for (const auto& in : fg.inputs()) inputs.push_back(in->id());
+  for (const auto& o : fg.outputs()) outputs.push_back(o->id());
+  for (const auto& [o, i] : fg.updateMapping()) updates.push_back({{"output", o}, {"input", i}});
+  std::vector<json> varItems, applyItems;
+  varItems.reserve(vars.size());
+  applyItems.reserve(order.size());
+  for (const Variable* v : vars) varItems.push_back(variableToJson(*v));
+  for (const Apply* a : order) applyItems.push_back(applyToJson(*a));
+  out += "{\n      \"inputs\": " + inputs.dump() + ",\n      \"outputs\": " + outputs.dump() +
+         ",\n      \"updates\": " + updates.dump() + ",\n      \"next_id\": " + std::to_string(fg.nextId()) +
+         ",\n      \"variables\": ";
+  appendLines(out, varItems, "        ");
+  out += ",\n      \"applies\": ";
+  appendLines(out, applyItems, "        ");
+  out += "\n    }";
+}
+
+json rewriteToJson(const RewriteRecord& r) {
+  json replaced = json::array();
+  for (const auto& [a, b] : r.replaced) replaced.push_back({a, b});
+  return {{"order", r.order},  {"phase", r.phase},         {"reason", r.reason},       {"replaced", replaced},
+          {"added", r.addedNodes}, {"removed", r.removedNodes}, {"seconds", r.seconds}};
+}
+
+}  // namespace
+
+std::string writeTsg(const TsgDocument& doc) {
+  if (!doc.original) throw std::invalid_argument("writeTsg: the document has no original graph");
+  json producer = doc.producer.is_object() && !doc.producer.empty()
+                      ? doc.producer
+                      : json{{"name", "tensorscope"}, {"version", "0.1.0"}};
+  std::string out = "{\n  \"format\": " + json(kTsgFormat).dump() + ",\n  \"version\": " + std::to_string(kTsgVersion) +
+                    ",\n  \"producer\": " + producer.dump() + ",\n  \"graphs\": {\n    \"original\": ";
+  appendGraph(out, *doc.original);
+  if (doc.optimized) {
+    out += ",\n    \"optimized\": ";
+    appendGraph(out, *doc.optimized);
+  }
+  out += "\n  },\n  \"rewrites\": ";
+  std::vector<json> rewrites;
+  for (const auto& r : doc.rewrites) rewrites.push_back(rewriteToJson(r));
+  appendLines(out, rewrites, "    ");
+  out += ",\n  \"profiles\": " + (doc.profiles.is_array() ? doc.profiles : json::array()).dump() + "\n}\n";
+  return out;
+}
+
+void saveTsg(const TsgDocument& doc, const std::filesystem::path& path) {
+  std::string text = writeTsg(doc);  // serialise first: a failure leaves the target untouched
+  std::filesystem::path tmp = path;
+  tmp += ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error(path.string() + ": cannot write (opening " + tmp.string() + " failed)");
+    f.write(text.data(), static_cast<std::streamsize>(text.size()));
+    f.flush();
+    if (!f) {
+      f.close();
+      std::filesystem::remove(tmp);
+      throw std::runtime_error(path.string() + ": writing failed (disk full?)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    throw std::runtime_error(path.string() + ": cannot replace the file: " + ec.message());
+  }
+}
+
+}  // namespace tscope::engine::io

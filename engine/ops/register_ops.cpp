@@ -1,0 +1,24 @@
+#include "engine/ops/register_ops.h"
+
+#include "engine/ops/blas/dot.h"
+#include "engine/ops/elemwise/elemwise.h"
+#include "engine/ops/shape/dimshuffle.h"
+
+namespace tscope::engine {
+
+void registerAllOps(OpRegistry& registry) {
+  registerElemwiseOps(registry);
+  registerShapeOps(registry);
+  registerBlasOps(registry);
+}
+
+const OpRegistry& defaultOpRegistry() {
+  static const OpRegistry registry = [] {
+    OpRegistry r;
+    registerAllOps(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace tscope::engine

@@ -1,0 +1,788 @@
+#include "engine/tensor/tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <ostream>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+namespace tscope::engine {
+
+namespace {
+
+constexpr std::size_t kStorageAlignment = 64;
+
+// ---------------------------------------------------------------------------------------------
+// Element types and conversions
+
+template <class T>
+constexpr DType dtypeOf() {
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else if constexpr (std::is_same_v<T, std::int8_t>)
+    return DType::Int8;
+  else if constexpr (std::is_same_v<T, std::int16_t>)
+    return DType::Int16;
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return DType::Int32;
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return DType::Int64;
+  else if constexpr (std::is_same_v<T, std::uint8_t>)
+    return DType::UInt8;
+  else if constexpr (std::is_same_v<T, Half>)
+    return DType::Float16;
+  else if constexpr (std::is_same_v<T, float>)
+    return DType::Float32;
+  else {
+    static_assert(std::is_same_v<T, double>, "not an element type of Tensor");
+    return DType::Float64;
+  }
+}
+
+// Float -> integer as numpy's astype: truncation toward zero. NaN and values beyond int64 have no
+// result numpy defines; like numpy on x86 they become int64's minimum. Narrower integers then
+// wrap like an integer cast (200.0 -> int8 gives -56, -1.0 -> uint8 gives 255, as numpy does).
+template <class To>
+To floatToInteger(double x) {
+  const double t = std::trunc(x);
+  std::int64_t wide = std::numeric_limits<std::int64_t>::min();
+  if (t >= -9223372036854775808.0 && t < 9223372036854775808.0) wide = static_cast<std::int64_t>(t);
+  return static_cast<To>(wide);
+}
+
+// One element of type From as type To, with numpy's astype semantics.
+template <class To, class From>
+To convertValue(From x) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (std::is_same_v<From, Half>) {
+    return convertValue<To>(halfToFloat(x));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != From{0};
+  } else if constexpr (std::is_same_v<To, Half>) {
+    return floatToHalf(static_cast<float>(x));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    return floatToInteger<To>(static_cast<double>(x));
+  } else {
+    return static_cast<To>(x);  // integer -> integer wraps (C++20), anything -> float rounds
+  }
+}
+
+template <class T>
+double toDouble(T x) {
+  return convertValue<double>(x);
+}
+template <class T>
+T fromDouble(double x) {
+  return convertValue<T>(x);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strided walking
+
+// Calls body(a, b) for every index of shape in row-major order, where a and b are the element
+// offsets of that index under strides sa and sb. The innermost axis is a plain loop, so the body
+// inlines into it; there is no per-element indirection.
+template <class Body>
+void walk2(const Shape& shape, const Strides& sa, const Strides& sb, Body&& body) {
+  const int nd = static_cast<int>(shape.size());
+  if (nd == 0) {
+    body(std::int64_t{0}, std::int64_t{0});
+    return;
+  }
+  for (std::int64_t d : shape)
+    if (d == 0) return;
+  const std::int64_t inner = shape[nd - 1], ia = sa[nd - 1], ib = sb[nd - 1];
+  std::vector<std::int64_t> counter(nd - 1, 0);
+  std::int64_t a = 0, b = 0;
+  while (true) {
+    for (std::int64_t i = 0; i < inner; ++i) body(a + i * ia, b + i * ib);
+    int d = nd - 2;
+    for (; d >= 0; --d) {
+      if (++counter[d] < shape[d]) {
+        a += sa[d];
+        b += sb[d];
+        break;
+      }
+      a -= sa[d] * (shape[d] - 1);
+      b -= sb[d] * (shape[d] - 1);
+      counter[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+std::string describe(const Tensor& t) {
+  return std::string(dtypeName(t.dtype())) + " " + shapeToString(t.shape());
+}
+
+void requireDefined(const Tensor& t, const char* where) {
+  if (!t.defined())
+    throw std::invalid_argument(std::string(where) +
+                                ": expected a defined tensor, found an undefined (default) one");
+}
+
+int normalizeAxis(int axis, int ndim, const Shape& shape, const char* where) {
+  if (axis < -ndim || axis >= ndim)
+    throw std::out_of_range(std::string(where) + ": axis " + std::to_string(axis) +
+                            " is out of range for shape " + shapeToString(shape) + " (expected " +
+                            std::to_string(-ndim) + ".." + std::to_string(ndim - 1) + ")");
+  return axis < 0 ? axis + ndim : axis;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Printing
+
+// Up to 4 decimals with trailing zeros removed ("1.5", "2", "0.3333"); scientific notation where
+// fixed notation would hide the value ("1e-05", "1.235e+20").
+std::string formatFloat(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+  auto stripZeros = [](std::string s) {
+    const auto e = s.find('e');
+    std::string mantissa = s.substr(0, e), exponent = e == std::string::npos ? "" : s.substr(e);
+    if (mantissa.find('.') != std::string::npos) {
+      while (mantissa.back() == '0') mantissa.pop_back();
+      if (mantissa.back() == '.') mantissa.pop_back();
+    }
+    return mantissa + exponent;
+  };
+  char buffer[64];
+  if (x == 0 || (std::fabs(x) >= 5e-5 && std::fabs(x) < 1e16)) {
+    std::snprintf(buffer, sizeof buffer, "%.4f", x);
+    return stripZeros(buffer);
+  }
+  std::snprintf(buffer, sizeof buffer, "%.3e", x);
+  return stripZeros(buffer);
+}
+
+template <class T>
+std::string formatElement(T x) {
+  if constexpr (std::is_same_v<T, bool>)
+    return x ? "true" : "false";
+  else if constexpr (std::is_integral_v<T>)
+    return std::to_string(static_cast<long long>(x));
+  else
+    return formatFloat(toDouble(x));
+}
+
+class TextPrinter {
+ public:
+  TextPrinter(const Tensor& t, int edgeItems) : m_tensor(t) {
+    for (std::int64_t n : t.shape()) {
+      std::vector<std::int64_t> axis;
+      if (n > 2 * static_cast<std::int64_t>(edgeItems)) {
+        for (std::int64_t i = 0; i < edgeItems; ++i) axis.push_back(i);
+        axis.push_back(kEllipsis);
+        for (std::int64_t i = n - edgeItems; i < n; ++i) axis.push_back(i);
+      } else {
+        for (std::int64_t i = 0; i < n; ++i) axis.push_back(i);
+      }
+      m_shown.push_back(std::move(axis));
+    }
+  }
+
+  std::string text() {
+    collect(0, m_tensor.offset());
+    for (const std::string& cell : m_cells) m_width = std::max(m_width, cell.size());
+    std::string out;
+    emit(0, out);
+    return out;
+  }
+
+ private:
+  static constexpr std::int64_t kEllipsis = -1;
+
+  void collect(int axis, std::int64_t offset) {
+    if (axis == m_tensor.ndim()) {
+      dispatchDType(m_tensor.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* base = reinterpret_cast<const T*>(m_tensor.storage()->data());
+        m_cells.push_back(formatElement(base[offset]));
+      });
+      return;
+    }
+    for (std::int64_t i : m_shown[axis])
+      if (i != kEllipsis) collect(axis + 1, offset + i * m_tensor.strides()[axis]);
+  }
+
+  void emit(int axis, std::string& out) {
+    const int nd = m_tensor.ndim();
+    if (axis == nd) {
+      const std::string& cell = m_cells[m_next++];
+      out.append(m_width - cell.size(), ' ');
+      out += cell;
+      return;
+    }
+    // numpy's separators: ", " inside a row, a newline between rows, a blank line between
+    // matrices, and indentation that lines the brackets up.
+    const std::string separator =
+        nd - axis - 1 == 0 ? std::string(", ")
+                           : "," + std::string(nd - axis - 1, '\n') + std::string(axis + 1, ' ');
+    out += '[';
+    bool first = true;
+    for (std::int64_t i : m_shown[axis]) {
+      if (!first) out += separator;
+      first = false;
+      if (i == kEllipsis)
+        out += "...";
+      else
+        emit(axis + 1, out);
+    }
+    out += ']';
+  }
+
+  const Tensor& m_tensor;
+  std::vector<std::vector<std::int64_t>> m_shown;
+  std::vector<std::string> m_cells;
+  std::size_t m_width = 0;
+  std::size_t m_next = 0;
+};
+
+}  // namespace
+
+// =============================================================================================
+// Storage
+
+Storage::Storage(std::size_t nbytes, Device device) : m_nbytes(nbytes), m_device(device) {
+  if (device != Device::Cpu)
+    throw std::runtime_error("Storage: expected a CPU allocation, found a request for " +
+                             std::string(deviceName(device)) +
+                             " memory; the CUDA backend allocates device storage");
+  if (nbytes > std::numeric_limits<std::size_t>::max() - kStorageAlignment) throw std::bad_alloc();
+  // aligned_alloc needs a size that is a multiple of the alignment, and never zero.
+  const std::size_t rounded = std::max(
+      kStorageAlignment, (nbytes + kStorageAlignment - 1) / kStorageAlignment * kStorageAlignment);
+  m_data = static_cast<std::byte*>(std::aligned_alloc(kStorageAlignment, rounded));
+  if (m_data == nullptr) throw std::bad_alloc();
+  std::memset(m_data, 0, rounded);
+}
+
+Storage::~Storage() {
+  std::free(m_data);
+}
+
+// =============================================================================================
+// Shapes
+
+std::int64_t shapeNumel(std::span<const std::int64_t> shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d < 0)
+      throw std::invalid_argument("shapeNumel: expected non-negative dims, found " +
+                                  shapeToString(shape));
+    if (__builtin_mul_overflow(n, d, &n))
+      throw std::invalid_argument("shapeNumel: the element count of " + shapeToString(shape) +
+                                  " overflows int64");
+  }
+  return n;
+}
+
+Strides contiguousStrides(std::span<const std::int64_t> shape) {
+  Strides strides(shape.size());
+  std::int64_t stride = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= std::max<std::int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+std::string shapeToString(std::span<const std::int64_t> shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) s += ",";  // numpy's one-tuple; "(3,)" is unambiguous in messages
+  return s + ")";
+}
+
+// =============================================================================================
+// Construction
+
+Tensor::Tensor(DType dtype, Shape shape)
+    : m_dtype(dtype), m_shape(std::move(shape)), m_strides(contiguousStrides(m_shape)) {
+  const std::int64_t n = shapeNumel(m_shape);
+  std::int64_t bytes = 0;
+  if (__builtin_mul_overflow(n, static_cast<std::int64_t>(dtypeSize(dtype)), &bytes))
+    throw std::invalid_argument("Tensor: the byte size of a " + std::string(dtypeName(dtype)) +
+                                " tensor of shape " + shapeToString(m_shape) + " overflows int64");
+  m_storage = std::make_shared<Storage>(static_cast<std::size_t>(bytes));
+}
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides,
+               std::int64_t offset)
+    : m_storage(std::move(storage)),
+      m_dtype(dtype),
+      m_shape(std::move(shape)),
+      m_strides(std::move(strides)),
+      m_offset(offset) {
+  if (m_storage == nullptr) throw std::invalid_argument("Tensor: expected a storage, found null");
+  if (m_strides.size() != m_shape.size())
+    throw std::invalid_argument("Tensor: expected " + std::to_string(m_shape.size()) +
+                                " strides for shape " + shapeToString(m_shape) + ", found " +
+                                shapeToString(m_strides));
+  const std::int64_t n = shapeNumel(m_shape);
+  if (m_offset < 0)
+    throw std::out_of_range("Tensor: expected a non-negative offset, found " +
+                            std::to_string(m_offset));
+  if (n == 0) return;
+  // The lowest and highest element offsets the view reaches must lie inside the storage.
+  std::int64_t lo = m_offset, hi = m_offset;
+  bool overflow = false;
+  for (std::size_t i = 0; i < m_shape.size(); ++i) {
+    std::int64_t reach = 0;
+    overflow |= __builtin_mul_overflow(m_shape[i] - 1, m_strides[i], &reach);
+    overflow |= __builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi);
+  }
+  const auto elements = static_cast<std::int64_t>(m_storage->nbytes() / dtypeSize(dtype));
+  if (overflow || lo < 0 || hi >= elements)
+    throw std::out_of_range("Tensor: a view of shape " + shapeToString(m_shape) + ", strides " +
+                            shapeToString(m_strides) + " and offset " + std::to_string(m_offset) +
+                            " reaches elements " + std::to_string(lo) + ".." + std::to_string(hi) +
+                            " but the storage holds " + std::to_string(elements) + " " +
+                            std::string(dtypeName(dtype)) + " elements");
+}
+
+Tensor Tensor::full(DType dtype, Shape shape, double value) {
+  Tensor t(dtype, std::move(shape));
+  dispatchDType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::fill_n(t.data<T>(), t.numel(), fromDouble<T>(value));
+  });
+  return t;
+}
+
+Tensor Tensor::fromDoubles(DType dtype, Shape shape, std::span<const double> values) {
+  Tensor t(dtype, std::move(shape));
+  if (static_cast<std::int64_t>(values.size()) != t.numel())
+    throw std::invalid_argument("Tensor::fromDoubles: shape " + shapeToString(t.shape()) +
+                                " needs " + std::to_string(t.numel()) + " values, found " +
+                                std::to_string(values.size()));
+  dispatchDType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = t.data<T>();
+    for (std::size_t i = 0; i < values.size(); ++i) out[i] = fromDouble<T>(values[i]);
+  });
+  return t;
+}
+
+Tensor Tensor::fromDoubles(DType dtype, Shape shape, std::initializer_list<double> values) {
+  return fromDoubles(dtype, std::move(shape), std::span(values.begin(), values.size()));
+}
+
+Tensor Tensor::scalar(DType dtype, double value) {
+  return full(dtype, {}, value);
+}
+
+Tensor Tensor::fromBytes(DType dtype, Shape shape, std::span<const std::byte> bytes) {
+  Tensor t(dtype, std::move(shape));
+  if (bytes.size() != t.nbytes())
+    throw std::invalid_argument("Tensor::fromBytes: " + describe(t) + " needs " +
+                                std::to_string(t.nbytes()) + " bytes, found " +
+                                std::to_string(bytes.size()));
+  if (!bytes.empty()) std::memcpy(t.rawData(), bytes.data(), bytes.size());
+  return t;
+}
+
+// =============================================================================================
+// Properties and element access
+
+std::int64_t Tensor::numel() const {
+  return defined() ? shapeNumel(m_shape) : 0;
+}
+
+Device Tensor::device() const {
+  return m_storage ? m_storage->device() : Device::Cpu;
+}
+
+bool Tensor::isContiguous() const {
+  if (numel() == 0) return true;
+  std::int64_t expected = 1;
+  for (std::size_t i = m_shape.size(); i-- > 0;) {
+    if (m_shape[i] == 1) continue;  // the stride of a size-1 axis is never used
+    if (m_strides[i] != expected) return false;
+    expected *= m_shape[i];
+  }
+  return true;
+}
+
+bool Tensor::sharesStorageWith(const Tensor& other) const {
+  return defined() && m_storage == other.m_storage;
+}
+
+void* Tensor::rawData() {
+  requireDefined(*this, "Tensor::rawData");
+  return m_storage->data() + m_offset * static_cast<std::int64_t>(itemSize());
+}
+
+const void* Tensor::rawData() const {
+  requireDefined(*this, "Tensor::rawData");
+  return m_storage->data() + m_offset * static_cast<std::int64_t>(itemSize());
+}
+
+template <class T>
+T* Tensor::data() {
+  return const_cast<T*>(std::as_const(*this).data<T>());
+}
+
+template <class T>
+const T* Tensor::data() const {
+  requireDefined(*this, "Tensor::data");
+  if (m_dtype != dtypeOf<T>())
+    throw std::invalid_argument("Tensor::data: expected the element type " +
+                                std::string(dtypeName(dtypeOf<T>())) + ", found a " +
+                                describe(*this) + " tensor");
+  return static_cast<const T*>(rawData());
+}
+
+#define TSCOPE_INSTANTIATE_DATA(T) \
+  template T* Tensor::data<T>();   \
+  template const T* Tensor::data<T>() const;
+TSCOPE_INSTANTIATE_DATA(bool)
+TSCOPE_INSTANTIATE_DATA(std::int8_t)
+TSCOPE_INSTANTIATE_DATA(std::int16_t)
+TSCOPE_INSTANTIATE_DATA(std::int32_t)
+TSCOPE_INSTANTIATE_DATA(std::int64_t)
+TSCOPE_INSTANTIATE_DATA(std::uint8_t)
+TSCOPE_INSTANTIATE_DATA(Half)
+TSCOPE_INSTANTIATE_DATA(float)
+TSCOPE_INSTANTIATE_DATA(double)
+#undef TSCOPE_INSTANTIATE_DATA
+
+namespace {
+
+// The storage element offset of index in t; negative indices count from the end as in numpy.
+std::int64_t elementOffset(const Tensor& t, std::span<const std::int64_t> index,
+                           const char* where) {
+  requireDefined(t, where);
+  if (static_cast<int>(index.size()) != t.ndim())
+    throw std::out_of_range(std::string(where) + ": expected " + std::to_string(t.ndim()) +
+                            " indices for shape " + shapeToString(t.shape()) + ", found " +
+                            shapeToString(index));
+  std::int64_t offset = t.offset();
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    const std::int64_t n = t.shape()[i];
+    const std::int64_t k = index[i] < 0 ? index[i] + n : index[i];
+    if (k < 0 || k >= n)
+      throw std::out_of_range(std::string(where) + ": index " + shapeToString(index) +
+                              " is out of range for shape " + shapeToString(t.shape()));
+    offset += k * t.strides()[i];
+  }
+  return offset;
+}
+
+}  // namespace
+
+double Tensor::at(std::span<const std::int64_t> index) const {
+  const std::int64_t offset = elementOffset(*this, index, "Tensor::at");
+  return dispatchDType(m_dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return toDouble(reinterpret_cast<const T*>(m_storage->data())[offset]);
+  });
+}
+
+void Tensor::set(std::span<const std::int64_t> index, double value) {
+  const std::int64_t offset = elementOffset(*this, index, "Tensor::set");
+  dispatchDType(m_dtype, [&](auto tag) {
+    using T = decltype(tag);
+    reinterpret_cast<T*>(m_storage->data())[offset] = fromDouble<T>(value);
+  });
+}
+
+std::vector<double> Tensor::toDoubles() const {
+  requireDefined(*this, "Tensor::toDoubles");
+  std::vector<double> out(static_cast<std::size_t>(numel()));
+  const Strides rowMajor = contiguousStrides(m_shape);
+  dispatchDType(m_dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* base = reinterpret_cast<const T*>(m_storage->data());
+    walk2(m_shape, m_strides, rowMajor,
+          [&](std::int64_t a, std::int64_t b) { out[b] = toDouble(base[m_offset + a]); });
+  });
+  return out;
+}
+
+double Tensor::item() const {
+  requireDefined(*this, "Tensor::item");
+  if (numel() != 1)
+    throw std::invalid_argument("Tensor::item: expected exactly one element, found shape " +
+                                shapeToString(m_shape) + " (" + std::to_string(numel()) +
+                                " elements)");
+  const std::vector<std::int64_t> zeros(m_shape.size(), 0);
+  return at(zeros);
+}
+
+// =============================================================================================
+// Views
+
+Tensor Tensor::view(Shape shape, Strides strides, std::int64_t offset) const {
+  requireDefined(*this, "Tensor::view");
+  return Tensor(m_storage, m_dtype, std::move(shape), std::move(strides), offset);
+}
+
+Tensor Tensor::transpose(std::span<const int> perm) const {
+  requireDefined(*this, "Tensor::transpose");
+  const int nd = ndim();
+  std::vector<bool> seen(nd, false);
+  bool valid = static_cast<int>(perm.size()) == nd;
+  for (std::size_t i = 0; valid && i < perm.size(); ++i) {
+    valid = perm[i] >= 0 && perm[i] < nd && !seen[perm[i]];
+    if (valid) seen[perm[i]] = true;
+  }
+  if (!valid) {
+    const Shape permShape(perm.begin(), perm.end());
+    throw std::invalid_argument("Tensor::transpose: expected a permutation of 0.." +
+                                std::to_string(nd - 1) + " for shape " + shapeToString(m_shape) +
+                                ", found " + shapeToString(permShape));
+  }
+  Shape shape(nd);
+  Strides strides(nd);
+  for (int i = 0; i < nd; ++i) {
+    shape[i] = m_shape[perm[i]];
+    strides[i] = m_strides[perm[i]];
+  }
+  return Tensor(m_storage, m_dtype, std::move(shape), std::move(strides), m_offset);
+}
+
+Tensor Tensor::transpose() const {
+  std::vector<int> perm(ndim());
+  for (int i = 0; i < ndim(); ++i) perm[i] = ndim() - 1 - i;
+  return transpose(perm);
+}
+
+Tensor Tensor::slice(int axis, std::int64_t start, std::int64_t stop, std::int64_t step) const {
+  requireDefined(*this, "Tensor::slice");
+  axis = normalizeAxis(axis, ndim(), m_shape, "Tensor::slice");
+  if (step == 0) throw std::invalid_argument("Tensor::slice: expected a non-zero step, found 0");
+  // Python's slice.indices(): numpy's [::-1] is slice(axis, INT64_MAX, INT64_MIN, -1).
+  const std::int64_t n = m_shape[axis];
+  auto clamp = [&](std::int64_t i) {
+    if (i < 0) {
+      i += n;
+      if (i < 0) i = step < 0 ? -1 : 0;
+    } else if (i >= n) {
+      i = step < 0 ? n - 1 : n;
+    }
+    return i;
+  };
+  start = clamp(start);
+  stop = clamp(stop);
+  std::int64_t count = 0;
+  if (step > 0 && start < stop) count = (stop - start - 1) / step + 1;
+  if (step < 0 && stop < start) count = (start - stop - 1) / -step + 1;
+  Shape shape = m_shape;
+  Strides strides = m_strides;
+  shape[axis] = count;
+  strides[axis] = m_strides[axis] * step;
+  const std::int64_t offset = count > 0 ? m_offset + start * m_strides[axis] : m_offset;
+  return Tensor(m_storage, m_dtype, std::move(shape), std::move(strides), offset);
+}
+
+Tensor Tensor::select(int axis, std::int64_t index) const {
+  requireDefined(*this, "Tensor::select");
+  axis = normalizeAxis(axis, ndim(), m_shape, "Tensor::select");
+  const std::int64_t n = m_shape[axis];
+  const std::int64_t k = index < 0 ? index + n : index;
+  if (k < 0 || k >= n)
+    throw std::out_of_range("Tensor::select: index " + std::to_string(index) +
+                            " is out of range for axis " + std::to_string(axis) + " of shape " +
+                            shapeToString(m_shape));
+  Shape shape = m_shape;
+  Strides strides = m_strides;
+  shape.erase(shape.begin() + axis);
+  strides.erase(strides.begin() + axis);
+  return Tensor(m_storage, m_dtype, std::move(shape), std::move(strides),
+                m_offset + k * m_strides[axis]);
+}
+
+Tensor Tensor::broadcastTo(const Shape& shape) const {
+  requireDefined(*this, "Tensor::broadcastTo");
+  auto fail = [&] {
+    return std::invalid_argument("Tensor::broadcastTo: cannot broadcast " + shapeToString(m_shape) +
+                                 " to " + shapeToString(shape));
+  };
+  const int nd = static_cast<int>(shape.size());
+  if (nd < ndim()) throw fail();
+  shapeNumel(shape);  // rejects negative dims
+  Strides strides(nd, 0);
+  const int lead = nd - ndim();
+  for (int i = 0; i < ndim(); ++i) {
+    if (m_shape[i] == shape[lead + i])
+      strides[lead + i] = m_strides[i];
+    else if (m_shape[i] != 1)
+      throw fail();
+  }
+  return Tensor(m_storage, m_dtype, shape, std::move(strides), m_offset);
+}
+
+Tensor Tensor::expandDims(int axis) const {
+  requireDefined(*this, "Tensor::expandDims");
+  axis = normalizeAxis(axis, ndim() + 1, m_shape, "Tensor::expandDims");
+  Shape shape = m_shape;
+  Strides strides = m_strides;
+  // The stride of a size-1 axis is never used; this one keeps contiguous data's strides C-order.
+  const std::int64_t stride = axis < ndim() ? m_strides[axis] * m_shape[axis] : 1;
+  shape.insert(shape.begin() + axis, 1);
+  strides.insert(strides.begin() + axis, stride);
+  return Tensor(m_storage, m_dtype, std::move(shape), std::move(strides), m_offset);
+}
+
+Tensor Tensor::squeeze(int axis) const {
+  requireDefined(*this, "Tensor::squeeze");
+  axis = normalizeAxis(axis, ndim(), m_shape, "Tensor::squeeze");
+  if (m_shape[axis] != 1)
+    throw std::invalid_argument("Tensor::squeeze: expected axis " + std::to_string(axis) +
+                                " of shape " + shapeToString(m_shape) + " to have size 1, found " +
+                                std::to_string(m_shape[axis]));
+  Shape shape = m_shape;
+  Strides strides = m_strides;
+  shape.erase(shape.begin() + axis);
+  strides.erase(strides.begin() + axis);
+  return Tensor(m_storage, m_dtype, std::move(shape), std::move(strides), m_offset);
+}
+
+Tensor Tensor::reshape(Shape shape) const {
+  requireDefined(*this, "Tensor::reshape");
+  const std::int64_t n = numel();
+  const Shape requested = shape;
+  auto fail = [&](const std::string& why) {
+    return std::invalid_argument("Tensor::reshape: cannot reshape " + shapeToString(m_shape) +
+                                 " (" + std::to_string(n) + " elements) into " +
+                                 shapeToString(requested) + why);
+  };
+  int inferred = -1;
+  std::int64_t known = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (inferred >= 0) throw fail(": at most one dim may be -1");
+      inferred = static_cast<int>(i);
+    } else if (shape[i] < 0) {
+      throw fail(": dims must be non-negative or -1");
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      throw fail(": the element count overflows int64");
+    }
+  }
+  if (inferred >= 0) {
+    if (known == 0 || n % known != 0)
+      throw fail(": " + std::to_string(n) + " elements do not divide into dims of " +
+                 std::to_string(known) + " elements");
+    shape[inferred] = n / known;
+    known = n;
+  }
+  if (known != n) throw fail(" (" + std::to_string(known) + " elements)");
+  if (!isContiguous()) return contiguous().reshape(std::move(shape));
+  Strides strides = contiguousStrides(shape);
+  return Tensor(m_storage, m_dtype, std::move(shape), std::move(strides), m_offset);
+}
+
+// =============================================================================================
+// Copies
+
+Tensor Tensor::contiguous() const {
+  requireDefined(*this, "Tensor::contiguous");
+  return isContiguous() ? *this : clone();
+}
+
+Tensor Tensor::clone() const {
+  return astype(m_dtype);
+}
+
+Tensor Tensor::astype(DType dtype) const {
+  requireDefined(*this, "Tensor::astype");
+  Tensor out(dtype, m_shape);
+  out.copyFrom(*this);
+  return out;
+}
+
+void Tensor::copyFrom(const Tensor& src) {
+  requireDefined(*this, "Tensor::copyFrom (destination)");
+  requireDefined(src, "Tensor::copyFrom (source)");
+  if (src.m_shape != m_shape)
+    throw std::invalid_argument("Tensor::copyFrom: expected a source of shape " +
+                                shapeToString(m_shape) + ", found " + shapeToString(src.m_shape));
+  if (src.m_dtype == m_dtype && isContiguous() && src.isContiguous()) {
+    if (nbytes() > 0) std::memmove(rawData(), src.rawData(), nbytes());
+    return;
+  }
+  dispatchDType(m_dtype, [&](auto dstTag) {
+    using D = decltype(dstTag);
+    dispatchDType(src.m_dtype, [&](auto srcTag) {
+      using S = decltype(srcTag);
+      D* dst = reinterpret_cast<D*>(m_storage->data()) + m_offset;
+      const S* from = reinterpret_cast<const S*>(src.m_storage->data()) + src.m_offset;
+      walk2(m_shape, m_strides, src.m_strides,
+            [&](std::int64_t a, std::int64_t b) { dst[a] = convertValue<D>(from[b]); });
+    });
+  });
+}
+
+bool Tensor::bitwiseEqual(const Tensor& other) const {
+  if (!defined() || !other.defined()) return defined() == other.defined();
+  if (m_dtype != other.m_dtype || m_shape != other.m_shape) return false;
+  bool equal = true;
+  dispatchDType(m_dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = reinterpret_cast<const T*>(m_storage->data()) + m_offset;
+    const T* b = reinterpret_cast<const T*>(other.m_storage->data()) + other.m_offset;
+    walk2(m_shape, m_strides, other.m_strides, [&](std::int64_t i, std::int64_t j) {
+      equal = equal && std::memcmp(a + i, b + j, sizeof(T)) == 0;
+    });
+  });
+  return equal;
+}
+
+bool Tensor::allClose(const Tensor& other, double rtol, double atol) const {
+  if (!defined() || !other.defined()) return defined() == other.defined();
+  if (m_shape != other.m_shape) return false;
+  const std::vector<double> a = toDoubles(), b = other.toDoubles();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) {
+      if (std::isnan(a[i]) != std::isnan(b[i])) return false;
+    } else if (std::isinf(a[i]) || std::isinf(b[i])) {
+      if (a[i] != b[i]) return false;
+    } else if (!(std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<std::byte> Tensor::toBytes() const {
+  requireDefined(*this, "Tensor::toBytes");
+  const Tensor c = contiguous();
+  const auto* begin = static_cast<const std::byte*>(c.rawData());
+  return std::vector<std::byte>(begin, begin + c.nbytes());
+}
+
+// =============================================================================================
+// Text
+
+std::string Tensor::toString(int edgeItems) const {
+  if (!defined()) return "undefined";
+  if (edgeItems < 1)
+    throw std::invalid_argument("Tensor::toString: expected edgeItems >= 1, found " +
+                                std::to_string(edgeItems));
+  if (numel() == 0) return "[]";  // numpy prints every empty array as []
+  return TextPrinter(*this, edgeItems).text();
+}
+
+// "Tensor(float32, (2, 3))" on the first line, then toString(); "Tensor(undefined)" for an
+// undefined tensor.
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "Tensor(undefined)";
+  return os << "Tensor(" << dtypeName(t.dtype()) << ", " << shapeToString(t.shape()) << ")\n"
+            << t.toString();
+}
+
+}  // namespace tscope::engine

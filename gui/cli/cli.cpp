@@ -1,0 +1,156 @@
+#include "gui/cli/cli.h"
+
+#include "engine/io/graph_text.h"
+#include "gui/cli/graph_file.h"
+
+#include <QCommandLineParser>
+#include <QStringList>
+
+#include <map>
+
+namespace tscope::gui {
+
+namespace {
+
+using nlohmann::json;
+
+struct SubCommand {
+  const char* summary;
+  const char* usage;
+  int (*run)(const QCommandLineParser&, const std::string& file, std::string& out, std::string& err);
+  void (*addOptions)(QCommandLineParser&);
+};
+
+void noOptions(QCommandLineParser&) {}
+
+const engine::FunctionGraph& pickGraph(const engine::io::TsgDocument& doc, const std::string& which) {
+  if (which == "original") return *doc.original;
+  if (which == "optimized") {
+    if (!doc.optimized) throw std::runtime_error("the file has no optimized graph (run `tensorscope optimize` first)");
+    return *doc.optimized;
+  }
+  throw std::invalid_argument("--graph expects original or optimized, found '" + which + "'");
+}
+
+int runInfo(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
+  engine::io::TsgDocument doc = openGraphFile(file);
+  json info = {{"file", file}, {"producer", doc.producer}, {"original", engine::io::graphSummary(*doc.original)},
+               {"rewrites", doc.rewrites.size()}, {"profiles", doc.profiles.size()}};
+  if (doc.optimized) info["optimized"] = engine::io::graphSummary(*doc.optimized);
+  if (p.isSet("json")) {
+    out += info.dump(2) + "\n";
+    return kExitOk;
+  }
+  out += file + "\n";
+  if (doc.producer.contains("name") && doc.producer["name"].is_string())
+    out += "  written by " + doc.producer["name"].get<std::string>() +
+           (doc.producer.contains("version") && doc.producer["version"].is_string()
+                ? " " + doc.producer["version"].get<std::string>() : std::string()) + "\n";
+  out += "original graph:\n" + engine::io::graphSummaryText(info["original"]);
+  if (doc.optimized) out += "optimized graph:\n" + engine::io::graphSummaryText(info["optimized"]);
+  else out += "optimized graph: none\n";
+  out += "rewrite log: " + std::to_string(doc.rewrites.size()) + " changes\n";
+  out += "profiles: " + std::to_string(doc.profiles.size()) + "\n";
+  return kExitOk;
+}
+
+int runPrint(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
+  engine::io::TsgDocument doc = openGraphFile(file);
+  std::string which = p.isSet("graph") ? p.value("graph").toStdString() : "original";
+  out += engine::io::debugPrint(pickGraph(doc, which));
+  return kExitOk;
+}
+
+int runValidate(const QCommandLineParser&, const std::string& file, std::string& out, std::string&) {
+  engine::io::TsgDocument doc = openGraphFile(file);
+  doc.original->checkIntegrity();
+  if (doc.optimized) doc.optimized->checkIntegrity();
+  out += file + ": valid (" + std::to_string(doc.original->nodeCount()) + " applies in the original graph" +
+         (doc.optimized ? ", " + std::to_string(doc.optimized->nodeCount()) + " in the optimized graph" : std::string()) +
+         ")\n";
+  return kExitOk;
+}
+
+const std::map<std::string, SubCommand>& subCommands() {
+  static const std::map<std::string, SubCommand> commands = {
+      {"info",
+       {"counts, inputs and outputs with types, op histogram", "info FILE [--json]", &runInfo,
+        [](QCommandLineParser& p) { p.addOption(QCommandLineOption("json", "Print the summary as JSON.")); }}},
+      {"print",
+       {"a debugprint-style text tree of a graph", "print FILE [--graph original|optimized]", &runPrint,
+        [](QCommandLineParser& p) {
+          p.addOption(QCommandLineOption("graph", "Which graph: original (default) or optimized.", "which"));
+        }}},
+      {"validate", {"loads and checks a file; exit 0 or a message", "validate FILE", &runValidate, &noOptions}},
+  };
+  return commands;
+}
+
+std::string usage() {
+  std::string text = "usage: tensorscope <command> [options]\n\ncommands:\n";
+  for (const auto& [name, cmd] : subCommands()) {
+    std::string line = "  " + std::string(cmd.usage);
+    line.resize(std::max<std::size_t>(line.size() + 2, 48), ' ');
+    text += line + cmd.summary + "\n";
+  }
+  text += "\nFILE is a .tsg graph file. `tensorscope <command> --help` describes one command.\n";
+  return text;
+}
+
+}  // namespace
+
+bool isSubCommand(const std::vector<std::string>& args) {
+  return !args.empty() && (subCommands().count(args[0]) || args[0] == "help" || args[0] == "--help" ||
+                           args[0] == "-h" || args[0] == "--version");
+}
+
+int runCli(const std::vector<std::string>& args, std::string& out, std::string& err) {
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    out += usage();
+    return kExitOk;
+  }
+  if (args[0] == "--version") {
+    out += "tensorscope 0.1.0\n";
+    return kExitOk;
+  }
+  auto it = subCommands().find(args[0]);
+  if (it == subCommands().end()) {
+    err += "tensorscope: unknown command '" + args[0] + "'; expected one of info, print, validate (see tensorscope --help)\n";
+    return kExitUsage;
+  }
+  const SubCommand& cmd = it->second;
+  QCommandLineParser parser;
+  parser.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
+  QCommandLineOption help({"h", "help"}, "Show this help.");
+  parser.addOption(help);
+  cmd.addOptions(parser);
+  parser.addPositionalArgument("FILE", "The graph file (.tsg).");
+  QStringList qargs{QStringLiteral("tensorscope ") + QString::fromStdString(args[0])};
+  for (std::size_t i = 1; i < args.size(); ++i) qargs << QString::fromStdString(args[i]);
+  if (!parser.parse(qargs)) {
+    err += "tensorscope " + args[0] + ": " + parser.errorText().toStdString() + " (usage: tensorscope " + cmd.usage + ")\n";
+    return kExitUsage;
+  }
+  if (parser.isSet(help)) {
+    out += "usage: tensorscope " + std::string(cmd.usage) + "\n" + cmd.summary + "\n\n" +
+           parser.helpText().section('\n', 1).toStdString();
+    return kExitOk;
+  }
+  QStringList positional = parser.positionalArguments();
+  if (positional.size() != 1) {
+    err += "tensorscope " + args[0] + ": expected one FILE, found " + std::to_string(positional.size()) +
+           " (usage: tensorscope " + cmd.usage + ")\n";
+    return kExitUsage;
+  }
+  try {
+    return cmd.run(parser, positional[0].toStdString(), out, err);
+  } catch (const std::invalid_argument& e) {
+    err += "tensorscope " + args[0] + ": " + e.what() + "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    err += "tensorscope: " + std::string(e.what()) + "\n";
+    return kExitFailure;
+  }
+}
+
+}  // namespace tscope::gui
