@@ -7,6 +7,7 @@
 #include "engine/io/json_cursor.h"
 #include "engine/io/tsg.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -103,16 +104,22 @@ class GraphReader {
     } catch (const std::exception& e) {
       m_c.at("outputs").fail(std::string("the graph does not hold together: ") + e.what());
     }
-    for (const auto& [id, entry] : m_entries) {
-      if (entry.var->fgraph() != fg.get())
-        m_c.at("variables").at(entry.position).fail(
-            "variable " + std::to_string(id) + " is neither a graph input nor needed by a graph output "
-            "(.tsg files hold no dead code)");
+    // Dead code is reported at its first place in the file: applies first, they say more.
+    std::vector<std::pair<std::size_t, std::int64_t>> deadApplies, deadVariables;
+    for (const auto& [id, node] : m_nodes)
+      if (node.first->fgraph() != fg.get()) deadApplies.emplace_back(node.second, id);
+    for (const auto& [id, entry] : m_entries)
+      if (entry.var->fgraph() != fg.get()) deadVariables.emplace_back(entry.position, id);
+    if (!deadApplies.empty()) {
+      auto [position, id] = *std::min_element(deadApplies.begin(), deadApplies.end());
+      m_c.at("applies").at(position).fail("apply " + std::to_string(id) +
+                                          " is not needed by any graph output (.tsg files hold no dead code)");
     }
-    for (const auto& [id, node] : m_nodes) {
-      if (node.first->fgraph() != fg.get())
-        m_c.at("applies").at(node.second).fail("apply " + std::to_string(id) +
-                                               " is not needed by any graph output (.tsg files hold no dead code)");
+    if (!deadVariables.empty()) {
+      auto [position, id] = *std::min_element(deadVariables.begin(), deadVariables.end());
+      m_c.at("variables").at(position).fail("variable " + std::to_string(id) +
+                                            " is neither a graph input nor needed by a graph output "
+                                            "(.tsg files hold no dead code)");
     }
     if (auto updates = m_c.find("updates")) {
       for (std::size_t i = 0, n = updates->arraySize(); i < n; ++i) {

@@ -1,0 +1,155 @@
+// The command-line front end: info, print and validate on the fixtures, and clean refusals.
+
+#include "engine/io/tsg.h"
+#include "gui/cli/cli.h"
+#include "test_main.h"
+
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <fstream>
+
+using namespace tscope;
+
+namespace {
+
+const std::string kExample = std::string(TSCOPE_SOURCE_DIR) + "/examples/graphs/mlp_forward.tsg";
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result cli(std::vector<std::string> args) {
+  Result r;
+  r.code = gui::runCli(args, r.out, r.err);
+  return r;
+}
+
+std::string writeTemp(const QTemporaryDir& dir, const char* name, const std::string& text) {
+  std::string path = dir.filePath(name).toStdString();
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void testInfo() {
+    Result r = cli({"info", kExample});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.err.empty());
+    QString out = QString::fromStdString(r.out);
+    QVERIFY(out.contains("7 applies"));
+    QVERIFY(out.contains("x [id 0] : float32 (?, 64)"));
+    QVERIFY(out.contains("(shared)"));
+    QVERIFY(out.contains("2  Dot"));
+    QVERIFY(out.contains("optimized graph: none"));
+  }
+
+  void testInfoJson() {
+    Result r = cli({"info", kExample, "--json"});
+    QCOMPARE(r.code, 0);
+    auto j = nlohmann::json::parse(r.out);
+    QCOMPARE(j["original"]["applies"].get<int>(), 7);
+    QCOMPARE(j["original"]["ops"]["Dot"].get<int>(), 2);
+    QCOMPARE(j["original"]["inputs"].size(), std::size_t{5});
+    QCOMPARE(j["original"]["outputs"][0]["name"], nlohmann::json("logits"));
+    QVERIFY(!j.contains("optimized"));
+  }
+
+  void testPrint() {
+    Result r = cli({"print", kExample});
+    QCOMPARE(r.code, 0);
+    QString out = QString::fromStdString(r.out);
+    QStringList lines = out.split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.first(), QString("Elemwise{add} [id 13] 'logits' : float32 (?, 10)"));
+    QVERIFY(lines.contains(" | | | | |x [id 0] : float32 (?, 64) (input)"));
+    // Each node once: the second output refers back to the first tree.
+    QVERIFY(out.contains(" | |Elemwise{add} [id 13] 'logits' : float32 (?, 10) (see above)"));
+    QCOMPARE(out.count("Dot [id 11]"), 1);
+  }
+
+  void testPrintOptimizedMissing() {
+    Result r = cli({"print", kExample, "--graph", "optimized"});
+    QCOMPARE(r.code, 1);
+    QVERIFY(QString::fromStdString(r.err).contains("no optimized graph"));
+    r = cli({"print", kExample, "--graph", "sideways"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(QString::fromStdString(r.err).contains("original or optimized"));
+  }
+
+  void testValidate() {
+    Result r = cli({"validate", kExample});
+    QCOMPARE(r.code, 0);
+    QVERIFY(QString::fromStdString(r.out).contains("valid (7 applies"));
+  }
+
+  void testRefusals_data() {
+    QTest::addColumn<QString>("command");
+    QTest::addColumn<QString>("content");
+    QTest::addColumn<int>("code");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("truncated file") << "validate" << "{\"format\": \"tensorscope-graph\", \"vers" << 1 << "not valid JSON";
+    QTest::newRow("wrong format") << "info" << "{\"format\": \"x\", \"version\": 1, \"graphs\": {}}" << 1 << "/format";
+    QTest::newRow("empty file") << "print" << "" << 1 << "not valid JSON";
+    QTest::newRow("missing file") << "info" << "<none>" << 1 << "no such file";
+    QTest::newRow("wrong extension") << "info" << "<png>" << 1 << "expected a .tsg file";
+  }
+
+  void testRefusals() {
+    QFETCH(QString, command);
+    QFETCH(QString, content);
+    QFETCH(int, code);
+    QFETCH(QString, message);
+    QTemporaryDir dir;
+    std::string path;
+    if (content == "<none>") path = dir.filePath("missing.tsg").toStdString();
+    else if (content == "<png>") path = writeTemp(dir, "picture.png", "\x89PNG");
+    else path = writeTemp(dir, "bad.tsg", content.toStdString());
+    Result r = cli({command.toStdString(), path});
+    QCOMPARE(r.code, code);
+    QVERIFY(r.out.empty());
+    QString err = QString::fromStdString(r.err);
+    QVERIFY2(err.contains(message), qPrintable(err));
+    QVERIFY2(err.startsWith("tensorscope: "), qPrintable(err));
+    QCOMPARE(err.count('\n'), 1);  // one line
+  }
+
+  void testUsageErrors() {
+    Result r = cli({"frobnicate"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(QString::fromStdString(r.err).contains("unknown command 'frobnicate'"));
+    r = cli({"info"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(QString::fromStdString(r.err).contains("expected one FILE"));
+    r = cli({"info", kExample, "--bogus"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(QString::fromStdString(r.err).contains("bogus"));
+    r = cli({"--help"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(QString::fromStdString(r.out).contains("validate FILE"));
+    r = cli({"print", "--help"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(QString::fromStdString(r.out).contains("--graph"));
+  }
+
+  // The real executable: exit status and streams.
+  void testExecutable() {
+    QProcess p;
+    p.start(QString(TSCOPE_BINARY_DIR) + "/gui/tensorscope", {"validate", QString::fromStdString(kExample)});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 0);
+    QVERIFY(p.readAllStandardOutput().contains("valid"));
+    p.start(QString(TSCOPE_BINARY_DIR) + "/gui/tensorscope", {"info", "/nonexistent.tsg"});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY(p.readAllStandardError().startsWith("tensorscope: /nonexistent.tsg: no such file"));
+  }
+};
+
+TSCOPE_TEST_MAIN(TestCli)
+#include "tst_cli.moc"
