@@ -11,7 +11,7 @@ ApplyPtr Apply::create(OpPtr op, std::vector<VarPtr> inputs, std::vector<TensorT
   for (std::size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i])
       throw GraphError(op->str() + ": input " + std::to_string(i) + " is a null variable");
-  ApplyPtr node(new Apply());
+  ApplyPtr node = std::make_shared<Apply>(Token{});
   node->m_op = std::move(op);
   node->m_inputs = std::move(inputs);
   node->m_scope = currentScope();

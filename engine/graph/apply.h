@@ -43,7 +43,7 @@ class Apply : public std::enable_shared_from_this<Apply> {
   Variable& outputRef(int i) const { return *m_outputs.at(static_cast<std::size_t>(i)); }
 
   const std::string& scope() const { return m_scope; }
-  void setScope(std::string scope) { m_scope = std::move(scope); }
+  void setScope(SharedString scope) { m_scope = std::move(scope); }
   const SourceSite& site() const { return m_site; }
   // See Note [Node ids] in variable.h.
   std::int64_t id() const { return m_id; }
@@ -59,13 +59,20 @@ class Apply : public std::enable_shared_from_this<Apply> {
   std::string str() const;
 
  private:
-  Apply() = default;
+  struct Token {
+    explicit Token() = default;
+  };
+
+ public:
+  explicit Apply(Token) {}  // for std::make_shared inside create(): one allocation per node
+
+ private:
   friend class FunctionGraph;
 
   OpPtr m_op;
   std::vector<VarPtr> m_inputs;
   std::vector<std::unique_ptr<Variable>> m_outputs;
-  std::string m_scope;
+  SharedString m_scope;
   SourceSite m_site;
   std::int64_t m_id = -1;
   FunctionGraph* m_fgraph = nullptr;

@@ -37,11 +37,11 @@ std::string describe(const Apply& node) {
 template <class IsKnown>
 std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnown isKnown) {
   std::vector<Apply*> order;
-  std::unordered_set<const Apply*> seen;
+  FlatHashMap<const Apply*, bool> seen;
   std::vector<std::pair<Apply*, int>> stack;
   auto push = [&](Variable* v) {
     if (!v->owner() || isKnown(*v)) return;
-    if (seen.insert(v->owner()).second) stack.emplace_back(v->owner(), 0);
+    if (seen.tryEmplace(v->owner(), true).second) stack.emplace_back(v->owner(), 0);
   };
   for (Variable* root : roots) {
     push(root);
@@ -62,13 +62,13 @@ std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnow
 }  // namespace
 
 VarPtr CloneMap::operator[](const Variable* v) const {
-  auto it = variables.find(v);
-  return it == variables.end() ? nullptr : it->second;
+  const VarPtr* found = variables.find(v);
+  return found ? *found : nullptr;
 }
 
 ApplyPtr CloneMap::operator[](const Apply* a) const {
-  auto it = nodes.find(a);
-  return it == nodes.end() ? nullptr : it->second;
+  const ApplyPtr* found = nodes.find(a);
+  return found ? *found : nullptr;
 }
 
 // Brackets one outermost edit so features see onChangeBegin / onChangeEnd exactly once.
@@ -104,52 +104,40 @@ FunctionGraph::FunctionGraph(std::vector<VarPtr> inputs, std::vector<VarPtr> out
   if (ownership == Ownership::Clone) {
     CloneMap local;
     CloneMap& m = map ? *map : local;
-    std::unordered_set<const Variable*> inputSet;
-    for (const auto& in : inputs) {
-      if (!inputSet.insert(in.get()).second)
+    for (const auto& in : inputs)
+      if (!m.variables.tryEmplace(in.get(), in->cloneDetached()).second)
         throw GraphError("FunctionGraph: the input " + describe(*in) + " is listed twice");
-      m.variables[in.get()] = in->cloneDetached();
-    }
     std::vector<Variable*> roots;
     for (const auto& out : outputs) roots.push_back(out.get());
-    auto known = [&](const Variable& v) { return m.variables.count(&v) > 0; };
-    for (Apply* node : ancestorsInOrder(roots, known)) {
+    auto known = [&](const Variable& v) { return m.variables.contains(&v); };
+    std::vector<Apply*> order = ancestorsInOrder(roots, known);
+    m.variables.reserve(m.variables.size() + order.size() * 2);
+    m.nodes.reserve(order.size());
+    // A constant is copied once, where it is first used.
+    auto mapped = [&](const VarPtr& v, const Apply* user) -> VarPtr {
+      if (const VarPtr* found = m.variables.find(v.get())) return *found;
+      if (v->kind() != Variable::Kind::Constant) throwMissingInput(*v, user);
+      VarPtr copy = v->cloneDetached();
+      m.variables.set(v.get(), copy);
+      return copy;
+    };
+    for (Apply* node : order) {
       std::vector<VarPtr> newInputs;
       newInputs.reserve(node->inputs().size());
-      for (const auto& in : node->inputs()) {
-        if (auto it = m.variables.find(in.get()); it != m.variables.end()) {
-          newInputs.push_back(it->second);
-        } else if (in->kind() == Variable::Kind::Constant) {
-          VarPtr copy = in->cloneDetached();
-          m.variables[in.get()] = copy;
-          newInputs.push_back(copy);
-        } else {
-          throwMissingInput(*in, node);
-        }
-      }
+      for (const auto& in : node->inputs()) newInputs.push_back(mapped(in, node));
       ApplyPtr copy = node->cloneWithNewInputs(std::move(newInputs));
-      for (int o = 0; o < node->nOutputs(); ++o) m.variables[&node->outputRef(o)] = copy->output(o);
-      m.nodes[node] = copy;
+      for (int o = 0; o < node->nOutputs(); ++o) m.variables.set(&node->outputRef(o), copy->output(o));
+      m.nodes.set(node, std::move(copy));
     }
-    for (auto& in : inputs) in = m.variables.at(in.get());
-    for (auto& out : outputs) {
-      if (auto it = m.variables.find(out.get()); it != m.variables.end()) {
-        out = it->second;
-      } else if (out->kind() == Variable::Kind::Constant) {
-        VarPtr copy = out->cloneDetached();
-        m.variables[out.get()] = copy;
-        out = copy;
-      } else {
-        throwMissingInput(*out, nullptr);
-      }
-    }
+    for (auto& in : inputs) in = *m.variables.find(in.get());
+    for (auto& out : outputs) out = mapped(out, nullptr);
   }
 
   m_deferIds = true;
   try {
-    std::unordered_set<const Variable*> seenInputs;
+    FlatHashMap<const Variable*, bool> seenInputs(inputs.size());
     for (const auto& in : inputs) {
-      if (!seenInputs.insert(in.get()).second)
+      if (!seenInputs.tryEmplace(in.get(), true).second)
         throw GraphError("FunctionGraph: the input " + describe(*in) + " is listed twice");
       if (in->fgraph())
         throw GraphError("FunctionGraph: the input " + describe(*in) +
@@ -191,13 +179,13 @@ const std::vector<Client>& FunctionGraph::clients(const Variable& var) const {
 }
 
 Apply* FunctionGraph::nodeById(std::int64_t id) const {
-  auto it = m_nodeIds.find(id);
-  return it == m_nodeIds.end() ? nullptr : it->second;
+  Apply* const* found = m_nodeIds.find(id);
+  return found ? *found : nullptr;
 }
 
 Variable* FunctionGraph::variableById(std::int64_t id) const {
-  auto it = m_variableIds.find(id);
-  return it == m_variableIds.end() ? nullptr : it->second;
+  Variable* const* found = m_variableIds.find(id);
+  return found ? *found : nullptr;
 }
 
 void FunctionGraph::setUpdate(std::size_t outputIndex, std::size_t inputIndex) {
@@ -219,7 +207,7 @@ void FunctionGraph::setUpdate(std::size_t outputIndex, std::size_t inputIndex) {
 template <class Node> void FunctionGraph::assignId(Node& node) {
   constexpr bool kIsNode = std::is_same_v<Node, Apply>;
   std::int64_t id = node.m_id;
-  bool free = id >= 0 && !m_nodeIds.count(id) && !m_variableIds.count(id);
+  bool free = id >= 0 && !m_nodeIds.contains(id) && !m_variableIds.contains(id);
   if (!free) {
     if (m_deferIds) {
       if constexpr (kIsNode) m_pendingIds.emplace_back(&node, nullptr);
@@ -229,8 +217,8 @@ template <class Node> void FunctionGraph::assignId(Node& node) {
     id = m_nextId;
     node.m_id = id;
   }
-  if constexpr (kIsNode) m_nodeIds[id] = &node;
-  else m_variableIds[id] = &node;
+  if constexpr (kIsNode) m_nodeIds.set(id, &node);
+  else m_variableIds.set(id, &node);
   m_nextId = std::max(m_nextId, id + 1);
 }
 
@@ -257,8 +245,7 @@ void FunctionGraph::removeVariable(Variable& var) {
   m_variables[var.m_slot] = last;
   last->m_slot = var.m_slot;
   m_variables.pop_back();
-  if (auto it = m_variableIds.find(var.m_id); it != m_variableIds.end() && it->second == &var)
-    m_variableIds.erase(it);
+  if (Variable* const* found = m_variableIds.find(var.m_id); found && *found == &var) m_variableIds.erase(var.m_id);
   var.m_fgraph = nullptr;
   var.m_clients.clear();
 }
@@ -270,7 +257,7 @@ void FunctionGraph::importVarImpl(const VarPtr& var, std::string_view reason) {
   if (!var->owner()) {
     if (var->kind() != Variable::Kind::Constant) throwMissingInput(*var, nullptr);
     addVariable(*var);
-    m_orphans[var.get()] = var;
+    m_orphans.set(var.get(), var);
     return;
   }
   auto known = [this](const Variable& v) { return v.fgraph() == this; };
@@ -279,7 +266,8 @@ void FunctionGraph::importVarImpl(const VarPtr& var, std::string_view reason) {
 
 void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string_view reason) {
   // Check everything first so that a refused import changes nothing.
-  std::unordered_set<const Apply*> incoming(newNodes.begin(), newNodes.end());
+  FlatHashMap<const Apply*, bool> incoming(newNodes.size());
+  for (Apply* node : newNodes) incoming.set(node, true);
   for (Apply* node : newNodes) {
     if (node->fgraph())
       throw GraphError("import: the node " + describe(*node) +
@@ -287,7 +275,7 @@ void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string
     for (const auto& in : node->inputs()) {
       if (in->fgraph() == this) continue;
       if (in->owner()) {
-        if (!incoming.count(in->owner()))
+        if (!incoming.contains(in->owner()))
           throw GraphError("import: " + describe(*in) + " belongs to another FunctionGraph");
       } else if (in->kind() != Variable::Kind::Constant) {
         throwMissingInput(*in, node);
@@ -301,13 +289,14 @@ void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string
       const VarPtr& in = node->input(i);
       if (in->fgraph() != this) {  // a constant: every owned input was imported before its user
         addVariable(*in);
-        m_orphans[in.get()] = in;
+        m_orphans.set(in.get(), in);
       }
       in->m_clients.push_back(Client{node, i});
     }
     node->m_fgraph = this;
     node->m_slot = m_nodes.size();
     m_nodes.push_back(node);
+    m_nodeRefs.push_back(node->shared_from_this());  // Note [The graph owns its nodes]
     assignId(*node);
     for (int o = 0; o < node->nOutputs(); ++o) addVariable(node->outputRef(o));
     for (const auto& f : m_features) f->onImport(*this, *node, reason);
@@ -316,6 +305,7 @@ void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string
 
 void FunctionGraph::removeClient(Variable& first, const Client& firstClient, std::string_view reason) {
   std::vector<VarPtr> graveyard;  // orphans released only when the walk is over
+  std::vector<ApplyPtr> prunedNodes;  // likewise: the walk still reads their inputs
   std::vector<std::pair<Variable*, Client>> work{{&first, firstClient}};
   while (!work.empty()) {
     auto [var, client] = work.back();
@@ -328,9 +318,9 @@ void FunctionGraph::removeClient(Variable& first, const Client& firstClient, std
     if (!clients.empty()) continue;
     Apply* node = var->owner();
     if (!node) {
-      if (auto orphan = m_orphans.find(var); orphan != m_orphans.end()) {
-        graveyard.push_back(orphan->second);
-        m_orphans.erase(orphan);
+      if (VarPtr* orphan = m_orphans.find(var)) {
+        graveyard.push_back(std::move(*orphan));
+        m_orphans.erase(var);
         removeVariable(*var);
       }
       continue;
@@ -342,10 +332,13 @@ void FunctionGraph::removeClient(Variable& first, const Client& firstClient, std
     // Prune: the node leaves the graph; its inputs lose a client each.
     for (const auto& f : m_features) f->onPrune(*this, *node, reason);
     Apply* lastNode = m_nodes.back();
+    prunedNodes.push_back(std::move(m_nodeRefs[node->m_slot]));  // released after the walk
+    m_nodeRefs[node->m_slot] = std::move(m_nodeRefs.back());
     m_nodes[node->m_slot] = lastNode;
     lastNode->m_slot = node->m_slot;
     m_nodes.pop_back();
-    if (auto id = m_nodeIds.find(node->m_id); id != m_nodeIds.end() && id->second == node) m_nodeIds.erase(id);
+    m_nodeRefs.pop_back();
+    if (Apply* const* found = m_nodeIds.find(node->m_id); found && *found == node) m_nodeIds.erase(node->m_id);
     node->m_fgraph = nullptr;
     for (int o = 0; o < node->nOutputs(); ++o) removeVariable(node->outputRef(o));
     for (int i = node->nInputs() - 1; i >= 0; --i) work.emplace_back(node->input(i).get(), Client{node, i});
@@ -354,12 +347,13 @@ void FunctionGraph::removeClient(Variable& first, const Client& firstClient, std
 
 // --- edits ---
 
-void FunctionGraph::changeInputImpl(Apply* node, int index, const VarPtr& newVar, std::string_view reason) {
+void FunctionGraph::changeInputImpl(Apply* node, int index, const VarPtr& newVar, std::string_view reason,
+                                    bool checkType) {
   VarPtr& slot = node ? node->m_inputs.at(static_cast<std::size_t>(index))
                       : m_outputs.at(static_cast<std::size_t>(index));
   VarPtr old = slot;  // keeps the old subgraph alive until the features have seen the change
   if (old == newVar) return;
-  if (!newVar->type().isSubtypeOf(old->type()))
+  if (checkType && !newVar->type().isSubtypeOf(old->type()))
     throw TypeError("changeInput (" + std::string(reason) + "): cannot use " + describe(*newVar) +
                     " in place of " + describe(*old) + (node ? " as input " + std::to_string(index) +
                     " of " + describe(*node) : " as graph output " + std::to_string(index)) +
@@ -372,13 +366,22 @@ void FunctionGraph::changeInputImpl(Apply* node, int index, const VarPtr& newVar
 }
 
 void FunctionGraph::changeInput(Apply* node, int index, const VarPtr& newVar, std::string_view reason) {
+  changeInputWith(node, index, newVar, reason, /*checkType=*/true);
+}
+
+void FunctionGraph::changeInputUnchecked(Apply* node, int index, const VarPtr& oldVar, std::string_view reason) {
+  changeInputWith(node, index, oldVar, reason, /*checkType=*/false);
+}
+
+void FunctionGraph::changeInputWith(Apply* node, int index, const VarPtr& newVar, std::string_view reason,
+                                    bool checkType) {
   if (!newVar) throw GraphError("changeInput: the new variable is null");
   if (node && node->fgraph() != this)
     throw GraphError("changeInput: the node " + describe(*node) + " is not in this graph");
   if (index < 0 || index >= (node ? node->nInputs() : static_cast<int>(m_outputs.size())))
     throw GraphError("changeInput: index " + std::to_string(index) + " is out of range");
   ChangeScope change(*this, reason);
-  changeInputImpl(node, index, newVar, reason);
+  changeInputImpl(node, index, newVar, reason, checkType);
 }
 
 void FunctionGraph::replace(const VarPtr& var, const VarPtr& newVar, std::string_view reason) {
@@ -471,55 +474,62 @@ Orderings FunctionGraph::orderings() const {
 
 std::vector<Apply*> FunctionGraph::toposort() const {
   const Orderings extra = orderings();
-  enum : std::uint8_t { kNew, kOpen, kDone };
-  std::vector<std::uint8_t> state(m_nodes.size(), kNew);
-  std::vector<Apply*> order;
-  order.reserve(m_nodes.size());
-  // Frame: node, position in its dependency list (inputs first, then orderings).
-  std::vector<std::pair<Apply*, std::size_t>> stack;
-  auto dependency = [&](Apply* node, std::size_t k) -> Apply* {
-    if (k < node->inputs().size()) return node->inputs()[k]->owner();
-    auto it = extra.find(node);
-    return it->second[k - node->inputs().size()];
-  };
-  auto dependencyCount = [&](Apply* node) {
-    std::size_t n = node->inputs().size();
+  const std::size_t n = m_nodes.size();
+  // First a compact adjacency (CSR, by slot) built in one pass over m_nodes, whose order follows
+  // allocation order; the depth-first walk then runs on small arrays instead of chasing node and
+  // variable pointers in data-flow order, which missed the cache on every step for large graphs.
+  // Dependencies per node: its inputs' producers in input order, then its orderings.
+  std::vector<std::uint32_t> offsets(n + 1, 0);
+  std::vector<std::uint32_t> deps;
+  deps.reserve(n * 2);
+  for (std::size_t s = 0; s < n; ++s) {
+    const Apply* node = m_nodes[s];
+    for (const auto& in : node->inputs())
+      if (const Apply* owner = in->owner(); owner && owner->fgraph() == this)
+        deps.push_back(static_cast<std::uint32_t>(owner->m_slot));
     if (!extra.empty())
-      if (auto it = extra.find(node); it != extra.end()) n += it->second.size();
-    return n;
-  };
-  auto visit = [&](Apply* root) {
-    if (!root || root->fgraph() != this || state[root->m_slot] != kNew) return;
-    state[root->m_slot] = kOpen;
-    stack.emplace_back(root, 0);
+      if (auto it = extra.find(const_cast<Apply*>(node)); it != extra.end())
+        for (const Apply* before : it->second)
+          if (before && before->fgraph() == this) deps.push_back(static_cast<std::uint32_t>(before->m_slot));
+    offsets[s + 1] = static_cast<std::uint32_t>(deps.size());
+  }
+  enum : std::uint8_t { kNew, kOpen, kDone };
+  std::vector<std::uint8_t> state(n, kNew);
+  std::vector<Apply*> order;
+  order.reserve(n);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> stack;  // slot, next dependency position
+  auto visit = [&](std::size_t root) {
+    if (state[root] != kNew) return;
+    state[root] = kOpen;
+    stack.emplace_back(static_cast<std::uint32_t>(root), offsets[root]);
     while (!stack.empty()) {
-      auto& [node, k] = stack.back();
-      if (k < dependencyCount(node)) {
-        Apply* dep = dependency(node, k++);
-        if (!dep || dep->fgraph() != this) continue;
-        if (state[dep->m_slot] == kOpen) {
+      auto& [slot, k] = stack.back();
+      if (k < offsets[slot + 1]) {
+        std::uint32_t dep = deps[k++];
+        if (state[dep] == kOpen) {
           std::string cycle;
           for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-            cycle += describe(*it->first) + " <- ";
+            cycle += describe(*m_nodes[it->first]) + " <- ";
             if (it->first == dep) break;
           }
-          throw GraphError("toposort: the graph has a cycle: " + cycle + describe(*node));
+          throw GraphError("toposort: the graph has a cycle: " + cycle + describe(*m_nodes[slot]));
         }
-        if (state[dep->m_slot] == kNew) {
-          state[dep->m_slot] = kOpen;
-          stack.emplace_back(dep, 0);
+        if (state[dep] == kNew) {
+          state[dep] = kOpen;
+          stack.emplace_back(dep, offsets[dep]);
         }
       } else {
-        state[node->m_slot] = kDone;
-        order.push_back(node);
+        state[slot] = kDone;
+        order.push_back(m_nodes[slot]);
         stack.pop_back();
       }
     }
   };
-  for (const auto& out : m_outputs) visit(out->owner());
+  for (const auto& out : m_outputs)
+    if (const Apply* owner = out->owner(); owner && owner->fgraph() == this) visit(owner->m_slot);
   // Nodes no output needs (only orderings or zero-output nodes keep them) come last, in a
   // deterministic order.
-  for (Apply* node : m_nodes) visit(node);
+  for (std::size_t s = 0; s < n; ++s) visit(s);
   return order;
 }
 
@@ -532,14 +542,15 @@ std::unique_ptr<FunctionGraph> FunctionGraph::clone(CloneMap* map) const {
 
 void FunctionGraph::checkIntegrity() const {
   auto fail = [](const std::string& what) { throw GraphError("checkIntegrity: " + what); };
-  std::unordered_set<const Variable*> inputSet;
+  FlatHashMap<const Variable*, bool> inputSet(m_inputs.size());
   for (const auto& in : m_inputs) {
-    inputSet.insert(in.get());
+    inputSet.set(in.get(), true);
     if (in->fgraph() != this) fail("input " + describe(*in) + " is not marked as in the graph");
   }
   for (std::size_t s = 0; s < m_nodes.size(); ++s) {
     const Apply* node = m_nodes[s];
     if (node->fgraph() != this || node->m_slot != s) fail(describe(*node) + " has a stale graph slot");
+    if (m_nodeRefs[s].get() != node) fail(describe(*node) + " is not owned by the graph");
     if (nodeById(node->id()) != node) fail(describe(*node) + " is not found by its id");
     for (int i = 0; i < node->nInputs(); ++i) {
       const Variable& in = *node->input(i);
@@ -559,7 +570,7 @@ void FunctionGraph::checkIntegrity() const {
     const Variable* var = m_variables[s];
     if (var->fgraph() != this || var->m_slot != s) fail(describe(*var) + " has a stale graph slot");
     if (variableById(var->id()) != var) fail(describe(*var) + " is not found by its id");
-    if (!var->owner() && !inputSet.count(var) && !m_orphans.count(var))
+    if (!var->owner() && !inputSet.contains(var) && !m_orphans.contains(var))
       fail(describe(*var) + " is a free variable that is neither an input nor a constant");
     if (var->owner() && var->owner()->fgraph() != this) fail("the owner of " + describe(*var) + " is not in the graph");
     for (const Client& c : var->m_clients) {
@@ -568,7 +579,7 @@ void FunctionGraph::checkIntegrity() const {
       if (used.get() != var) fail(describe(*var) + " has a client that does not use it");
       if (c.node && c.node->fgraph() != this) fail(describe(*var) + " has a client outside the graph");
     }
-    if (var->owner() == nullptr && m_orphans.count(var) && var->m_clients.empty())
+    if (var->owner() == nullptr && m_orphans.contains(var) && var->m_clients.empty())
       fail("the constant " + describe(*var) + " has no clients but is still in the graph");
   }
   for (std::size_t i = 0; i < m_outputs.size(); ++i) {

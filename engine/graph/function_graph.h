@@ -4,6 +4,7 @@
 
 #include "engine/graph/apply.h"
 #include "engine/graph/feature.h"
+#include "engine/graph/flat_hash_map.h"
 #include "engine/graph/variable.h"
 
 #include <algorithm>
@@ -18,8 +19,8 @@ namespace tscope::engine {
 
 // old -> new, for clone() and the cloning constructor.
 struct CloneMap {
-  std::unordered_map<const Variable*, VarPtr> variables;
-  std::unordered_map<const Apply*, ApplyPtr> nodes;
+  FlatHashMap<const Variable*, VarPtr> variables;
+  FlatHashMap<const Apply*, ApplyPtr> nodes;
   VarPtr operator[](const Variable* v) const;
   ApplyPtr operator[](const Apply* a) const;
 };
@@ -104,13 +105,22 @@ class FunctionGraph {
 
  private:
   struct ChangeScope;
+  friend class History;
+
+  // changeInput without the type check, for History::revert only: a replacement by a more
+  // specific type ((?, 3) -> (2, 3)) is undone by putting back the more general variable, which
+  // the check would refuse (Theano's change_node_input(..., check=False)).
+  void changeInputUnchecked(Apply* node, int index, const VarPtr& oldVar, std::string_view reason);
+  void changeInputWith(Apply* node, int index, const VarPtr& newVar, std::string_view reason,
+                       bool checkType);
 
   void importVarImpl(const VarPtr& var, std::string_view reason);
   void importNodes(const std::vector<Apply*>& newNodes, std::string_view reason);
   void addVariable(Variable& var);
   void removeVariable(Variable& var);
   void removeClient(Variable& var, const Client& client, std::string_view reason);
-  void changeInputImpl(Apply* node, int index, const VarPtr& newVar, std::string_view reason);
+  void changeInputImpl(Apply* node, int index, const VarPtr& newVar, std::string_view reason,
+                       bool checkType = true);
   template <class Node> void assignId(Node& node);
   void flushPendingIds();
   void beginChange(std::string_view reason);
@@ -119,11 +129,14 @@ class FunctionGraph {
   std::vector<VarPtr> m_inputs;
   std::vector<VarPtr> m_outputs;
   std::vector<Apply*> m_nodes;
+  // Note [The graph owns its nodes]: m_nodeRefs[i] owns m_nodes[i]. Output handles alone do not
+  // cover every node: importVar may bring in nodes that no output needs.
+  std::vector<ApplyPtr> m_nodeRefs;
   std::vector<Variable*> m_variables;
   // Orphans (constants used by nodes) are owned here while in the graph.
-  std::unordered_map<const Variable*, VarPtr> m_orphans;
-  std::unordered_map<std::int64_t, Apply*> m_nodeIds;
-  std::unordered_map<std::int64_t, Variable*> m_variableIds;
+  FlatHashMap<const Variable*, VarPtr> m_orphans;
+  FlatHashMap<std::int64_t, Apply*> m_nodeIds;
+  FlatHashMap<std::int64_t, Variable*> m_variableIds;
   std::int64_t m_nextId = 0;
   std::map<std::size_t, std::size_t> m_updates;
   std::vector<std::shared_ptr<Feature>> m_features;

@@ -31,7 +31,8 @@ void History::revert(Checkpoint cp) {
     while (m_changes.size() > cp) {
       Change change = std::move(m_changes.back());
       m_changes.pop_back();
-      m_fgraph->changeInput(change.node.get(), change.index, change.oldVar, "revert");
+      // Unchecked: oldVar may be more general than what a narrowing replacement left in the slot.
+      m_fgraph->changeInputUnchecked(change.node.get(), change.index, change.oldVar, "revert");
     }
   } catch (...) {
     m_reverting = false;

@@ -1,25 +1,36 @@
 #include "engine/graph/source_site.h"
 
 #include <stdexcept>
+#include <unordered_map>
 
 namespace tscope::engine {
 
 namespace {
 thread_local std::string t_scope;
+thread_local SharedString t_scopeShared;  // t_scope, shared by the nodes created under it
+
+// source_location's strings are static: one SharedString per distinct pointer and thread.
+const SharedString& sharedLiteral(const char* text) {
+  thread_local std::unordered_map<const char*, SharedString> cache;
+  auto [it, added] = cache.try_emplace(text);
+  if (added) it->second = SharedString(text);
+  return it->second;
 }
+}  // namespace
 
 SourceSite SourceSite::from(const std::source_location& loc) {
-  return SourceSite{loc.file_name(), static_cast<std::uint32_t>(loc.line()), loc.function_name()};
+  return SourceSite{sharedLiteral(loc.file_name()), static_cast<std::uint32_t>(loc.line()),
+                    sharedLiteral(loc.function_name())};
 }
 
 std::string SourceSite::str() const {
   if (file.empty()) return "<unknown site>";
-  std::string_view name = file;
+  std::string_view name = file.str();
   if (auto slash = name.find_last_of('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
   std::string out = std::string(name) + ":" + std::to_string(line);
   if (!function.empty()) {
     // source_location gives the full signature; keep the unqualified name for display.
-    std::string_view fn = function;
+    std::string_view fn = function.str();
     if (auto paren = fn.find('('); paren != std::string_view::npos) fn = fn.substr(0, paren);
     if (auto space = fn.find_last_of(' '); space != std::string_view::npos) fn.remove_prefix(space + 1);
     out += " (" + std::string(fn) + ")";
@@ -27,7 +38,7 @@ std::string SourceSite::str() const {
   return out;
 }
 
-const std::string& currentScope() { return t_scope; }
+const SharedString& currentScope() { return t_scopeShared; }
 
 NameScope::NameScope(std::string_view name) : m_previousLength(t_scope.size()) {
   if (name.empty()) throw std::invalid_argument("NameScope: the scope name is empty");
@@ -36,8 +47,12 @@ NameScope::NameScope(std::string_view name) : m_previousLength(t_scope.size()) {
                                 "' contains the separator '/'; nest two NameScope guards instead");
   if (!t_scope.empty()) t_scope += kScopeSeparator;
   t_scope += name;
+  t_scopeShared = SharedString(t_scope);
 }
 
-NameScope::~NameScope() { t_scope.resize(m_previousLength); }
+NameScope::~NameScope() {
+  t_scope.resize(m_previousLength);
+  t_scopeShared = SharedString(t_scope);
+}
 
 }  // namespace tscope::engine

@@ -2,6 +2,8 @@
 // Creation sites and name scopes: every Variable and Apply records where the user's code built it
 // and under which scope path, so errors and the viewer can point at the user's line and group nodes.
 
+#include "engine/graph/shared_string.h"
+
 #include <cstdint>
 #include <source_location>
 #include <string>
@@ -10,9 +12,9 @@
 namespace tscope::engine {
 
 struct SourceSite {
-  std::string file;
+  SharedString file;
   std::uint32_t line = 0;
-  std::string function;
+  SharedString function;
 
   static SourceSite from(const std::source_location& loc);
   bool empty() const { return file.empty(); }
@@ -27,7 +29,7 @@ struct SourceSite {
 inline constexpr char kScopeSeparator = '/';
 
 // The scope path of the calling thread: the names of the live NameScope guards, outermost first.
-const std::string& currentScope();
+const SharedString& currentScope();
 
 // RAII guard: nodes and variables created while it lives get its name appended to their scope
 // path. Guards nest and are per thread.

@@ -15,6 +15,8 @@ TensorType::TensorType(DType dtype, std::vector<std::int64_t> shape, Device devi
 }
 
 TensorType TensorType::ofRank(DType dtype, int ndim, Device device) {
+  if (ndim < 0)
+    throw TypeError("TensorType::ofRank: the rank is " + std::to_string(ndim) + "; expected 0 or more");
   return TensorType(dtype, std::vector<std::int64_t>(static_cast<std::size_t>(ndim), kUnknownDim),
                     device);
 }

@@ -49,7 +49,7 @@ class Variable {
   const std::string& name() const { return m_name; }
   void setName(std::string name) { m_name = std::move(name); }
   const std::string& scope() const { return m_scope; }
-  void setScope(std::string scope) { m_scope = std::move(scope); }
+  void setScope(SharedString scope) { m_scope = std::move(scope); }
   const SourceSite& site() const { return m_site; }
   void setSite(SourceSite site) { m_site = std::move(site); }
 
@@ -88,7 +88,7 @@ class Variable {
   Apply* m_owner = nullptr;
   int m_index = 0;
   std::string m_name;
-  std::string m_scope;
+  SharedString m_scope;
   SourceSite m_site;
   std::optional<Tensor> m_testValue;
   std::int64_t m_id = -1;

@@ -1,5 +1,7 @@
 #include "engine/io/json_cursor.h"
 
+#include <vector>
+
 namespace tscope::engine::io {
 
 namespace {
@@ -15,8 +17,45 @@ std::string escapeKey(const char* key) {
 }
 }  // namespace
 
+std::string JsonCursor::path() const {
+  // Depth-first search of the root for this value's address; each visited value remembers its
+  // parent and its key so the path is rebuilt once found.
+  struct Step {
+    const nlohmann::json* value;
+    std::size_t parent;
+    std::string key;
+  };
+  std::vector<Step> steps{{m_root, 0, {}}};
+  std::vector<std::size_t> stack{0};
+  while (!stack.empty()) {
+    std::size_t at = stack.back();
+    stack.pop_back();
+    const nlohmann::json* v = steps[at].value;
+    if (v == m_value) {
+      std::vector<const std::string*> keys;
+      for (std::size_t i = at; i != 0; i = steps[i].parent) keys.push_back(&steps[i].key);
+      std::string out;
+      for (auto it = keys.rbegin(); it != keys.rend(); ++it) out += "/" + **it;
+      return out;
+    }
+    if (v->is_object()) {
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        steps.push_back({&it.value(), at, escapeKey(it.key().c_str())});
+        stack.push_back(steps.size() - 1);
+      }
+    } else if (v->is_array()) {
+      for (std::size_t i = 0; i < v->size(); ++i) {
+        steps.push_back({&(*v)[i], at, std::to_string(i)});
+        stack.push_back(steps.size() - 1);
+      }
+    }
+  }
+  return "?";
+}
+
 void JsonCursor::fail(const std::string& message) const {
-  (*m_fail)(m_path.empty() ? "/" : m_path, message);
+  std::string p = path();
+  (*m_fail)(p.empty() ? "/" : p, message);
   throw std::logic_error("JsonCursor: the fail handler returned");
 }
 
@@ -24,8 +63,13 @@ std::string JsonCursor::describe() const {
   const auto& v = *m_value;
   if (v.is_string()) {
     std::string s = v.get<std::string>();
-    if (s.size() > 40) s = s.substr(0, 40) + "...";
-    return "the string " + nlohmann::json(s).dump();
+    if (s.size() > 40) {
+      // Cut at a UTF-8 character boundary (not before a continuation byte 10xxxxxx).
+      std::size_t cut = 40;
+      while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;
+      s = s.substr(0, cut) + "...";
+    }
+    return "the string " + nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   if (v.is_number() || v.is_boolean() || v.is_null()) return v.dump();
   if (v.is_array()) return "an array of " + std::to_string(v.size()) + " elements";
@@ -41,18 +85,20 @@ JsonCursor JsonCursor::at(const char* key) const {
   expectObject();
   auto it = m_value->find(key);
   if (it == m_value->end()) fail(std::string("expected the member \"") + key + "\", which is missing");
-  return JsonCursor(*it, m_path + "/" + escapeKey(key), m_fail);
+  return JsonCursor(&*it, *this);
 }
 
 std::optional<JsonCursor> JsonCursor::find(const char* key) const {
   expectObject();
   auto it = m_value->find(key);
   if (it == m_value->end()) return std::nullopt;
-  return JsonCursor(*it, m_path + "/" + escapeKey(key), m_fail);
+  return JsonCursor(&*it, *this);
 }
 
 JsonCursor JsonCursor::at(std::size_t index) const {
-  return JsonCursor((*m_value)[index], m_path + "/" + std::to_string(index), m_fail);
+  if (!m_value->is_array() || index >= m_value->size())
+    fail("expected an array with an element " + std::to_string(index) + ", found " + describe());
+  return JsonCursor(&(*m_value)[index], *this);
 }
 
 std::size_t JsonCursor::arraySize() const {

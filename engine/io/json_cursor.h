@@ -1,6 +1,10 @@
 #pragma once
-// JsonCursor: read access to a JSON value that knows its JSON-pointer path, so every complaint a
+// JsonCursor: read access to a JSON value that can name its JSON-pointer path, so every complaint a
 // loader makes names the place in the file ("/graphs/original/applies/3/inputs/1").
+//
+// The path is not carried along (building strings for every step made loading twice as slow): a
+// cursor holds the value and the document's root, and path() finds the value in the root only
+// when a complaint needs it.
 
 #include <nlohmann/json.hpp>
 
@@ -15,12 +19,12 @@ class JsonCursor {
  public:
   using Fail = std::function<void(const std::string& path, const std::string& message)>;
 
-  // `fail` must throw; the cursor calls it for every violation.
-  JsonCursor(const nlohmann::json& value, std::string path, const Fail* fail)
-      : m_value(&value), m_path(std::move(path)), m_fail(fail) {}
+  // A cursor on the root of a document. `fail` must throw; the cursor calls it for every violation.
+  JsonCursor(const nlohmann::json& root, const Fail* fail) : m_value(&root), m_root(&root), m_fail(fail) {}
 
   const nlohmann::json& value() const { return *m_value; }
-  const std::string& path() const { return m_path; }
+  // The JSON pointer of the value ("" for the root); linear in the document's size.
+  std::string path() const;
   [[noreturn]] void fail(const std::string& message) const;
 
   // The member `key` of an object (the cursor must be an object; a missing key fails).
@@ -39,8 +43,11 @@ class JsonCursor {
   std::string describe() const;
 
  private:
+  JsonCursor(const nlohmann::json* value, const JsonCursor& parent)
+      : m_value(value), m_root(parent.m_root), m_fail(parent.m_fail) {}
+
   const nlohmann::json* m_value;
-  std::string m_path;
+  const nlohmann::json* m_root;
   const Fail* m_fail;
 };
 

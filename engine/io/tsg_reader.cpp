@@ -69,6 +69,12 @@ Tensor readTensor(const JsonCursor& c) {
               ", found " + std::to_string(*size));
   auto bytes = base64Decode(text);
   if (!bytes) data.fail("expected base64 data, found characters outside the base64 alphabet or bad padding");
+  // A bool byte other than 0 or 1 is no bool value (reading it as one is undefined behaviour).
+  if (*dtype == DType::Bool)
+    for (std::size_t i = 0; i < bytes->size(); ++i)
+      if (std::to_integer<unsigned>((*bytes)[i]) > 1)
+        data.fail("expected bool data bytes 0 or 1, found " + std::to_string(std::to_integer<unsigned>((*bytes)[i])) +
+                  " at byte " + std::to_string(i));
   return Tensor::fromBytes(*dtype, std::move(shape), *bytes);
 }
 
@@ -77,20 +83,39 @@ std::string readScope(const JsonCursor& c) {
   return s ? s->string() : std::string();
 }
 
-SourceSite readSite(const JsonCursor& c) {
+// The document's table of creation sites: [{"file", "function"}, ...]; a node refers to an entry
+// and adds its line ("site": [index, line]), so long function signatures are stored once.
+using SiteTable = std::vector<std::pair<std::string, std::string>>;
+
+SiteTable readSiteTable(const JsonCursor& root) {
+  SiteTable table;
+  auto sites = root.find("sites");
+  if (!sites) return table;
+  for (std::size_t i = 0, n = sites->arraySize(); i < n; ++i) {
+    JsonCursor e = sites->at(i);
+    table.emplace_back(e.at("file").string(), e.find("function") ? e.at("function").string() : std::string());
+  }
+  return table;
+}
+
+std::optional<SourceSite> readSite(const JsonCursor& c, const SiteTable& table) {
   auto s = c.find("site");
-  if (!s) return {};
+  if (!s) return std::nullopt;
+  if (s->value().is_null()) return SourceSite{};
+  if (s->arraySize() != 2) s->fail("expected [site table index, line]");
+  auto index = static_cast<std::size_t>(s->at(std::size_t{0}).integer(0, static_cast<std::int64_t>(table.size()) - 1));
   SourceSite site;
-  site.file = s->at("file").string();
-  site.line = static_cast<std::uint32_t>(s->at("line").integer(0, 0xffffffffLL));
-  if (auto f = s->find("function")) site.function = f->string();
+  site.file = table[index].first;
+  site.function = table[index].second;
+  site.line = static_cast<std::uint32_t>(s->at(std::size_t{1}).integer(0, 0xffffffffLL));
   return site;
 }
 
 // One graph of the document.
 class GraphReader {
  public:
-  GraphReader(const JsonCursor& c, const OpRegistry& registry) : m_c(c), m_registry(registry) {}
+  GraphReader(const JsonCursor& c, const OpRegistry& registry, const SiteTable& sites)
+      : m_c(c), m_registry(registry), m_sites(sites) {}
 
   std::unique_ptr<FunctionGraph> read() {
     m_c.expectObject();
@@ -184,10 +209,12 @@ class GraphReader {
     }
   }
 
+  // A computed variable without "scope" or "site" has its apply's.
   void applyMetadata(Variable& var, const JsonCursor& v, std::int64_t id) {
     var.presetId(id);
-    var.setScope(readScope(v));
-    var.setSite(readSite(v));
+    if (v.find("scope") || !var.owner()) var.setScope(readScope(v));
+    if (auto site = readSite(v, m_sites)) var.setSite(*site);
+    else if (!var.owner()) var.setSite({});
     if (auto tv = v.find("test_value")) {
       Tensor t = readTensor(*tv);
       try {
@@ -240,8 +267,9 @@ class GraphReader {
       }
       OpPtr op = makeOp(opName, props, a);
       if (op->isExecutable()) checkTypes(*op, inputs, types, a);
-      ApplyPtr node = Apply::create(op, std::move(inputs), std::move(types), readSite(a));
+      ApplyPtr node = Apply::create(op, std::move(inputs), std::move(types), readSite(a, m_sites).value_or(SourceSite{}));
       node->setScope(readScope(a));
+      for (int k = 0; k < node->nOutputs(); ++k) node->outputRef(k).setScope(node->scope());
       node->presetId(id);
       for (std::size_t k = 0; k < outEntries.size(); ++k) {
         Entry& e = *outEntries[k];
@@ -304,6 +332,7 @@ class GraphReader {
 
   JsonCursor m_c;
   const OpRegistry& m_registry;
+  const SiteTable& m_sites;
   std::unordered_set<std::int64_t> m_ids;
   std::unordered_map<std::int64_t, Entry> m_entries;
   std::unordered_map<std::int64_t, JsonCursor> m_pendingMeta;
@@ -379,13 +408,14 @@ TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegi
   json root;
   try {
     root = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+  } catch (const json::exception& e) {
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2: ...";
+    // a number too large for a double is out_of_range.406 ("number overflow parsing '1e999'").
     std::string what = e.what();
     if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
     throw TsgError(src, "/", "not valid JSON (" + what + ")");
   }
-  JsonCursor c(root, "", &fail);
+  JsonCursor c(root, &fail);
   c.expectObject();
   std::string format = c.at("format").string();
   if (format != kTsgFormat)
@@ -401,8 +431,9 @@ TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegi
   }
   JsonCursor graphs = c.at("graphs");
   graphs.expectObject();
-  doc.original = GraphReader(graphs.at("original"), registry).read();
-  if (auto opt = graphs.find("optimized")) doc.optimized = GraphReader(*opt, registry).read();
+  SiteTable sites = readSiteTable(c);
+  doc.original = GraphReader(graphs.at("original"), registry, sites).read();
+  if (auto opt = graphs.find("optimized")) doc.optimized = GraphReader(*opt, registry, sites).read();
   for (const auto& [key, value] : graphs.value().items())
     if (key != "original" && key != "optimized")
       graphs.fail("expected only the graphs \"original\" and \"optimized\", found \"" + key + "\"");

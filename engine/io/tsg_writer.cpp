@@ -5,6 +5,7 @@
 #include "engine/io/tsg.h"
 
 #include <bit>
+#include <map>
 #include <cstdio>
 #include <fstream>
 #include <system_error>
@@ -36,9 +37,25 @@ json typeToJson(const TensorType& t) {
   return out;
 }
 
-void putMetadata(json& out, const std::string& scope, const SourceSite& site) {
+// The document's creation-site table (see readSiteTable in tsg_reader.cpp): each distinct
+// (file, function) once, in order of first use.
+class SiteTable {
+ public:
+  json ref(const SourceSite& site) {
+    auto [it, added] = m_index.try_emplace(std::make_pair(site.file, site.function), m_entries.size());
+    if (added) m_entries.push_back({{"file", site.file}, {"function", site.function}});
+    return json::array({it->second, site.line});
+  }
+  const std::vector<json>& entries() const { return m_entries; }
+
+ private:
+  std::map<std::pair<std::string, std::string>, std::size_t> m_index;
+  std::vector<json> m_entries;
+};
+
+void putMetadata(json& out, const std::string& scope, const SourceSite& site, SiteTable& sites) {
   if (!scope.empty()) out["scope"] = scope;
-  if (!site.empty()) out["site"] = {{"file", site.file}, {"line", site.line}, {"function", site.function}};
+  if (!site.empty()) out["site"] = sites.ref(site);
 }
 
 std::string_view kindName(const Variable& v) {
@@ -51,24 +68,33 @@ std::string_view kindName(const Variable& v) {
   return "input";
 }
 
-json variableToJson(const Variable& v) {
+json variableToJson(const Variable& v, SiteTable& sites) {
   json out = {{"id", v.id()}, {"kind", kindName(v)}, {"type", typeToJson(v.type())}};
   if (!v.name().empty()) out["name"] = v.name();
-  putMetadata(out, v.scope(), v.site());
+  // A computed variable's scope and site default to its apply's: written only when they differ.
+  const Apply* owner = v.owner();
+  if (!owner || v.scope() != owner->scope()) {
+    if (owner && v.scope().empty()) out["scope"] = "";
+    else if (!v.scope().empty()) out["scope"] = v.scope();
+  }
+  if (!owner || !(v.site() == owner->site())) {
+    if (!v.site().empty()) out["site"] = sites.ref(v.site());
+    else out["site"] = nullptr;  // differs from the apply's by having none
+  }
   if (auto* c = dynamic_cast<const Constant*>(&v)) out["value"] = tensorToJson(c->value());
   if (auto* s = dynamic_cast<const SharedVariable*>(&v)) out["value"] = tensorToJson(s->value());
   if (v.testValue()) out["test_value"] = tensorToJson(*v.testValue());
   return out;
 }
 
-json applyToJson(const Apply& node) {
+json applyToJson(const Apply& node, SiteTable& sites) {
   json inputs = json::array(), outputs = json::array();
   for (const auto& in : node.inputs()) inputs.push_back(in->id());
   for (int o = 0; o < node.nOutputs(); ++o) outputs.push_back(node.outputRef(o).id());
   json out = {{"id", node.id()}, {"op", node.op().name()}, {"inputs", inputs}, {"outputs", outputs}};
   json props = node.op().props();
   if (!props.empty()) out["props"] = std::move(props);
-  putMetadata(out, node.scope(), node.site());
+  putMetadata(out, node.scope(), node.site(), sites);
   return out;
 }
 
@@ -87,7 +113,7 @@ void appendLines(std::string& out, const std::vector<json>& items, const char* i
   out += std::string(indent).substr(2) + "]";
 }
 
-void appendGraph(std::string& out, const FunctionGraph& fg) {
+void appendGraph(std::string& out, const FunctionGraph& fg, SiteTable& sites) {
   std::vector<Apply*> order = fg.toposort();
   std::vector<Variable*> vars = fg.variables();
   std::sort(vars.begin(), vars.end(), [](const Variable* a, const Variable* b) { return a->id() < b->id(); });
@@ -98,8 +124,8 @@ void appendGraph(std::string& out, const FunctionGraph& fg) {
   std::vector<json> varItems, applyItems;
   varItems.reserve(vars.size());
   applyItems.reserve(order.size());
-  for (const Variable* v : vars) varItems.push_back(variableToJson(*v));
-  for (const Apply* a : order) applyItems.push_back(applyToJson(*a));
+  for (const Apply* a : order) applyItems.push_back(applyToJson(*a, sites));
+  for (const Variable* v : vars) varItems.push_back(variableToJson(*v, sites));
   out += "{\n      \"inputs\": " + inputs.dump() + ",\n      \"outputs\": " + outputs.dump() +
          ",\n      \"updates\": " + updates.dump() + ",\n      \"next_id\": " + std::to_string(fg.nextId()) +
          ",\n      \"variables\": ";
@@ -123,13 +149,17 @@ std::string writeTsg(const TsgDocument& doc) {
   json producer = doc.producer.is_object() && !doc.producer.empty()
                       ? doc.producer
                       : json{{"name", "tensorscope"}, {"version", "0.1.0"}};
-  std::string out = "{\n  \"format\": " + json(kTsgFormat).dump() + ",\n  \"version\": " + std::to_string(kTsgVersion) +
-                    ",\n  \"producer\": " + producer.dump() + ",\n  \"graphs\": {\n    \"original\": ";
-  appendGraph(out, *doc.original);
+  SiteTable sites;
+  std::string graphs = "{\n    \"original\": ";
+  appendGraph(graphs, *doc.original, sites);
   if (doc.optimized) {
-    out += ",\n    \"optimized\": ";
-    appendGraph(out, *doc.optimized);
+    graphs += ",\n    \"optimized\": ";
+    appendGraph(graphs, *doc.optimized, sites);
   }
+  std::string out = "{\n  \"format\": " + json(kTsgFormat).dump() + ",\n  \"version\": " + std::to_string(kTsgVersion) +
+                    ",\n  \"producer\": " + producer.dump() + ",\n  \"sites\": ";
+  appendLines(out, sites.entries(), "    ");
+  out += ",\n  \"graphs\": " + graphs;
   out += "\n  },\n  \"rewrites\": ";
   std::vector<json> rewrites;
   for (const auto& r : doc.rewrites) rewrites.push_back(rewriteToJson(r));

@@ -292,7 +292,10 @@ Strides contiguousStrides(std::span<const std::int64_t> shape) {
   std::int64_t stride = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= std::max<std::int64_t>(shape[i], 1);
+    // Saturate: the product only overflows when another axis has size 0 (the tensor is empty and
+    // its strides are never followed) or when shapeNumel refuses the shape anyway.
+    if (__builtin_mul_overflow(stride, std::max<std::int64_t>(shape[i], 1), &stride))
+      stride = std::numeric_limits<std::int64_t>::max();
   }
   return strides;
 }

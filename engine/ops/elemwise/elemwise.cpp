@@ -11,11 +11,12 @@ Elemwise::Elemwise(ScalarOp scalar, std::map<int, int> inplace, DType target)
     : m_scalar(scalar), m_inplace(std::move(inplace)), m_target(target) {
   const ScalarOpInfo& info = scalarOpInfo(scalar);
   for (const auto& [out, in] : m_inplace) {
-    if (out != 0) throw std::invalid_argument("Elemwise{" + std::string(info.name) + "}: output " +
+    // The messages name the "inplace" prop: the registry reports them for bad props.
+    if (out != 0) throw std::invalid_argument("Elemwise{" + std::string(info.name) + "}: inplace output " +
                                               std::to_string(out) + " does not exist (Elemwise has one output)");
     if (in < 0 || (info.arity >= 0 && in >= info.arity))
-      throw std::invalid_argument("Elemwise{" + std::string(info.name) + "}: cannot write in place into input " +
-                                  std::to_string(in));
+      throw std::invalid_argument("Elemwise{" + std::string(info.name) + "}: inplace input " + std::to_string(in) +
+                                  " does not exist; cannot write in place into it");
   }
 }
 

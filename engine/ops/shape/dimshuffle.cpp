@@ -15,7 +15,8 @@ DimShuffle::DimShuffle(int inputNdim, std::vector<int> order) : m_inputNdim(inpu
   for (int axis : m_order) {
     if (axis == kNewAxis) continue;
     if (axis < 0 || axis >= inputNdim)
-      throw std::invalid_argument("DimShuffle: axis " + std::to_string(axis) + " is out of range for a " +
+      throw std::invalid_argument("DimShuffle: axis " + std::to_string(axis) +
+                                  " in the order is out of range for a " +
                                   std::to_string(inputNdim) + "-d input");
     if (used[static_cast<std::size_t>(axis)])
       throw std::invalid_argument("DimShuffle: axis " + std::to_string(axis) + " appears twice in the order");

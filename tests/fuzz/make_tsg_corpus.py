@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Writes the generated seeds of the .tsg fuzz corpus (tests/fuzz/README.md).
+
+    python3 tests/fuzz/make_tsg_corpus.py [OUT_DIR]     # default: tests/data/corpus/tsg
+
+It (over)writes only the files it generates: valid_*.tsg (small graphs that load) and bad_*.tsg
+(malformed variants that must be refused with a TsgError). The regress_*.tsg files beside them are
+minimised crash reproducers, added by hand; this script never touches them. Run it again when the
+format changes (docs/tsg-format.md, engine/io/tsg_reader.cpp), then check that the valid_* seeds
+still load, e.g. with the fuzz_tsg_replay driver under the sanitizers of a TSCOPE_FUZZ build.
+Every seed stays under 8 KB.
+"""
+
+import base64
+import copy
+import json
+import os
+import struct
+import sys
+
+SIZE_LIMIT = 8192
+
+
+def tensor(dtype, shape, fmt, values):
+    data = struct.pack("<" + fmt * len(values), *values)
+    return {"dtype": dtype, "shape": shape, "data": base64.b64encode(data).decode()}
+
+
+def raw_tensor(dtype, shape, data):
+    return {"dtype": dtype, "shape": shape, "data": base64.b64encode(data).decode()}
+
+
+def ttype(dtype, shape):
+    return {"dtype": dtype, "shape": shape}
+
+
+def f32(shape):
+    return ttype("float32", shape)
+
+
+SITES = [
+    {"file": "examples/seed.cpp", "function": "int main(int, char**)"},
+    {"file": "examples/seed.cpp", "function": "VarPtr dense(const VarPtr&)"},
+]
+
+
+def doc(original, optimized=None, rewrites=None, sites=True, **extra):
+    d = {"format": "tensorscope-graph", "version": 1,
+         "producer": {"name": "tensorscope", "version": "0.1.0"}}
+    if sites:
+        d["sites"] = copy.deepcopy(SITES)
+    d["graphs"] = {"original": copy.deepcopy(original)}
+    if optimized is not None:
+        d["graphs"]["optimized"] = copy.deepcopy(optimized)
+    d["rewrites"] = copy.deepcopy(rewrites or [])
+    d["profiles"] = []
+    d.update(copy.deepcopy(extra))
+    return d
+
+
+# --- valid graphs -------------------------------------------------------------------------------
+
+# One input, one Elemwise, one output.
+MINIMAL = {
+    "inputs": [0], "outputs": [2], "updates": [], "next_id": 3,
+    "variables": [{"id": 0, "kind": "input", "name": "x", "type": f32([None, 3])},
+                  {"id": 2, "kind": "computed", "type": f32([None, 3])}],
+    "applies": [{"id": 1, "op": "Elemwise", "props": {"scalar_op": "exp"}, "inputs": [0], "outputs": [2]}],
+}
+
+# Constants, a shared variable with an update, test values, scopes and creation sites.
+META = {
+    "inputs": [0, 1], "outputs": [5, 7], "updates": [{"output": 1, "input": 1}], "next_id": 8,
+    "variables": [
+        {"id": 0, "kind": "input", "name": "x", "scope": "layer1", "site": [0, 10],
+         "type": f32([None, 2]), "test_value": tensor("float32", [1, 2], "f", [1.0, -2.0])},
+        {"id": 1, "kind": "shared", "name": "w", "scope": "layer1", "site": [1, 11],
+         "type": f32([2]), "value": tensor("float32", [2], "f", [0.5, 0.25])},
+        {"id": 2, "kind": "constant", "site": [0, 12], "type": f32([]),
+         "value": tensor("float32", [], "f", [2.0])},
+        {"id": 5, "kind": "computed", "name": "y", "scope": "layer1/act", "site": [1, 13],
+         "type": f32([None, 2]), "test_value": tensor("float32", [1, 2], "f", [1.0, -1.0])},
+        {"id": 7, "kind": "computed", "name": "w_new", "site": None, "type": f32([2])}],
+    "applies": [
+        {"id": 3, "op": "Elemwise", "props": {"scalar_op": "mul"}, "inputs": [0, 1, 2], "outputs": [5],
+         "scope": "layer1", "site": [1, 13]},
+        {"id": 6, "op": "Elemwise", "props": {"scalar_op": "sub"}, "inputs": [1, 2], "outputs": [7],
+         "site": [0, 14]}],
+}
+
+# An op the registry lacks: loads as an OpaqueOp with its props kept.
+OPAQUE = {
+    "inputs": [0], "outputs": [2], "updates": [], "next_id": 3,
+    "variables": [{"id": 0, "kind": "input", "type": f32([4])},
+                  {"id": 2, "kind": "computed", "type": ttype("int64", [None])}],
+    "applies": [{"id": 1, "op": "MyCustomOp", "props": {"alpha": 0.5, "mode": "fast", "axes": [0, 1]},
+                 "inputs": [0], "outputs": [2]}],
+}
+
+# neg(neg(x)) and its optimized form identity(x), with the rewrite that links them.
+ORIGINAL = {
+    "inputs": [0], "outputs": [4], "updates": [], "next_id": 5,
+    "variables": [{"id": 0, "kind": "input", "name": "x", "type": f32([3])},
+                  {"id": 2, "kind": "computed", "type": f32([3])},
+                  {"id": 4, "kind": "computed", "type": f32([3])}],
+    "applies": [{"id": 1, "op": "Elemwise", "props": {"scalar_op": "neg"}, "inputs": [0], "outputs": [2]},
+                {"id": 3, "op": "Elemwise", "props": {"scalar_op": "neg"}, "inputs": [2], "outputs": [4]}],
+}
+OPTIMIZED = {
+    "inputs": [0], "outputs": [6], "updates": [], "next_id": 7,
+    "variables": [{"id": 0, "kind": "input", "name": "x", "type": f32([3])},
+                  {"id": 6, "kind": "computed", "type": f32([3])}],
+    "applies": [{"id": 5, "op": "Elemwise", "props": {"scalar_op": "identity"}, "inputs": [0], "outputs": [6]}],
+}
+REWRITES = [{"order": 0, "phase": "canonicalize", "reason": "local_neg_neg", "replaced": [[4, 6]],
+             "added": [5], "removed": [1, 3], "seconds": 0.00012}]
+
+# cast, DimShuffle (transpose and a new axis), Dot and an inplace Elemwise.
+OPS = {
+    "inputs": [0, 1], "outputs": [9, 10], "updates": [], "next_id": 12,
+    "variables": [{"id": 0, "kind": "input", "name": "a", "type": f32([None, 4])},
+                  {"id": 1, "kind": "input", "name": "b", "type": ttype("int32", [3, 4])},
+                  {"id": 3, "kind": "computed", "type": f32([3, 4])},
+                  {"id": 5, "kind": "computed", "type": f32([4, 3])},
+                  {"id": 7, "kind": "computed", "type": f32([None, 3])},
+                  {"id": 9, "kind": "computed", "type": f32([None, 3])},
+                  {"id": 10, "kind": "computed", "type": f32([1, None, 3])}],
+    "applies": [
+        {"id": 2, "op": "Elemwise", "props": {"scalar_op": "cast", "dtype": "float32"}, "inputs": [1], "outputs": [3]},
+        {"id": 4, "op": "DimShuffle", "props": {"input_ndim": 2, "order": [1, 0]}, "inputs": [3], "outputs": [5]},
+        {"id": 6, "op": "Dot", "inputs": [0, 5], "outputs": [7]},
+        {"id": 8, "op": "Elemwise", "props": {"scalar_op": "tanh", "inplace": {"0": 0}}, "inputs": [7], "outputs": [9]},
+        {"id": 11, "op": "DimShuffle", "props": {"input_ndim": 2, "order": ["x", 0, 1]}, "inputs": [9], "outputs": [10]}],
+}
+
+
+def dtype_zoo():
+    """A constant of every dtype, each compared with itself."""
+    values = {"bool": ("B", [1, 0]), "int8": ("b", [-1, 2]), "int16": ("h", [-300, 7]),
+              "int32": ("i", [1, -1]), "int64": ("q", [2 ** 40, -5]), "uint8": ("B", [255, 0]),
+              "float16": ("H", [0x3c00, 0xc000]), "float64": ("d", [1.5, -0.0])}
+    variables = [{"id": 0, "kind": "input", "type": ttype("bool", [2])}]
+    applies, outputs, next_id = [], [], 1
+    for dtype, (fmt, vals) in values.items():
+        const = next_id
+        variables.append({"id": const, "kind": "constant", "type": ttype(dtype, [2]),
+                          "value": tensor(dtype, [2], fmt, vals)})
+        variables.append({"id": const + 2, "kind": "computed", "type": ttype("bool", [2])})
+        applies.append({"id": const + 1, "op": "Elemwise", "props": {"scalar_op": "eq"},
+                        "inputs": [const, const], "outputs": [const + 2]})
+        outputs.append(const + 2)
+        next_id += 3
+    return {"inputs": [0], "outputs": outputs, "updates": [], "next_id": next_id,
+            "variables": variables, "applies": applies}
+
+
+def seeds():
+    s = {}
+    s["valid_minimal_elemwise.tsg"] = doc(MINIMAL, sites=False)
+    s["valid_constants_shared_testvalues.tsg"] = doc(META)
+    s["valid_unknown_op_opaque.tsg"] = doc(OPAQUE)
+    s["valid_optimized_with_rewrites.tsg"] = doc(ORIGINAL, OPTIMIZED, REWRITES)
+    s["valid_dimshuffle_dot_cast_inplace.tsg"] = doc(OPS)
+    s["valid_dtype_zoo.tsg"] = doc(dtype_zoo())
+
+    def bad(name, base, edit, **kw):
+        d = doc(base, **kw)
+        edit(d, d["graphs"]["original"])
+        s["bad_" + name + ".tsg"] = d
+
+    def setv(path, value):
+        def edit(d, g):
+            target = g
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = value
+        return edit
+
+    minimal_text = json.dumps(doc(MINIMAL), separators=(",", ":"))
+    s["bad_truncated.tsg"] = minimal_text[: len(minimal_text) // 2]
+    s["bad_empty.tsg"] = ""
+    s["bad_root_array.tsg"] = [doc(MINIMAL)]
+    s["bad_root_string.tsg"] = '"tensorscope-graph"'
+    s["bad_deep_nesting.tsg"] = ('{"format":"tensorscope-graph","version":1,"graphs":{"original":'
+                                 + "[" * 200 + "]" * 200 + "}}")
+    bad("wrong_format", MINIMAL, lambda d, g: d.update(format="tensorscope-grpah"))
+    bad("version_99", MINIMAL, lambda d, g: d.update(version=99))
+    bad("extra_graph", MINIMAL, lambda d, g: d["graphs"].update(extra=copy.deepcopy(MINIMAL)))
+    bad("base64_alphabet", META, setv(["variables", 2, "value", "data"], "AA*AAA=="))
+    bad("base64_length", META, setv(["variables", 2, "value", "data"], "AAAAA"))
+    bad("base64_padding", META, setv(["variables", 2, "value", "data"], "AAA"))
+    bad("data_length_mismatch", META, setv(["variables", 1, "value", "shape"], [3]))
+    bad("bool_data_not_0_or_1", dtype_zoo(), setv(["variables", 1, "value", "data"], "B/8="))
+    bad("unknown_dtype", MINIMAL, setv(["variables", 0, "type", "dtype"], "complex64"))
+    bad("unknown_kind", MINIMAL, setv(["variables", 0, "kind"], "parameter"))
+    bad("negative_dim", MINIMAL, setv(["variables", 0, "type", "shape"], [-2, 3]))
+    bad("dangling_variable_id", MINIMAL, setv(["applies", 0, "inputs"], [42]))
+    bad("apply_out_of_order", ORIGINAL, lambda d, g: g["applies"].reverse())
+    bad("cycle_attempt", ORIGINAL, setv(["applies", 0, "inputs"], [4]))
+    bad("duplicate_id", MINIMAL, setv(["applies", 0, "id"], 0))
+    bad("duplicate_variable", MINIMAL,
+        lambda d, g: g["variables"].append({"id": 0, "kind": "input", "type": f32([3])}))
+    bad("dead_variable", MINIMAL,
+        lambda d, g: g["variables"].append({"id": 9, "kind": "input", "type": f32([1])}))
+    bad("props_unknown_scalar_op", MINIMAL, setv(["applies", 0, "props"], {"scalar_op": "frobnicate"}))
+    bad("props_not_object", MINIMAL, setv(["applies", 0, "props"], "exp"))
+    bad("props_dimshuffle_repeat", OPS, setv(["applies", 1, "props"], {"input_ndim": 2, "order": [1, 1]}))
+    bad("props_dot_has_props", OPS, setv(["applies", 2, "props"], {"transA": True}))
+    bad("props_inplace_out_of_range", MINIMAL, setv(["applies", 0, "props", "inplace"], {"0": 1}))
+
+    def two_outputs(d, g):
+        g["variables"].append({"id": 3, "kind": "computed", "type": f32([None, 3])})
+        g["applies"][0]["outputs"] = [2, 3]
+        g["next_id"] = 4
+    bad("wrong_output_count", MINIMAL, two_outputs)
+    bad("type_contradiction", MINIMAL, setv(["variables", 1, "type"], ttype("int8", [None, 3])))
+    bad("shape_contradiction", MINIMAL, setv(["variables", 1, "type"], f32([None, 5])))
+    bad("test_value_shape", META,
+        setv(["variables", 0, "test_value"], tensor("float32", [1, 3], "f", [1, 2, 3])))
+    bad("update_type_mismatch", META, setv(["updates"], [{"output": 0, "input": 1}]))
+    bad("shared_not_an_input", META, lambda d, g: g.update(inputs=[0], updates=[]))
+    bad("site_index_out_of_range", META, setv(["variables", 0, "site"], [7, 1]))
+    bad("site_old_object_form", META,
+        setv(["variables", 0, "site"], {"file": "a.cpp", "line": 1, "function": "f"}))
+    bad("rewrite_negative_seconds", ORIGINAL, lambda d, g: d["rewrites"][0].update(seconds=-1),
+        optimized=OPTIMIZED, rewrites=REWRITES)
+    bad("rewrite_pair", ORIGINAL, lambda d, g: d["rewrites"][0].update(replaced=[[4]]),
+        optimized=OPTIMIZED, rewrites=REWRITES)
+    return s
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "data", "corpus", "tsg")
+    os.makedirs(out, exist_ok=True)
+    total = 0
+    for name, content in sorted(seeds().items()):
+        text = content if isinstance(content, str) else json.dumps(content, separators=(",", ":"))
+        data = text.encode()
+        if len(data) >= SIZE_LIMIT:
+            sys.exit(f"{name}: {len(data)} bytes; seeds must stay under {SIZE_LIMIT}")
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+        total += len(data)
+    print(f"{len(seeds())} seeds, {total} bytes, in {out}")
+
+
+if __name__ == "__main__":
+    main()
