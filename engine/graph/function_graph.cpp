@@ -121,18 +121,34 @@ FunctionGraph::FunctionGraph(std::vector<VarPtr> inputs, std::vector<VarPtr> out
       m.variables.set(v.get(), copy);
       return copy;
     };
+    std::vector<Apply*> clonedOrder;
+    clonedOrder.reserve(order.size());
     for (Apply* node : order) {
       std::vector<VarPtr> newInputs;
       newInputs.reserve(node->inputs().size());
       for (const auto& in : node->inputs()) newInputs.push_back(mapped(in, node));
       ApplyPtr copy = node->cloneWithNewInputs(std::move(newInputs));
       for (int o = 0; o < node->nOutputs(); ++o) m.variables.set(&node->outputRef(o), copy->output(o));
+      clonedOrder.push_back(copy.get());
       m.nodes.set(node, std::move(copy));
     }
     for (auto& in : inputs) in = *m.variables.find(in.get());
     for (auto& out : outputs) out = mapped(out, nullptr);
+    // The copies are new and consistent: import them in their known order without re-checking.
+    init(std::move(inputs), std::move(outputs), &clonedOrder);
+    return;
   }
 
+  init(std::move(inputs), std::move(outputs), nullptr);
+}
+
+FunctionGraph::FunctionGraph(Trusted, std::vector<VarPtr> inputs, std::vector<VarPtr> outputs,
+                             const std::vector<Apply*>& order) {
+  init(std::move(inputs), std::move(outputs), &order);
+}
+
+void FunctionGraph::init(std::vector<VarPtr> inputs, std::vector<VarPtr> outputs,
+                         const std::vector<Apply*>* trustedOrder) {
   m_deferIds = true;
   try {
     FlatHashMap<const Variable*, bool> seenInputs(inputs.size());
@@ -145,8 +161,23 @@ FunctionGraph::FunctionGraph(std::vector<VarPtr> inputs, std::vector<VarPtr> out
       m_inputs.push_back(in);
       addVariable(*in);
     }
+    // All nodes at once, in topological order, into containers sized for them.
+    std::vector<Apply*> found;
+    if (!trustedOrder) {
+      std::vector<Variable*> roots;
+      for (const auto& out : outputs) roots.push_back(out.get());
+      found = ancestorsInOrder(roots, [this](const Variable& v) { return v.fgraph() == this; });
+    }
+    const std::vector<Apply*>& order = trustedOrder ? *trustedOrder : found;
+    m_nodes.reserve(order.size());
+    m_nodeRefs.reserve(order.size());
+    m_variables.reserve(m_inputs.size() + order.size() * 2);
+    m_nodeIds.reserve(order.size());
+    m_variableIds.reserve(m_inputs.size() + order.size() * 2);
+    m_pendingIds.reserve(m_inputs.size() + order.size() * 3);
+    importNodes(order, "init", /*check=*/trustedOrder == nullptr);
     for (std::size_t i = 0; i < outputs.size(); ++i) {
-      importVarImpl(outputs[i], "init");
+      importVarImpl(outputs[i], "init");  // a constant output; every owned one is in already
       outputs[i]->m_clients.push_back(Client{nullptr, static_cast<int>(i)});
       m_outputs.push_back(outputs[i]);
     }
@@ -264,11 +295,12 @@ void FunctionGraph::importVarImpl(const VarPtr& var, std::string_view reason) {
   importNodes(ancestorsInOrder({var.get()}, known), reason);
 }
 
-void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string_view reason) {
+void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string_view reason, bool check) {
   // Check everything first so that a refused import changes nothing.
-  FlatHashMap<const Apply*, bool> incoming(newNodes.size());
-  for (Apply* node : newNodes) incoming.set(node, true);
-  for (Apply* node : newNodes) {
+  FlatHashMap<const Apply*, bool> incoming(check ? newNodes.size() : 0);
+  if (check)
+    for (Apply* node : newNodes) incoming.set(node, true);
+  for (Apply* node : check ? newNodes : std::vector<Apply*>{}) {
     if (node->fgraph())
       throw GraphError("import: the node " + describe(*node) +
                        " belongs to another FunctionGraph; clone it first");
@@ -534,9 +566,39 @@ std::vector<Apply*> FunctionGraph::toposort() const {
 }
 
 std::unique_ptr<FunctionGraph> FunctionGraph::clone(CloneMap* map) const {
-  auto copy = std::make_unique<FunctionGraph>(m_inputs, m_outputs, Ownership::Clone, map);
+  // Copies indexed by slot: no hashing, one pass in topological order.
+  std::vector<VarPtr> copies(m_variables.size());
+  auto copyOf = [&](const VarPtr& v) -> const VarPtr& {
+    VarPtr& c = copies[v->m_slot];
+    if (!c) c = v->cloneDetached();  // an input or a constant
+    return c;
+  };
+  std::vector<Apply*> order = toposort();
+  std::vector<ApplyPtr> nodeCopies;
+  nodeCopies.reserve(order.size());
+  std::vector<Apply*> copiedOrder;
+  copiedOrder.reserve(order.size());
+  std::vector<VarPtr> inputs, outputs;
+  for (const auto& in : m_inputs) inputs.push_back(copyOf(in));
+  for (const Apply* node : order) {
+    std::vector<VarPtr> newInputs;
+    newInputs.reserve(node->inputs().size());
+    for (const auto& in : node->inputs()) newInputs.push_back(copyOf(in));
+    ApplyPtr copy = node->cloneWithNewInputs(std::move(newInputs));
+    for (int o = 0; o < node->nOutputs(); ++o) copies[node->outputRef(o).m_slot] = copy->output(o);
+    copiedOrder.push_back(copy.get());
+    nodeCopies.push_back(std::move(copy));
+  }
+  for (const auto& out : m_outputs) outputs.push_back(copyOf(out));
+  auto copy = std::unique_ptr<FunctionGraph>(new FunctionGraph(Trusted{}, std::move(inputs), std::move(outputs), copiedOrder));
   copy->m_updates = m_updates;
   copy->m_nextId = std::max(copy->m_nextId, m_nextId);
+  if (map) {
+    map->variables.reserve(m_variables.size());
+    map->nodes.reserve(order.size());
+    for (const Variable* v : m_variables) map->variables.set(v, copies[v->m_slot]);
+    for (std::size_t i = 0; i < order.size(); ++i) map->nodes.set(order[i], nodeCopies[i]);
+  }
   return copy;
 }
 

@@ -115,7 +115,13 @@ class FunctionGraph {
                        bool checkType);
 
   void importVarImpl(const VarPtr& var, std::string_view reason);
-  void importNodes(const std::vector<Apply*>& newNodes, std::string_view reason);
+  // check == false: the nodes are known to be new, consistent and in topological order (copies).
+  void importNodes(const std::vector<Apply*>& newNodes, std::string_view reason, bool check = true);
+  struct Trusted {};
+  // Adopts nodes known to be consistent, in the given topological order (clone()).
+  FunctionGraph(Trusted, std::vector<VarPtr> inputs, std::vector<VarPtr> outputs,
+                const std::vector<Apply*>& order);
+  void init(std::vector<VarPtr> inputs, std::vector<VarPtr> outputs, const std::vector<Apply*>* trustedOrder);
   void addVariable(Variable& var);
   void removeVariable(Variable& var);
   void removeClient(Variable& var, const Client& client, std::string_view reason);

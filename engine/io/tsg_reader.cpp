@@ -22,24 +22,45 @@ namespace {
 constexpr std::int64_t kMaxId = (std::int64_t{1} << 53) - 1;  // exact in every JSON reader
 constexpr int kMaxRank = 32;
 
+// A type is written "float32[?,784]": the dtype, the dimensions in brackets (a size, or ? when
+// unknown), and "@cuda" for a type on the GPU.
 TensorType readType(const JsonCursor& c) {
-  auto dtypeName = c.at("dtype").string();
-  auto dtype = dtypeFromName(dtypeName);
-  if (!dtype) c.at("dtype").fail("expected a dtype name (bool, int8, ..., float64), found \"" + dtypeName + "\"");
-  JsonCursor shape = c.at("shape");
-  std::size_t ndim = shape.arraySize();
-  if (ndim > kMaxRank) shape.fail("expected at most " + std::to_string(kMaxRank) + " dimensions, found " + std::to_string(ndim));
+  std::string text = c.string();
+  auto bad = [&](const std::string& why) {
+    c.fail("expected a type such as \"float32[?,784]\", found \"" + text.substr(0, 60) + "\" (" + why + ")");
+  };
+  std::size_t open = text.find('[');
+  if (open == std::string::npos) bad("no '['");
+  auto dtype = dtypeFromName(std::string_view(text).substr(0, open));
+  if (!dtype) bad("unknown dtype \"" + text.substr(0, open) + "\"; expected bool, int8, ..., float64");
+  std::size_t close = text.find(']', open);
+  if (close == std::string::npos) bad("no ']'");
   std::vector<std::int64_t> dims;
-  for (std::size_t i = 0; i < ndim; ++i) {
-    JsonCursor d = shape.at(i);
-    dims.push_back(d.value().is_null() ? kUnknownDim : d.integer(0, kMaxId));
+  std::string_view body = std::string_view(text).substr(open + 1, close - open - 1);
+  while (!body.empty()) {
+    std::size_t comma = body.find(',');
+    std::string_view dim = body.substr(0, comma);
+    if (dim == "?") {
+      dims.push_back(kUnknownDim);
+    } else {
+      std::int64_t d = 0;
+      if (dim.empty() || dim.size() > 16) bad("a dimension must be a size or ?");
+      for (char ch : dim) {
+        if (ch < '0' || ch > '9') bad("a dimension must be a size or ?");
+        d = d * 10 + (ch - '0');
+      }
+      if (d > kMaxId) bad("a dimension is too large");
+      dims.push_back(d);
+    }
+    if (dims.size() > kMaxRank) bad("more than " + std::to_string(kMaxRank) + " dimensions");
+    if (comma == std::string_view::npos) break;
+    body.remove_prefix(comma + 1);
+    if (body.empty()) bad("a dimension is missing after ','");
   }
+  std::string_view rest = std::string_view(text).substr(close + 1);
   Device device = Device::Cpu;
-  if (auto dev = c.find("device")) {
-    std::string name = dev->string();
-    if (name == "cuda") device = Device::Cuda;
-    else if (name != "cpu") dev->fail("expected \"cpu\" or \"cuda\", found \"" + name + "\"");
-  }
+  if (rest == "@cuda") device = Device::Cuda;
+  else if (!rest.empty()) bad("unexpected text after ']'");
   return TensorType(*dtype, std::move(dims), device);
 }
 
@@ -134,7 +155,7 @@ class GraphReader {
     for (const auto& [id, node] : m_nodes)
       if (node.first->fgraph() != fg.get()) deadApplies.emplace_back(node.second, id);
     for (const auto& [id, entry] : m_entries)
-      if (entry.var->fgraph() != fg.get()) deadVariables.emplace_back(entry.position, id);
+      if (entry.var->fgraph() != fg.get() && entry.position != kImplicit) deadVariables.emplace_back(entry.position, id);
     if (!deadApplies.empty()) {
       auto [position, id] = *std::min_element(deadApplies.begin(), deadApplies.end());
       m_c.at("applies").at(position).fail("apply " + std::to_string(id) +
@@ -164,12 +185,14 @@ class GraphReader {
 
  private:
   struct Entry {
-    std::size_t position;  // index in "variables"
+    std::size_t position;  // index in "variables"; kImplicit for an output the file does not list
     std::string kind;
     TensorType type;
     VarPtr var;            // set at once for free variables, at the apply for computed ones
     bool produced = false;
   };
+
+  static constexpr std::size_t kImplicit = ~std::size_t{0};
 
   void claimId(std::int64_t id, const JsonCursor& where) {
     if (!m_ids.insert(id).second) where.fail("the id " + std::to_string(id) + " is used twice");
@@ -182,7 +205,10 @@ class GraphReader {
       v.expectObject();
       std::int64_t id = v.at("id").integer(0, kMaxId);
       claimId(id, v.at("id"));
-      Entry e{i, v.at("kind").string(), readType(v.at("type")), nullptr};
+      std::string kind = v.at("kind").string();
+      if (kind == "computed" && v.find("type"))
+        v.at("type").fail("a computed variable's type is given by its apply (\"types\"), not here");
+      Entry e{i, kind, kind == "computed" ? TensorType() : readType(v.at("type")), nullptr};
       std::string name = v.find("name") ? v.at("name").string() : std::string();
       if (e.kind == "input") {
         e.var = Variable::create(e.type, name);
@@ -228,7 +254,9 @@ class GraphReader {
   Entry& entry(const JsonCursor& ref) {
     std::int64_t id = ref.integer(0, kMaxId);
     auto it = m_entries.find(id);
-    if (it == m_entries.end()) ref.fail("expected the id of a variable listed in \"variables\", found " + std::to_string(id));
+    if (it == m_entries.end())
+      ref.fail("expected the id of a variable listed in \"variables\" or output by an earlier apply, found " +
+               std::to_string(id));
     return it->second;
   }
 
@@ -254,19 +282,48 @@ class GraphReader {
                          " is computed by an apply listed later or by none (applies must be in topological order)");
         inputs.push_back(e.var);
       }
+      OpPtr op = makeOp(opName, props, a);
+      std::vector<TensorType> inferred;
+      if (op->isExecutable()) {
+        try {
+          inferred = op->outputTypes(inputs);
+        } catch (const std::exception& e) {
+          a.at("inputs").fail(std::string("the op refuses its inputs: ") + e.what());
+        }
+      }
+      // Note [Implicit outputs]: the types of an apply's outputs are on the apply ("types"); an
+      // output with nothing else to say (no name, test value, own scope or site) is not listed
+      // in "variables".
       JsonCursor outs = a.at("outputs");
+      JsonCursor typeList = a.at("types");
+      std::size_t nOutputs = outs.arraySize();
+      if (typeList.arraySize() != nOutputs)
+        typeList.fail("expected one type per output (" + std::to_string(nOutputs) + "), found " +
+                      std::to_string(typeList.arraySize()));
+      if (op->isExecutable() && inferred.size() != nOutputs)
+        outs.fail("expected " + std::to_string(inferred.size()) + " outputs for " + op->str() + ", found " +
+                  std::to_string(nOutputs));
       std::vector<Entry*> outEntries;
       std::vector<TensorType> types;
-      for (std::size_t k = 0, m = outs.arraySize(); k < m; ++k) {
-        Entry& e = entry(outs.at(k));
-        if (e.kind != "computed") outs.at(k).fail("an apply output must be a variable of kind \"computed\", found \"" + e.kind + "\"");
-        if (e.produced) outs.at(k).fail("variable " + outs.at(k).value().dump() + " is the output of two applies");
+      for (std::size_t k = 0; k < nOutputs; ++k) {
+        JsonCursor ref = outs.at(k);
+        std::int64_t varId = ref.integer(0, kMaxId);
+        TensorType declared = readType(typeList.at(k));
+        if (op->isExecutable() && !declared.isCompatibleWith(inferred[k]))
+          typeList.at(k).fail("the output type " + declared.str() + " contradicts the type " + inferred[k].str() +
+                              " that " + op->str() + " computes");
+        if (!m_entries.count(varId)) {
+          claimId(varId, ref);
+          m_entries.emplace(varId, Entry{kImplicit, "computed", declared, nullptr});
+        }
+        Entry& e = m_entries.at(varId);
+        if (e.kind != "computed") ref.fail("an apply output must be a variable of kind \"computed\", found \"" + e.kind + "\"");
+        if (e.produced) ref.fail("variable " + std::to_string(varId) + " is the output of two applies");
+        e.type = declared;
         e.produced = true;
         outEntries.push_back(&e);
-        types.push_back(e.type);
+        types.push_back(std::move(declared));
       }
-      OpPtr op = makeOp(opName, props, a);
-      if (op->isExecutable()) checkTypes(*op, inputs, types, a);
       ApplyPtr node = Apply::create(op, std::move(inputs), std::move(types), readSite(a, m_sites).value_or(SourceSite{}));
       node->setScope(readScope(a));
       for (int k = 0; k < node->nOutputs(); ++k) node->outputRef(k).setScope(node->scope());
@@ -275,6 +332,10 @@ class GraphReader {
         Entry& e = *outEntries[k];
         e.var = node->output(static_cast<int>(k));
         std::int64_t varId = outs.at(k).integer(0, kMaxId);
+        if (e.position == kImplicit) {
+          e.var->presetId(varId);
+          continue;
+        }
         const JsonCursor& meta = m_pendingMeta.at(varId);
         if (auto name = meta.find("name")) e.var->setName(name->string());
         applyMetadata(*e.var, meta, varId);
@@ -298,23 +359,6 @@ class GraphReader {
     } catch (const std::exception& e) {
       (a.find("props") ? *a.find("props") : a).fail(std::string("the props do not describe a valid ") + name + ": " + e.what());
     }
-  }
-
-  void checkTypes(const Op& op, const std::vector<VarPtr>& inputs, const std::vector<TensorType>& declared,
-                  const JsonCursor& a) {
-    std::vector<TensorType> inferred;
-    try {
-      inferred = op.outputTypes(inputs);
-    } catch (const std::exception& e) {
-      a.at("inputs").fail(std::string("the op refuses its inputs: ") + e.what());
-    }
-    if (inferred.size() != declared.size())
-      a.at("outputs").fail("expected " + std::to_string(inferred.size()) + " outputs for " + op.str() + ", found " +
-                           std::to_string(declared.size()));
-    for (std::size_t k = 0; k < declared.size(); ++k)
-      if (!declared[k].isCompatibleWith(inferred[k]))
-        a.at("outputs").at(k).fail("the variable's type " + declared[k].str() + " contradicts the type " +
-                                   inferred[k].str() + " that " + op.str() + " computes");
   }
 
   std::vector<VarPtr> readVarList(const char* key, bool free) {

@@ -29,11 +29,16 @@ json tensorToJson(const Tensor& t) {
 
 namespace {
 
-json typeToJson(const TensorType& t) {
-  json shape = json::array();
-  for (std::int64_t d : t.shape()) shape.push_back(d == kUnknownDim ? json(nullptr) : json(d));
-  json out = {{"dtype", dtypeName(t.dtype())}, {"shape", shape}};
-  if (t.device() != Device::Cpu) out["device"] = deviceName(t.device());
+// "float32[?,784]" (see readType in tsg_reader.cpp).
+std::string typeToJson(const TensorType& t) {
+  std::string out(dtypeName(t.dtype()));
+  out += '[';
+  for (int i = 0; i < t.ndim(); ++i) {
+    if (i) out += ',';
+    out += t.isDimKnown(i) ? std::to_string(t.shape()[static_cast<std::size_t>(i)]) : "?";
+  }
+  out += ']';
+  if (t.device() == Device::Cuda) out += "@cuda";
   return out;
 }
 
@@ -69,7 +74,8 @@ std::string_view kindName(const Variable& v) {
 }
 
 json variableToJson(const Variable& v, SiteTable& sites) {
-  json out = {{"id", v.id()}, {"kind", kindName(v)}, {"type", typeToJson(v.type())}};
+  json out = {{"id", v.id()}, {"kind", kindName(v)}};
+  if (!v.owner()) out["type"] = typeToJson(v.type());  // an apply states its outputs' types
   if (!v.name().empty()) out["name"] = v.name();
   // A computed variable's scope and site default to its apply's: written only when they differ.
   const Apply* owner = v.owner();
@@ -88,10 +94,13 @@ json variableToJson(const Variable& v, SiteTable& sites) {
 }
 
 json applyToJson(const Apply& node, SiteTable& sites) {
-  json inputs = json::array(), outputs = json::array();
+  json inputs = json::array(), outputs = json::array(), types = json::array();
   for (const auto& in : node.inputs()) inputs.push_back(in->id());
-  for (int o = 0; o < node.nOutputs(); ++o) outputs.push_back(node.outputRef(o).id());
-  json out = {{"id", node.id()}, {"op", node.op().name()}, {"inputs", inputs}, {"outputs", outputs}};
+  for (int o = 0; o < node.nOutputs(); ++o) {
+    outputs.push_back(node.outputRef(o).id());
+    types.push_back(typeToJson(node.outputRef(o).type()));
+  }
+  json out = {{"id", node.id()}, {"op", node.op().name()}, {"inputs", inputs}, {"outputs", outputs}, {"types", types}};
   json props = node.op().props();
   if (!props.empty()) out["props"] = std::move(props);
   putMetadata(out, node.scope(), node.site(), sites);
@@ -113,9 +122,19 @@ void appendLines(std::string& out, const std::vector<json>& items, const char* i
   out += std::string(indent).substr(2) + "]";
 }
 
+// Note [Implicit outputs] (tsg_reader.cpp): a computed variable with nothing of its own (no name,
+// no test value, its apply's scope and site) is not listed in "variables".
+bool isImplicit(const Variable& v) {
+  const Apply* owner = v.owner();
+  return owner && v.name().empty() && !v.testValue() && v.scope() == owner->scope() && v.site() == owner->site();
+}
+
 void appendGraph(std::string& out, const FunctionGraph& fg, SiteTable& sites) {
   std::vector<Apply*> order = fg.toposort();
-  std::vector<Variable*> vars = fg.variables();
+  std::vector<Variable*> vars;
+  vars.reserve(fg.variables().size());
+  for (Variable* v : fg.variables())
+    if (!isImplicit(*v)) vars.push_back(v);
   std::sort(vars.begin(), vars.end(), [](const Variable* a, const Variable* b) { return a->id() < b->id(); });
   json inputs = json::array(), outputs = json::array(), updates = json::array();
   for (const auto& in : fg.inputs()) inputs.push_back(in->id());

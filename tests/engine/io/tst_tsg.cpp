@@ -212,8 +212,11 @@ class TestTsg : public QObject {
     row("future version", "/version", "newer Tensorscope");
     row("no graphs", "/", "\"graphs\"");
     row("unknown graph", "/graphs", "\"sideways\"");
-    row("unknown dtype", "/graphs/original/variables/0/type/dtype", "float31");
-    row("negative dim", "/graphs/original/variables/0/type/shape/1", "integer in [0");
+    row("unknown dtype", "/graphs/original/variables/0/type", "float31");
+    row("negative dim", "/graphs/original/variables/0/type", "a dimension must be a size or ?");
+    row("bad type text", "/graphs/original/variables/0/type", "expected a type such as");
+    row("computed with type", "/graphs/original/variables/2/type", "given by its apply");
+    row("types count", "/graphs/original/applies/0/types", "one type per output");
     row("bad kind", "/graphs/original/variables/0/kind", "\"weird\"");
     row("duplicate id", "/graphs/original/applies/0/id", "used twice");
     row("dangling input", "/graphs/original/applies/0/inputs/0", "expected the id of a variable");
@@ -222,7 +225,7 @@ class TestTsg : public QObject {
     row("bad base64", "/graphs/original/variables/1/value/data", "base64");
     row("data length", "/graphs/original/variables/1/value/data", "bytes");
     row("bad props", "/graphs/original/applies/0/props", "valid Elemwise");
-    row("type contradiction", "/graphs/original/applies/0/outputs/0", "contradicts");
+    row("type contradiction", "/graphs/original/applies/0/types/0", "contradicts");
     row("wrong output count", "/graphs/original/applies/0/outputs", "expected 1 outputs");
     row("op refuses inputs", "/graphs/original/applies/0/inputs", "refuses its inputs");
     row("free var not input", "/graphs/original/outputs", "not among the graph's inputs");
@@ -243,14 +246,15 @@ class TestTsg : public QObject {
       "graphs": {"original": {
         "inputs": [0, 1], "outputs": [3],
         "variables": [
-          {"id": 0, "kind": "input", "name": "x", "type": {"dtype": "float32", "shape": [null, 2]}},
-          {"id": 1, "kind": "shared", "name": "W", "type": {"dtype": "float32", "shape": [2, 2]},
+          {"id": 0, "kind": "input", "name": "x", "type": "float32[?,2]"},
+          {"id": 1, "kind": "shared", "name": "W", "type": "float32[2,2]",
            "value": {"dtype": "float32", "shape": [2, 2], "data": "AACAPwAAAEAAAEBAAACAQA=="}},
-          {"id": 2, "kind": "computed", "type": {"dtype": "float32", "shape": [2, 2]}},
-          {"id": 3, "kind": "computed", "type": {"dtype": "float32", "shape": [2, 2]}}],
+          {"id": 2, "kind": "computed", "name": "y"}],
         "applies": [
-          {"id": 10, "op": "Elemwise", "props": {"scalar_op": "add"}, "inputs": [0, 1], "outputs": [2]},
-          {"id": 11, "op": "Elemwise", "props": {"scalar_op": "tanh"}, "inputs": [2], "outputs": [3]}]}},
+          {"id": 10, "op": "Elemwise", "props": {"scalar_op": "add"}, "inputs": [0, 1], "outputs": [2],
+           "types": ["float32[2,2]"]},
+          {"id": 11, "op": "Elemwise", "props": {"scalar_op": "tanh"}, "inputs": [2], "outputs": [3],
+           "types": ["float32[2,2]"]}]}},
       "rewrites": []})");
     QVERIFY(io::readTsg(doc.dump(), "base").original);  // the base is valid
     auto& g = doc["graphs"]["original"];
@@ -265,8 +269,11 @@ class TestTsg : public QObject {
       else if (m == "future version") doc["version"] = 7;
       else if (m == "no graphs") doc.erase("graphs");
       else if (m == "unknown graph") doc["graphs"]["sideways"] = g;
-      else if (m == "unknown dtype") g["variables"][0]["type"]["dtype"] = "float31";
-      else if (m == "negative dim") g["variables"][0]["type"]["shape"][1] = -3;
+      else if (m == "unknown dtype") g["variables"][0]["type"] = "float31[?,2]";
+      else if (m == "negative dim") g["variables"][0]["type"] = "float32[?,-3]";
+      else if (m == "bad type text") g["variables"][0]["type"] = "float32(2,2)";
+      else if (m == "computed with type") g["variables"][2]["type"] = "float32[2,2]";
+      else if (m == "types count") g["applies"][0]["types"].push_back("float32[2,2]");
       else if (m == "bad kind") g["variables"][0]["kind"] = "weird";
       else if (m == "duplicate id") g["applies"][0]["id"] = 1;
       else if (m == "dangling input") g["applies"][0]["inputs"][0] = 99;
@@ -275,18 +282,18 @@ class TestTsg : public QObject {
       else if (m == "bad base64") g["variables"][1]["value"]["data"] = "AAC*PwAAAEAAAEBAAACAQA==";
       else if (m == "data length") g["variables"][1]["value"]["data"] = "AACAPwAAAEAAAEBA";
       else if (m == "bad props") g["applies"][0]["props"] = {{"scalar_op", "frobnicate"}};
-      else if (m == "type contradiction") g["variables"][2]["type"]["dtype"] = "int8";
+      else if (m == "type contradiction") g["applies"][0]["types"][0] = "int8[2,2]";
       else if (m == "wrong output count") {
-        g["variables"].push_back({{"id", 4}, {"kind", "computed"}, {"type", {{"dtype", "float32"}, {"shape", {2, 2}}}}});
         g["applies"][0]["outputs"].push_back(4);
+        g["applies"][0]["types"].push_back("float32[2,2]");
       } else if (m == "op refuses inputs") {
         g["applies"][0]["op"] = "Dot";
         g["applies"][0].erase("props");
-        g["variables"][0]["type"]["shape"] = {nullptr, 3};
+        g["variables"][0]["type"] = "float32[?,3]";
       } else if (m == "free var not input") g["inputs"] = {1};
       else if (m == "dead apply") {
-        g["variables"].push_back({{"id", 5}, {"kind", "computed"}, {"type", {{"dtype", "float32"}, {"shape", {2, 2}}}}});
-        g["applies"].push_back({{"id", 12}, {"op", "Elemwise"}, {"props", {{"scalar_op", "neg"}}}, {"inputs", {3}}, {"outputs", {5}}});
+        g["applies"].push_back({{"id", 12}, {"op", "Elemwise"}, {"props", {{"scalar_op", "neg"}}}, {"inputs", {3}},
+                                {"outputs", {5}}, {"types", {"float32[2,2]"}}});
       } else if (m == "bad test value")
         g["variables"][0]["test_value"] = {{"dtype", "float32"}, {"shape", {3}}, {"data", "AACAPwAAAEAAAEBA"}};
       else if (m == "bad update") {
