@@ -30,12 +30,14 @@ def raw_tensor(dtype, shape, data):
     return {"dtype": dtype, "shape": shape, "data": base64.b64encode(data).decode()}
 
 
-def ttype(dtype, shape):
-    return {"dtype": dtype, "shape": shape}
+def ttype(dtype, shape, cuda=False):
+    """A TYPE string: "float32[?,784]", "int64[]", "float16[2,3]@cuda" (None is an unknown dim)."""
+    dims = ",".join("?" if d is None else str(d) for d in shape)
+    return f"{dtype}[{dims}]" + ("@cuda" if cuda else "")
 
 
-def f32(shape):
-    return ttype("float32", shape)
+def f32(shape, cuda=False):
+    return ttype("float32", shape, cuda)
 
 
 SITES = [
@@ -59,18 +61,21 @@ def doc(original, optimized=None, rewrites=None, sites=True, **extra):
 
 
 # --- valid graphs -------------------------------------------------------------------------------
+# Every apply states its output types ("types"); a computed variable carries no "type" and is listed
+# in "variables" only when it has something of its own (a name, a test value, its own scope/site).
 
-# One input, one Elemwise, one output.
+# One input, one Elemwise, one output (the output is implicit: listed only in the apply).
 MINIMAL = {
     "inputs": [0], "outputs": [2], "updates": [], "next_id": 3,
-    "variables": [{"id": 0, "kind": "input", "name": "x", "type": f32([None, 3])},
-                  {"id": 2, "kind": "computed", "type": f32([None, 3])}],
-    "applies": [{"id": 1, "op": "Elemwise", "props": {"scalar_op": "exp"}, "inputs": [0], "outputs": [2]}],
+    "variables": [{"id": 0, "kind": "input", "name": "x", "type": f32([None, 3])}],
+    "applies": [{"id": 1, "op": "Elemwise", "props": {"scalar_op": "exp"}, "inputs": [0], "outputs": [2],
+                 "types": [f32([None, 3])]}],
 }
 
-# Constants, a shared variable with an update, test values, scopes and creation sites.
+# Constants, a shared variable with an update, test values, scopes and creation sites; listed
+# computed variables (a name, a test value, their own scope or site) beside an implicit one.
 META = {
-    "inputs": [0, 1], "outputs": [5, 7], "updates": [{"output": 1, "input": 1}], "next_id": 8,
+    "inputs": [0, 1], "outputs": [5, 7, 9], "updates": [{"output": 1, "input": 1}], "next_id": 10,
     "variables": [
         {"id": 0, "kind": "input", "name": "x", "scope": "layer1", "site": [0, 10],
          "type": f32([None, 2]), "test_value": tensor("float32", [1, 2], "f", [1.0, -2.0])},
@@ -79,38 +84,39 @@ META = {
         {"id": 2, "kind": "constant", "site": [0, 12], "type": f32([]),
          "value": tensor("float32", [], "f", [2.0])},
         {"id": 5, "kind": "computed", "name": "y", "scope": "layer1/act", "site": [1, 13],
-         "type": f32([None, 2]), "test_value": tensor("float32", [1, 2], "f", [1.0, -1.0])},
-        {"id": 7, "kind": "computed", "name": "w_new", "site": None, "type": f32([2])}],
+         "test_value": tensor("float32", [1, 2], "f", [1.0, -1.0])},
+        {"id": 7, "kind": "computed", "name": "w_new", "site": None}],
     "applies": [
         {"id": 3, "op": "Elemwise", "props": {"scalar_op": "mul"}, "inputs": [0, 1, 2], "outputs": [5],
-         "scope": "layer1", "site": [1, 13]},
+         "types": [f32([None, 2])], "scope": "layer1", "site": [1, 13]},
         {"id": 6, "op": "Elemwise", "props": {"scalar_op": "sub"}, "inputs": [1, 2], "outputs": [7],
-         "site": [0, 14]}],
+         "types": [f32([2])], "site": [0, 14]},
+        {"id": 8, "op": "Elemwise", "props": {"scalar_op": "exp"}, "inputs": [2], "outputs": [9],
+         "types": [f32([])], "scope": "head", "site": [1, 15]}],
 }
 
-# An op the registry lacks: loads as an OpaqueOp with its props kept.
+# An op the registry lacks: loads as an OpaqueOp with its props kept; two outputs, types on the GPU.
 OPAQUE = {
-    "inputs": [0], "outputs": [2], "updates": [], "next_id": 3,
-    "variables": [{"id": 0, "kind": "input", "type": f32([4])},
-                  {"id": 2, "kind": "computed", "type": ttype("int64", [None])}],
+    "inputs": [0], "outputs": [2, 3], "updates": [], "next_id": 4,
+    "variables": [{"id": 0, "kind": "input", "type": f32([4], cuda=True)}],
     "applies": [{"id": 1, "op": "MyCustomOp", "props": {"alpha": 0.5, "mode": "fast", "axes": [0, 1]},
-                 "inputs": [0], "outputs": [2]}],
+                 "inputs": [0], "outputs": [2, 3], "types": [ttype("int64", [None], cuda=True), f32([])]}],
 }
 
 # neg(neg(x)) and its optimized form identity(x), with the rewrite that links them.
 ORIGINAL = {
     "inputs": [0], "outputs": [4], "updates": [], "next_id": 5,
-    "variables": [{"id": 0, "kind": "input", "name": "x", "type": f32([3])},
-                  {"id": 2, "kind": "computed", "type": f32([3])},
-                  {"id": 4, "kind": "computed", "type": f32([3])}],
-    "applies": [{"id": 1, "op": "Elemwise", "props": {"scalar_op": "neg"}, "inputs": [0], "outputs": [2]},
-                {"id": 3, "op": "Elemwise", "props": {"scalar_op": "neg"}, "inputs": [2], "outputs": [4]}],
+    "variables": [{"id": 0, "kind": "input", "name": "x", "type": f32([3])}],
+    "applies": [{"id": 1, "op": "Elemwise", "props": {"scalar_op": "neg"}, "inputs": [0], "outputs": [2],
+                 "types": [f32([3])]},
+                {"id": 3, "op": "Elemwise", "props": {"scalar_op": "neg"}, "inputs": [2], "outputs": [4],
+                 "types": [f32([3])]}],
 }
 OPTIMIZED = {
     "inputs": [0], "outputs": [6], "updates": [], "next_id": 7,
-    "variables": [{"id": 0, "kind": "input", "name": "x", "type": f32([3])},
-                  {"id": 6, "kind": "computed", "type": f32([3])}],
-    "applies": [{"id": 5, "op": "Elemwise", "props": {"scalar_op": "identity"}, "inputs": [0], "outputs": [6]}],
+    "variables": [{"id": 0, "kind": "input", "name": "x", "type": f32([3])}],
+    "applies": [{"id": 5, "op": "Elemwise", "props": {"scalar_op": "identity"}, "inputs": [0], "outputs": [6],
+                 "types": [f32([3])]}],
 }
 REWRITES = [{"order": 0, "phase": "canonicalize", "reason": "local_neg_neg", "replaced": [[4, 6]],
              "added": [5], "removed": [1, 3], "seconds": 0.00012}]
@@ -119,18 +125,17 @@ REWRITES = [{"order": 0, "phase": "canonicalize", "reason": "local_neg_neg", "re
 OPS = {
     "inputs": [0, 1], "outputs": [9, 10], "updates": [], "next_id": 12,
     "variables": [{"id": 0, "kind": "input", "name": "a", "type": f32([None, 4])},
-                  {"id": 1, "kind": "input", "name": "b", "type": ttype("int32", [3, 4])},
-                  {"id": 3, "kind": "computed", "type": f32([3, 4])},
-                  {"id": 5, "kind": "computed", "type": f32([4, 3])},
-                  {"id": 7, "kind": "computed", "type": f32([None, 3])},
-                  {"id": 9, "kind": "computed", "type": f32([None, 3])},
-                  {"id": 10, "kind": "computed", "type": f32([1, None, 3])}],
+                  {"id": 1, "kind": "input", "name": "b", "type": ttype("int32", [3, 4])}],
     "applies": [
-        {"id": 2, "op": "Elemwise", "props": {"scalar_op": "cast", "dtype": "float32"}, "inputs": [1], "outputs": [3]},
-        {"id": 4, "op": "DimShuffle", "props": {"input_ndim": 2, "order": [1, 0]}, "inputs": [3], "outputs": [5]},
-        {"id": 6, "op": "Dot", "inputs": [0, 5], "outputs": [7]},
-        {"id": 8, "op": "Elemwise", "props": {"scalar_op": "tanh", "inplace": {"0": 0}}, "inputs": [7], "outputs": [9]},
-        {"id": 11, "op": "DimShuffle", "props": {"input_ndim": 2, "order": ["x", 0, 1]}, "inputs": [9], "outputs": [10]}],
+        {"id": 2, "op": "Elemwise", "props": {"scalar_op": "cast", "dtype": "float32"}, "inputs": [1],
+         "outputs": [3], "types": [f32([3, 4])]},
+        {"id": 4, "op": "DimShuffle", "props": {"input_ndim": 2, "order": [1, 0]}, "inputs": [3],
+         "outputs": [5], "types": [f32([4, 3])]},
+        {"id": 6, "op": "Dot", "inputs": [0, 5], "outputs": [7], "types": [f32([None, 3])]},
+        {"id": 8, "op": "Elemwise", "props": {"scalar_op": "tanh", "inplace": {"0": 0}}, "inputs": [7],
+         "outputs": [9], "types": [f32([None, 3])]},
+        {"id": 11, "op": "DimShuffle", "props": {"input_ndim": 2, "order": ["x", 0, 1]}, "inputs": [9],
+         "outputs": [10], "types": [f32([1, None, 3])]}],
 }
 
 
@@ -145,9 +150,8 @@ def dtype_zoo():
         const = next_id
         variables.append({"id": const, "kind": "constant", "type": ttype(dtype, [2]),
                           "value": tensor(dtype, [2], fmt, vals)})
-        variables.append({"id": const + 2, "kind": "computed", "type": ttype("bool", [2])})
         applies.append({"id": const + 1, "op": "Elemwise", "props": {"scalar_op": "eq"},
-                        "inputs": [const, const], "outputs": [const + 2]})
+                        "inputs": [const, const], "outputs": [const + 2], "types": [ttype("bool", [2])]})
         outputs.append(const + 2)
         next_id += 3
     return {"inputs": [0], "outputs": outputs, "updates": [], "next_id": next_id,
@@ -176,6 +180,19 @@ def seeds():
             target[path[-1]] = value
         return edit
 
+    def listed(*entries):
+        """Lists computed variables (by name, so they are not implicit) among the variables."""
+        def edit(d, g):
+            g["variables"].extend(copy.deepcopy(entries))
+            g["variables"].sort(key=lambda v: v["id"])
+        return edit
+
+    def both(*edits):
+        def edit(d, g):
+            for e in edits:
+                e(d, g)
+        return edit
+
     minimal_text = json.dumps(doc(MINIMAL), separators=(",", ":"))
     s["bad_truncated.tsg"] = minimal_text[: len(minimal_text) // 2]
     s["bad_empty.tsg"] = ""
@@ -191,17 +208,39 @@ def seeds():
     bad("base64_padding", META, setv(["variables", 2, "value", "data"], "AAA"))
     bad("data_length_mismatch", META, setv(["variables", 1, "value", "shape"], [3]))
     bad("bool_data_not_0_or_1", dtype_zoo(), setv(["variables", 1, "value", "data"], "B/8="))
-    bad("unknown_dtype", MINIMAL, setv(["variables", 0, "type", "dtype"], "complex64"))
+    bad("value_dtype_unknown", META, setv(["variables", 2, "value", "dtype"], "complex64"))
     bad("unknown_kind", MINIMAL, setv(["variables", 0, "kind"], "parameter"))
-    bad("negative_dim", MINIMAL, setv(["variables", 0, "type", "shape"], [-2, 3]))
+
+    # TYPE strings: the old object form and malformed strings, on variables and in "types".
+    bad("type_object", MINIMAL, setv(["variables", 0, "type"], {"dtype": "float32", "shape": [None, 3]}))
+    bad("types_object", MINIMAL, setv(["applies", 0, "types"], [{"dtype": "float32", "shape": [None, 3]}]))
+    bad("type_unclosed", MINIMAL, setv(["variables", 0, "type"], "float32[?,"))
+    bad("type_no_brackets", MINIMAL, setv(["variables", 0, "type"], "float32"))
+    bad("negative_dim", MINIMAL, setv(["variables", 0, "type"], "float32[-1]"))
+    bad("type_empty_dim", MINIMAL, setv(["applies", 0, "types"], ["float32[1,,2]"]))
+    bad("type_trailing_comma", MINIMAL, setv(["variables", 0, "type"], "float32[?,3,]"))
+    bad("unknown_dtype", MINIMAL, setv(["variables", 0, "type"], "float31[2]"))
+    bad("type_unknown_device", MINIMAL, setv(["applies", 0, "types"], ["float32[?,3]@tpu"]))
+    bad("type_dim_too_large", MINIMAL, setv(["variables", 0, "type"], "float32[9007199254740992]"))
+    bad("type_rank_33", MINIMAL, setv(["variables", 0, "type"], "float32[" + ",".join(["1"] * 33) + "]"))
+    bad("computed_has_type", META, setv(["variables", 3, "type"], f32([None, 2])))
+    bad("types_count_mismatch", MINIMAL, setv(["applies", 0, "types"], [f32([None, 3]), f32([None, 3])]))
+    bad("types_missing", MINIMAL, lambda d, g: g["applies"][0].pop("types"))
+    bad("type_contradiction", MINIMAL, setv(["applies", 0, "types"], [ttype("int8", [None, 3])]))
+    bad("shape_contradiction", MINIMAL, setv(["applies", 0, "types"], [f32([None, 5])]))
+    bad("rank_contradiction", OPS, setv(["applies", 2, "types"], [f32([None])]))
+
     bad("dangling_variable_id", MINIMAL, setv(["applies", 0, "inputs"], [42]))
-    bad("apply_out_of_order", ORIGINAL, lambda d, g: g["applies"].reverse())
-    bad("cycle_attempt", ORIGINAL, setv(["applies", 0, "inputs"], [4]))
+    bad("apply_out_of_order", ORIGINAL,
+        both(listed({"id": 2, "kind": "computed", "name": "h"}), lambda d, g: g["applies"].reverse()))
+    bad("cycle_attempt", ORIGINAL,
+        both(listed({"id": 4, "kind": "computed", "name": "y"}), setv(["applies", 0, "inputs"], [4])))
     bad("duplicate_id", MINIMAL, setv(["applies", 0, "id"], 0))
-    bad("duplicate_variable", MINIMAL,
-        lambda d, g: g["variables"].append({"id": 0, "kind": "input", "type": f32([3])}))
-    bad("dead_variable", MINIMAL,
-        lambda d, g: g["variables"].append({"id": 9, "kind": "input", "type": f32([1])}))
+    bad("duplicate_variable", MINIMAL, listed({"id": 0, "kind": "input", "type": f32([3])}))
+    bad("dead_variable", MINIMAL, listed({"id": 9, "kind": "input", "type": f32([1])}))
+    bad("computed_not_output", MINIMAL, listed({"id": 9, "kind": "computed", "name": "z"}))
+    bad("output_of_two_applies", ORIGINAL, setv(["applies", 1, "outputs"], [2]))
+    bad("output_not_computed", MINIMAL, setv(["applies", 0, "outputs"], [0]))
     bad("props_unknown_scalar_op", MINIMAL, setv(["applies", 0, "props"], {"scalar_op": "frobnicate"}))
     bad("props_not_object", MINIMAL, setv(["applies", 0, "props"], "exp"))
     bad("props_dimshuffle_repeat", OPS, setv(["applies", 1, "props"], {"input_ndim": 2, "order": [1, 1]}))
@@ -209,12 +248,10 @@ def seeds():
     bad("props_inplace_out_of_range", MINIMAL, setv(["applies", 0, "props", "inplace"], {"0": 1}))
 
     def two_outputs(d, g):
-        g["variables"].append({"id": 3, "kind": "computed", "type": f32([None, 3])})
         g["applies"][0]["outputs"] = [2, 3]
+        g["applies"][0]["types"] = [f32([None, 3]), f32([None, 3])]
         g["next_id"] = 4
     bad("wrong_output_count", MINIMAL, two_outputs)
-    bad("type_contradiction", MINIMAL, setv(["variables", 1, "type"], ttype("int8", [None, 3])))
-    bad("shape_contradiction", MINIMAL, setv(["variables", 1, "type"], f32([None, 5])))
     bad("test_value_shape", META,
         setv(["variables", 0, "test_value"], tensor("float32", [1, 3], "f", [1, 2, 3])))
     bad("update_type_mismatch", META, setv(["updates"], [{"output": 0, "input": 1}]))

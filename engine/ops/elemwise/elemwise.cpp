@@ -4,6 +4,7 @@
 #include "engine/graph/op_registry.h"
 
 #include <algorithm>
+#include <array>
 
 namespace tscope::engine {
 
@@ -38,14 +39,18 @@ std::string Elemwise::str() const {
   return "Elemwise{" + inner + "}";
 }
 
-std::optional<std::vector<std::int64_t>> broadcastStaticShapes(std::span<const std::vector<std::int64_t>> shapes) {
+namespace {
+// The broadcast of the static shapes shapeOf(0..n-1); nullopt on a conflict.
+template <class ShapeOf>
+std::optional<std::vector<std::int64_t>> broadcastShapes(std::size_t n, ShapeOf shapeOf) {
   std::size_t ndim = 0;
-  for (const auto& s : shapes) ndim = std::max(ndim, s.size());
+  for (std::size_t k = 0; k < n; ++k) ndim = std::max(ndim, shapeOf(k).size());
   std::vector<std::int64_t> out(ndim, 1);
   for (std::size_t axis = 0; axis < ndim; ++axis) {
     bool unknown = false;
     std::int64_t known = 1;
-    for (const auto& s : shapes) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::vector<std::int64_t>& s = shapeOf(k);
       if (axis + s.size() < ndim) continue;  // this operand has no such axis: it broadcasts
       std::int64_t d = s[axis + s.size() - ndim];
       if (d == kUnknownDim) {
@@ -59,6 +64,11 @@ std::optional<std::vector<std::int64_t>> broadcastStaticShapes(std::span<const s
   }
   return out;
 }
+}  // namespace
+
+std::optional<std::vector<std::int64_t>> broadcastStaticShapes(std::span<const std::vector<std::int64_t>> shapes) {
+  return broadcastShapes(shapes.size(), [&](std::size_t k) -> const std::vector<std::int64_t>& { return shapes[k]; });
+}
 
 std::vector<TensorType> Elemwise::outputTypes(std::span<const VarPtr> inputs) const {
   const ScalarOpInfo& info = scalarOpInfo(m_scalar);
@@ -67,24 +77,30 @@ std::vector<TensorType> Elemwise::outputTypes(std::span<const VarPtr> inputs) co
   } else if (inputs.size() < 2) {
     throw TypeError(str() + ": expected two or more inputs, found " + std::to_string(inputs.size()));
   }
-  std::vector<DType> dtypes;
-  std::vector<std::vector<std::int64_t>> shapes;
+  // Typing runs for every node built or loaded: no copies of the input shapes, and the dtypes
+  // on the stack for the usual few inputs.
   Device device = inputs[0]->type().device();
+  std::array<DType, 8> small{};
+  std::vector<DType> large;
+  if (inputs.size() > small.size()) large.resize(inputs.size());
+  DType* dtypes = large.empty() ? small.data() : large.data();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const TensorType& t = inputs[i]->type();
     if (t.device() != device)
       throwInputError(inputs, static_cast<int>(i), "a tensor on " + std::string(deviceName(device)));
-    dtypes.push_back(t.dtype());
-    shapes.push_back(t.shape());
+    dtypes[i] = t.dtype();
   }
-  auto shape = broadcastStaticShapes(shapes);
+  DType dtype = scalarOpOutputDType(m_scalar, std::span<const DType>(dtypes, inputs.size()), m_target);
+  auto shape = broadcastShapes(inputs.size(), [&](std::size_t k) -> const std::vector<std::int64_t>& {
+    return inputs[k]->type().shape();
+  });
   if (!shape) {
     std::string found;
     for (std::size_t i = 0; i < inputs.size(); ++i)
       found += (i ? ", " : "") + inputs[i]->type().str();
     throw TypeError(str() + ": the input shapes cannot be broadcast together: " + found);
   }
-  TensorType out(scalarOpOutputDType(m_scalar, dtypes, m_target), *shape, device);
+  TensorType out(dtype, std::move(*shape), device);
   for (const auto& [o, in] : m_inplace) {
     if (in >= static_cast<int>(inputs.size()))
       throw TypeError(str() + ": writes in place into input " + std::to_string(in) + " but has " +
@@ -132,7 +148,13 @@ OpPtr Elemwise::fromProps(const nlohmann::json& props) {
 }
 
 VarPtr elemwise(ScalarOp op, std::vector<VarPtr> inputs, std::source_location site) {
-  return std::make_shared<Elemwise>(op)->operator()(std::move(inputs), site);
+  // Ops are immutable values: every node of one scalar op shares one Elemwise.
+  static const std::array<OpPtr, kScalarOpCount> kShared = [] {
+    std::array<OpPtr, kScalarOpCount> ops;
+    for (int i = 0; i < kScalarOpCount; ++i) ops[i] = std::make_shared<Elemwise>(static_cast<ScalarOp>(i));
+    return ops;
+  }();
+  return kShared[static_cast<std::size_t>(op)]->operator()(std::move(inputs), site);
 }
 
 VarPtr cast(const VarPtr& x, DType dtype, std::source_location site) {
