@@ -6,14 +6,33 @@
 #include "engine/graph/apply.h"
 #include "engine/graph/function_graph.h"
 #include "engine/graph/op.h"
+#include "engine/ops/elemwise/elemwise.h"
 
 #include <QString>
 
 #include <optional>
+#include <source_location>
 #include <string>
 #include <string_view>
 
 namespace tscope::engine::testing {
+
+// Small graphs over float32 vectors of 3, built with the Elemwise builders. Each helper passes
+// its caller's line on, so creation sites name the test, not this header.
+using Site = std::source_location;
+inline const TensorType kVec(DType::Float32, {3});
+inline VarPtr fv(std::string name = {}, Site site = Site::current()) {
+  return Variable::create(kVec, std::move(name), site);
+}
+inline VarPtr neg(const VarPtr& x, Site site = Site::current()) { return elemwise(ScalarOp::Neg, {x}, site); }
+inline VarPtr exp_(const VarPtr& x, Site site = Site::current()) { return elemwise(ScalarOp::Exp, {x}, site); }
+inline VarPtr log_(const VarPtr& x, Site site = Site::current()) { return elemwise(ScalarOp::Log, {x}, site); }
+inline VarPtr add(const VarPtr& a, const VarPtr& b, Site site = Site::current()) {
+  return elemwise(ScalarOp::Add, {a, b}, site);
+}
+inline VarPtr mul(const VarPtr& a, const VarPtr& b, Site site = Site::current()) {
+  return elemwise(ScalarOp::Mul, {a, b}, site);
+}
 
 // The what() of the E that f throws; nullopt when f returns normally. Other exception types
 // propagate, so the test fails on them.

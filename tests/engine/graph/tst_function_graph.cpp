@@ -25,26 +25,7 @@ using Ownership = FunctionGraph::Ownership;
 Q_DECLARE_METATYPE(tscope::engine::FunctionGraph::Ownership)
 
 namespace {
-const TensorType kVec(DType::Float32, {3});
 
-VarPtr fv(std::string name = {}) {
-  return Variable::create(kVec, std::move(name));
-}
-VarPtr neg(const VarPtr& x) {
-  return elemwise(ScalarOp::Neg, {x});
-}
-VarPtr exp_(const VarPtr& x) {
-  return elemwise(ScalarOp::Exp, {x});
-}
-VarPtr log_(const VarPtr& x) {
-  return elemwise(ScalarOp::Log, {x});
-}
-VarPtr add(const VarPtr& a, const VarPtr& b) {
-  return elemwise(ScalarOp::Add, {a, b});
-}
-VarPtr mul(const VarPtr& a, const VarPtr& b) {
-  return elemwise(ScalarOp::Mul, {a, b});
-}
 VarPtr one() {
   return Constant::create(Tensor::full(DType::Float32, {3}, 1), "one");
 }

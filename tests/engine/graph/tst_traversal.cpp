@@ -14,20 +14,6 @@ using namespace tscope::engine;
 using namespace tscope::engine::testing;
 
 namespace {
-const TensorType kVec(DType::Float32, {3});
-
-VarPtr fv(std::string name) {
-  return Variable::create(kVec, std::move(name));
-}
-VarPtr neg(const VarPtr& x) {
-  return elemwise(ScalarOp::Neg, {x});
-}
-VarPtr add(const VarPtr& a, const VarPtr& b) {
-  return elemwise(ScalarOp::Add, {a, b});
-}
-VarPtr mul(const VarPtr& a, const VarPtr& b) {
-  return elemwise(ScalarOp::Mul, {a, b});
-}
 VarPtr constant(std::string name) {
   return Constant::create(Tensor::full(DType::Float32, {3}, 2), std::move(name));
 }

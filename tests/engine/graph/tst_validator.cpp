@@ -15,23 +15,7 @@ using namespace tscope::engine;
 using namespace tscope::engine::testing;
 
 namespace {
-const TensorType kVec(DType::Float32, {3});
 
-VarPtr fv(std::string name = {}) {
-  return Variable::create(kVec, std::move(name));
-}
-VarPtr neg(const VarPtr& x) {
-  return elemwise(ScalarOp::Neg, {x});
-}
-VarPtr exp_(const VarPtr& x) {
-  return elemwise(ScalarOp::Exp, {x});
-}
-VarPtr log_(const VarPtr& x) {
-  return elemwise(ScalarOp::Log, {x});
-}
-VarPtr add(const VarPtr& a, const VarPtr& b) {
-  return elemwise(ScalarOp::Add, {a, b});
-}
 
 using Pairs = std::vector<std::pair<VarPtr, VarPtr>>;
 
