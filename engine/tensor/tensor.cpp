@@ -1,13 +1,12 @@
 #include "engine/tensor/tensor.h"
+#include "engine/tensor/tensor_internal.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
-#include <ostream>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -45,43 +44,10 @@ constexpr DType dtypeOf() {
   }
 }
 
-// Float -> integer as numpy's astype: truncation toward zero. NaN and values beyond int64 have no
-// result numpy defines; like numpy on x86 they become int64's minimum. Narrower integers then
-// wrap like an integer cast (200.0 -> int8 gives -56, -1.0 -> uint8 gives 255, as numpy does).
-template <class To>
-To floatToInteger(double x) {
-  const double t = std::trunc(x);
-  std::int64_t wide = std::numeric_limits<std::int64_t>::min();
-  if (t >= -9223372036854775808.0 && t < 9223372036854775808.0) wide = static_cast<std::int64_t>(t);
-  return static_cast<To>(wide);
-}
-
-// One element of type From as type To, with numpy's astype semantics.
-template <class To, class From>
-To convertValue(From x) {
-  if constexpr (std::is_same_v<To, From>) {
-    return x;
-  } else if constexpr (std::is_same_v<From, Half>) {
-    return convertValue<To>(halfToFloat(x));
-  } else if constexpr (std::is_same_v<To, bool>) {
-    return x != From{0};
-  } else if constexpr (std::is_same_v<To, Half>) {
-    return floatToHalf(static_cast<float>(x));
-  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    return floatToInteger<To>(static_cast<double>(x));
-  } else {
-    return static_cast<To>(x);  // integer -> integer wraps (C++20), anything -> float rounds
-  }
-}
-
-template <class T>
-double toDouble(T x) {
-  return convertValue<double>(x);
-}
-template <class T>
-T fromDouble(double x) {
-  return convertValue<T>(x);
-}
+// The numpy-astype conversions live in tensor_internal.h; tensor_print.cpp uses them too.
+using detail::convertValue;
+using detail::fromDouble;
+using detail::toDouble;
 
 // ---------------------------------------------------------------------------------------------
 // Strided walking
@@ -138,115 +104,6 @@ int normalizeAxis(int axis, int ndim, const Shape& shape, const char* where) {
                             std::to_string(-ndim) + ".." + std::to_string(ndim - 1) + ")");
   return axis < 0 ? axis + ndim : axis;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Printing
-
-// Up to 4 decimals with trailing zeros removed ("1.5", "2", "0.3333"); scientific notation where
-// fixed notation would hide the value ("1e-05", "1.235e+20").
-std::string formatFloat(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
-  auto stripZeros = [](std::string s) {
-    const auto e = s.find('e');
-    std::string mantissa = s.substr(0, e), exponent = e == std::string::npos ? "" : s.substr(e);
-    if (mantissa.find('.') != std::string::npos) {
-      while (mantissa.back() == '0') mantissa.pop_back();
-      if (mantissa.back() == '.') mantissa.pop_back();
-    }
-    return mantissa + exponent;
-  };
-  char buffer[64];
-  if (x == 0 || (std::fabs(x) >= 5e-5 && std::fabs(x) < 1e16)) {
-    std::snprintf(buffer, sizeof buffer, "%.4f", x);
-    return stripZeros(buffer);
-  }
-  std::snprintf(buffer, sizeof buffer, "%.3e", x);
-  return stripZeros(buffer);
-}
-
-template <class T>
-std::string formatElement(T x) {
-  if constexpr (std::is_same_v<T, bool>)
-    return x ? "true" : "false";
-  else if constexpr (std::is_integral_v<T>)
-    return std::to_string(static_cast<long long>(x));
-  else
-    return formatFloat(toDouble(x));
-}
-
-class TextPrinter {
- public:
-  TextPrinter(const Tensor& t, int edgeItems) : m_tensor(t) {
-    for (std::int64_t n : t.shape()) {
-      std::vector<std::int64_t> axis;
-      if (n > 2 * static_cast<std::int64_t>(edgeItems)) {
-        for (std::int64_t i = 0; i < edgeItems; ++i) axis.push_back(i);
-        axis.push_back(kEllipsis);
-        for (std::int64_t i = n - edgeItems; i < n; ++i) axis.push_back(i);
-      } else {
-        for (std::int64_t i = 0; i < n; ++i) axis.push_back(i);
-      }
-      m_shown.push_back(std::move(axis));
-    }
-  }
-
-  std::string text() {
-    collect(0, m_tensor.offset());
-    for (const std::string& cell : m_cells) m_width = std::max(m_width, cell.size());
-    std::string out;
-    emit(0, out);
-    return out;
-  }
-
- private:
-  static constexpr std::int64_t kEllipsis = -1;
-
-  void collect(int axis, std::int64_t offset) {
-    if (axis == m_tensor.ndim()) {
-      dispatchDType(m_tensor.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        const T* base = reinterpret_cast<const T*>(m_tensor.storage()->data());
-        m_cells.push_back(formatElement(base[offset]));
-      });
-      return;
-    }
-    for (std::int64_t i : m_shown[axis])
-      if (i != kEllipsis) collect(axis + 1, offset + i * m_tensor.strides()[axis]);
-  }
-
-  void emit(int axis, std::string& out) {
-    const int nd = m_tensor.ndim();
-    if (axis == nd) {
-      const std::string& cell = m_cells[m_next++];
-      out.append(m_width - cell.size(), ' ');
-      out += cell;
-      return;
-    }
-    // numpy's separators: ", " inside a row, a newline between rows, a blank line between
-    // matrices, and indentation that lines the brackets up.
-    const std::string separator =
-        nd - axis - 1 == 0 ? std::string(", ")
-                           : "," + std::string(nd - axis - 1, '\n') + std::string(axis + 1, ' ');
-    out += '[';
-    bool first = true;
-    for (std::int64_t i : m_shown[axis]) {
-      if (!first) out += separator;
-      first = false;
-      if (i == kEllipsis)
-        out += "...";
-      else
-        emit(axis + 1, out);
-    }
-    out += ']';
-  }
-
-  const Tensor& m_tensor;
-  std::vector<std::vector<std::int64_t>> m_shown;
-  std::vector<std::string> m_cells;
-  std::size_t m_width = 0;
-  std::size_t m_next = 0;
-};
 
 }  // namespace
 
@@ -766,26 +623,6 @@ std::vector<std::byte> Tensor::toBytes() const {
   const Tensor c = contiguous();
   const auto* begin = static_cast<const std::byte*>(c.rawData());
   return std::vector<std::byte>(begin, begin + c.nbytes());
-}
-
-// =============================================================================================
-// Text
-
-std::string Tensor::toString(int edgeItems) const {
-  if (!defined()) return "undefined";
-  if (edgeItems < 1)
-    throw std::invalid_argument("Tensor::toString: expected edgeItems >= 1, found " +
-                                std::to_string(edgeItems));
-  if (numel() == 0) return "[]";  // numpy prints every empty array as []
-  return TextPrinter(*this, edgeItems).text();
-}
-
-// "Tensor(float32, (2, 3))" on the first line, then toString(); "Tensor(undefined)" for an
-// undefined tensor.
-std::ostream& operator<<(std::ostream& os, const Tensor& t) {
-  if (!t.defined()) return os << "Tensor(undefined)";
-  return os << "Tensor(" << dtypeName(t.dtype()) << ", " << shapeToString(t.shape()) << ")\n"
-            << t.toString();
 }
 
 }  // namespace tscope::engine

@@ -1,19 +1,30 @@
 #pragma once
-// Helpers shared by the graph-core tests: the message of an expected exception, and a structural
-// dump of a FunctionGraph that two graphs (or one graph before and after an edit) can be compared
-// by.
+// Helpers shared by the graph-core tests: the message of an expected exception, a structural dump
+// of a FunctionGraph that two graphs (or one graph before and after an edit) can be compared by, a
+// feature that records its callbacks, and an independent recount of a graph's structure.
 
 #include "engine/graph/apply.h"
+#include "engine/graph/feature.h"
 #include "engine/graph/function_graph.h"
 #include "engine/graph/op.h"
+#include "engine/graph/variable.h"
 #include "engine/ops/elemwise/elemwise.h"
+#include "engine/tensor/tensor.h"
 
 #include <QString>
+#include <QTest>
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <source_location>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace tscope::engine::testing {
 
@@ -71,6 +82,97 @@ inline std::string structureDump(const FunctionGraph& fg) {
   out += "outputs:";
   for (const auto& o : fg.outputs()) out += " " + std::to_string(o->id());
   return out + "\n";
+}
+
+using Ownership = FunctionGraph::Ownership;
+
+// A float32 constant of three ones.
+inline VarPtr one() {
+  return Constant::create(Tensor::full(DType::Float32, {3}, 1), "one");
+}
+
+inline std::string idStr(const Apply* node) {
+  return node ? std::to_string(node->id()) : "out";
+}
+
+// Logs every callback as a line of text.
+class RecordingFeature : public Feature {
+ public:
+  std::vector<std::string> events;
+  std::vector<Apply*> imported;
+  std::vector<Apply*> pruned;
+
+  void onAttach(FunctionGraph&) override { events.push_back("attach"); }
+  void onDetach(FunctionGraph&) override { events.push_back("detach"); }
+  void onImport(FunctionGraph& fg, Apply& node, std::string_view reason) override {
+    QVERIFY(fg.contains(node));
+    imported.push_back(&node);
+    events.push_back("import " + std::to_string(node.id()) + " " + node.op().str() + " " +
+                     std::string(reason));
+  }
+  void onPrune(FunctionGraph&, Apply& node, std::string_view reason) override {
+    pruned.push_back(&node);
+    events.push_back("prune " + std::to_string(node.id()) + " " + std::string(reason));
+  }
+  void onChangeInput(FunctionGraph&, Apply* node, int index, const VarPtr& oldVar,
+                     const VarPtr& newVar, std::string_view reason) override {
+    events.push_back("change " + idStr(node) + "[" + std::to_string(index) + "] " +
+                     std::to_string(oldVar->id()) + "->" + std::to_string(newVar->id()) + " " +
+                     std::string(reason));
+  }
+  void onChangeBegin(FunctionGraph&, std::string_view reason) override {
+    events.push_back("begin " + std::string(reason));
+  }
+  void onChangeEnd(FunctionGraph&, std::string_view reason) override {
+    events.push_back("end " + std::string(reason));
+  }
+  std::size_t count(std::string_view prefix) const {
+    return std::count_if(events.begin(), events.end(),
+                         [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
+  }
+};
+
+// Recounts the structure from the nodes and outputs alone and compares it with what the graph
+// keeps: the nodes are exactly those the outputs need, every variable's clients are exactly its
+// uses, and the variables are exactly the inputs, the used constants and the node outputs.
+inline void verifyStructure(const FunctionGraph& fg) {
+  std::set<const Apply*> reachable;
+  std::vector<const Variable*> stack;
+  for (const auto& o : fg.outputs()) stack.push_back(o.get());
+  while (!stack.empty()) {
+    const Variable* v = stack.back();
+    stack.pop_back();
+    if (const Apply* n = v->owner(); n && reachable.insert(n).second)
+      for (const auto& in : n->inputs()) stack.push_back(in.get());
+  }
+  const std::set<const Apply*> nodes(fg.nodes().begin(), fg.nodes().end());
+  QCOMPARE(nodes.size(), fg.nodes().size());
+  QVERIFY2(nodes == reachable, "the graph's nodes must be exactly those its outputs need");
+
+  std::map<const Variable*, std::multiset<std::pair<const Apply*, int>>> uses;
+  std::set<const Variable*> expectedVars;
+  for (const auto& in : fg.inputs()) expectedVars.insert(in.get());
+  for (const Apply* n : fg.nodes()) {
+    for (int i = 0; i < n->nInputs(); ++i) {
+      uses[n->input(i).get()].insert({n, i});
+      expectedVars.insert(n->input(i).get());
+      QVERIFY(n->input(i)->fgraph() == &fg);
+    }
+    for (int o = 0; o < n->nOutputs(); ++o) expectedVars.insert(&n->outputRef(o));
+  }
+  for (std::size_t i = 0; i < fg.outputs().size(); ++i) {
+    uses[fg.outputs()[i].get()].insert({nullptr, static_cast<int>(i)});
+    expectedVars.insert(fg.outputs()[i].get());
+  }
+  const std::set<const Variable*> vars(fg.variables().begin(), fg.variables().end());
+  QCOMPARE(vars.size(), fg.variables().size());
+  QVERIFY2(vars == expectedVars,
+           "the graph's variables must be inputs, used constants and node outputs");
+  for (const Variable* v : vars) {
+    std::multiset<std::pair<const Apply*, int>> listed;
+    for (const Client& c : fg.clients(*v)) listed.insert({c.node, c.index});
+    QVERIFY2(listed == uses[v], ("wrong clients for " + v->displayName()).c_str());
+  }
 }
 
 }  // namespace tscope::engine::testing
