@@ -27,7 +27,8 @@ constexpr int kMaxRank = 32;
 TensorType readType(const JsonCursor& c) {
   std::string text = c.string();
   auto bad = [&](const std::string& why) {
-    c.fail("expected a type such as \"float32[?,784]\", found \"" + text.substr(0, 60) + "\" (" + why + ")");
+    // describe() quotes the text shortened at a character boundary, so the message stays UTF-8.
+    c.fail("expected a type such as \"float32[?,784]\", found " + c.describe() + " (" + why + ")");
   };
   std::size_t open = text.find('[');
   if (open == std::string::npos) bad("no '['");

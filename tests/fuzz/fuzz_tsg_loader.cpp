@@ -4,6 +4,8 @@
 
 #include "engine/io/tsg.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24,8 +26,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     doc.original->checkIntegrity();
     if (doc.optimized) doc.optimized->checkIntegrity();
     again = io::writeTsg(doc);
-  } catch (const io::TsgError&) {
-    return 0;  // a refusal with a message: the expected outcome for broken input
+  } catch (const io::TsgError& e) {
+    // A refusal with a message: the expected outcome for broken input. The message must be valid
+    // UTF-8 (the GUI and --json output carry it; nlohmann's dump throws on broken UTF-8).
+    try {
+      (void)nlohmann::json(std::string(e.what())).dump();
+    } catch (const std::exception&) {
+      fail("the error message is not valid UTF-8", e.what());
+    }
+    return 0;
   } catch (const std::exception& e) {
     fail("unexpected exception", e.what());
   }
