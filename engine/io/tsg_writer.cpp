@@ -18,9 +18,37 @@ static_assert(std::endian::native == std::endian::little,
 
 using nlohmann::json;
 
+namespace {
+// Note [Messages are UTF-8]: error messages quote file names and file contents (nlohmann's parse
+// errors echo the bytes they stopped at); the GUI and --json output need valid UTF-8, so every
+// byte that does not start a well-formed sequence becomes '?'.
+std::string validUtf8(std::string text) {
+  auto cont = [&](std::size_t i) { return i < text.size() && (static_cast<unsigned char>(text[i]) & 0xc0) == 0x80; };
+  for (std::size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
+    bool ok = len != 0;
+    for (std::size_t k = 1; ok && k < len; ++k) ok = cont(i + k);
+    if (ok && len == 3) {
+      auto c1 = static_cast<unsigned char>(text[i + 1]);
+      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);  // overlong, surrogate
+    } else if (ok && len == 4) {
+      auto c1 = static_cast<unsigned char>(text[i + 1]);
+      ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);  // overlong, above U+10FFFF
+    }
+    if (!ok) {
+      text[i] = '?';
+      len = 1;
+    }
+    i += len;
+  }
+  return text;
+}
+}  // namespace
+
 TsgError::TsgError(std::string source, std::string path, std::string message)
-    : std::runtime_error(source + ": " + path + ": " + message),
-      m_source(std::move(source)), m_path(std::move(path)), m_message(std::move(message)) {}
+    : std::runtime_error(validUtf8(source + ": " + path + ": " + message)),
+      m_source(validUtf8(std::move(source))), m_path(validUtf8(std::move(path))), m_message(validUtf8(std::move(message))) {}
 
 json tensorToJson(const Tensor& t) {
   std::vector<std::byte> bytes = t.toBytes();
