@@ -136,18 +136,25 @@ json applyToJson(const Apply& node, SiteTable& sites) {
 }
 
 // Appends `[\n<indent>e0,\n<indent>e1\n<indent-2>]`: one element per line.
-void appendLines(std::string& out, const std::vector<json>& items, const char* indent) {
-  if (items.empty()) {
+void appendLines(std::string& out, const std::vector<std::string>& lines, const char* indent) {
+  if (lines.empty()) {
     out += "[]";
     return;
   }
   out += "[\n";
-  for (std::size_t i = 0; i < items.size(); ++i) {
+  for (std::size_t i = 0; i < lines.size(); ++i) {
     out += indent;
-    out += items[i].dump();
-    out += i + 1 < items.size() ? ",\n" : "\n";
+    out += lines[i];
+    out += i + 1 < lines.size() ? ",\n" : "\n";
   }
   out += std::string(indent).substr(2) + "]";
+}
+
+void appendLines(std::string& out, const std::vector<json>& items, const char* indent) {
+  std::vector<std::string> lines;
+  lines.reserve(items.size());
+  for (const json& item : items) lines.push_back(item.dump());
+  appendLines(out, lines, indent);
 }
 
 // Note [Implicit outputs] (tsg_reader.cpp): a computed variable with nothing of its own (no name,
@@ -168,11 +175,13 @@ void appendGraph(std::string& out, const FunctionGraph& fg, SiteTable& sites) {
   for (const auto& in : fg.inputs()) inputs.push_back(in->id());
   for (const auto& o : fg.outputs()) outputs.push_back(o->id());
   for (const auto& [o, i] : fg.updateMapping()) updates.push_back({{"output", o}, {"input", i}});
-  std::vector<json> varItems, applyItems;
+  // Each line is serialised at once: holding a JSON tree per line for a 100k-node graph cost more
+  // than writing it. Applies first, so the site table follows the data flow.
+  std::vector<std::string> varItems, applyItems;
   varItems.reserve(vars.size());
   applyItems.reserve(order.size());
-  for (const Apply* a : order) applyItems.push_back(applyToJson(*a, sites));
-  for (const Variable* v : vars) varItems.push_back(variableToJson(*v, sites));
+  for (const Apply* a : order) applyItems.push_back(applyToJson(*a, sites).dump());
+  for (const Variable* v : vars) varItems.push_back(variableToJson(*v, sites).dump());
   out += "{\n      \"inputs\": " + inputs.dump() + ",\n      \"outputs\": " + outputs.dump() +
          ",\n      \"updates\": " + updates.dump() + ",\n      \"next_id\": " + std::to_string(fg.nextId()) +
          ",\n      \"variables\": ";
