@@ -65,6 +65,15 @@ inline QString qs(std::string_view s) {
   return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
 }
 
+// A feature that records the reason of every input change, in order.
+class ChangeLog : public Feature {
+ public:
+  std::vector<std::string> reasons;
+  void onChangeInput(FunctionGraph&, Apply*, int, const VarPtr&, const VarPtr&, std::string_view reason) override {
+    reasons.emplace_back(reason);
+  }
+};
+
 // One line per node in toposort order: "id: Op(input ids) -> output ids", then the inputs and
 // outputs of the graph by id. Equal dumps mean equal structure, ids included.
 inline std::string structureDump(const FunctionGraph& fg) {

@@ -31,14 +31,6 @@ struct Snapshot {
   friend bool operator==(const Snapshot&, const Snapshot&) = default;
 };
 
-class ChangeLog : public Feature {
- public:
-  std::vector<std::string> reasons;
-  void onChangeInput(FunctionGraph&, Apply*, int, const VarPtr&, const VarPtr&,
-                     std::string_view reason) override {
-    reasons.emplace_back(reason);
-  }
-};
 }  // namespace
 
 class TestHistory : public QObject {

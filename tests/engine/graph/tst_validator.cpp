@@ -33,14 +33,6 @@ class ForbidOp : public Feature {
   }
 };
 
-class ReasonLog : public Feature {
- public:
-  std::vector<std::string> reasons;
-  void onChangeInput(FunctionGraph&, Apply*, int, const VarPtr&, const VarPtr&,
-                     std::string_view reason) override {
-    reasons.emplace_back(reason);
-  }
-};
 }  // namespace
 
 class TestValidator : public QObject {
@@ -105,7 +97,7 @@ void TestValidator::testRefusedByFeature() {
   FunctionGraph fg({x}, {z}, FunctionGraph::Ownership::Adopt);
   auto forbid = std::make_shared<ForbidOp>();
   auto validator = std::make_shared<Validator>();
-  auto log = std::make_shared<ReasonLog>();
+  auto log = std::make_shared<ChangeLog>();
   fg.attachFeature(forbid);
   fg.attachFeature(validator);
   fg.attachFeature(log);
