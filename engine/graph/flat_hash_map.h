@@ -107,10 +107,6 @@ class FlatHashMap {
   ConstIterator begin() const { return ConstIterator(this, 0); }
   ConstIterator end() const { return ConstIterator(this, m_slots.size()); }
 
-  template <class F> void forEach(F&& f) const {
-    for (const Slot& s : m_slots)
-      if (s.used) f(s.key, s.value);
-  }
 
  private:
   static constexpr std::size_t kNone = ~std::size_t{0};

@@ -2,9 +2,10 @@
 // it here (Note [The npy header is a flat literal]), so loading needs neither Python nor recursion.
 #include "engine/io/npy.h"
 
+#include "engine/io/atomic_file.h"
+
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <bit>
 #include <cctype>
 #include <cerrno>
@@ -13,7 +14,6 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace tscope::engine::io {
 
@@ -460,31 +460,7 @@ std::vector<std::byte> writeNpy(const Tensor& t) {
 
 void saveNpy(const Tensor& t, const std::filesystem::path& path) {
   const std::vector<std::byte> bytes = writeNpy(t);  // first: a failure leaves the target untouched
-  static std::atomic<unsigned> counter{0};
-  std::filesystem::path tmp = path;
-  tmp += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f)
-      throw NpyError(path.string(), "cannot write: opening the temporary file " + tmp.string() +
-                                        " failed (" + std::strerror(errno) + ")");
-    f.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    if (!f) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw NpyError(path.string(),
-                     "cannot write: writing " + tmp.string() + " failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw NpyError(path.string(), "cannot replace the file: " + ec.message());
-  }
+  if (auto why = writeFileAtomically(path, bytes)) throw NpyError(path.string(), "cannot write: " + *why);
 }
 
 }  // namespace tscope::engine::io

@@ -1,15 +1,14 @@
 // Writing .tsg files: each variable and apply on a line of its own, so files diff well.
 
 #include "engine/graph/op.h"
+#include "engine/io/atomic_file.h"
 #include "engine/io/base64.h"
 #include "engine/io/tsg.h"
 
 #include <bit>
 #include <map>
-#include <cstdio>
-#include <fstream>
-#include <system_error>
-#include <unistd.h>
+#include <span>
+#include <stdexcept>
 
 namespace tscope::engine::io {
 
@@ -226,25 +225,8 @@ std::string writeTsg(const TsgDocument& doc) {
 
 void saveTsg(const TsgDocument& doc, const std::filesystem::path& path) {
   std::string text = writeTsg(doc);  // serialise first: a failure leaves the target untouched
-  std::filesystem::path tmp = path;
-  tmp += ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error(path.string() + ": cannot write (opening " + tmp.string() + " failed)");
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    f.flush();
-    if (!f) {
-      f.close();
-      std::filesystem::remove(tmp);
-      throw std::runtime_error(path.string() + ": writing failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    throw std::runtime_error(path.string() + ": cannot replace the file: " + ec.message());
-  }
+  if (auto why = writeFileAtomically(path, std::as_bytes(std::span(text.data(), text.size()))))
+    throw std::runtime_error(path.string() + ": cannot write: " + *why);
 }
 
 }  // namespace tscope::engine::io

@@ -99,11 +99,17 @@ std::filesystem::path tempPath() {
   return std::filesystem::temp_directory_path() / ("bench_graph_" + std::to_string(::getpid()) + ".tsg");
 }
 
-void BM_SaveTsg(benchmark::State& state) {
+// A document holding the n-node graph.
+io::TsgDocument documentOf(std::int64_t n) {
   std::vector<VarPtr> inputs;
-  auto outputs = buildGraph(state.range(0), inputs);
+  auto outputs = buildGraph(n, inputs);
   io::TsgDocument doc;
   doc.original = std::make_unique<FunctionGraph>(inputs, outputs);
+  return doc;
+}
+
+void BM_SaveTsg(benchmark::State& state) {
+  io::TsgDocument doc = documentOf(state.range(0));
   auto path = tempPath();
   for (auto _ : state) io::saveTsg(doc, path);
   state.counters["MB"] = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
@@ -111,12 +117,8 @@ void BM_SaveTsg(benchmark::State& state) {
 }
 
 void BM_LoadTsg(benchmark::State& state) {
-  std::vector<VarPtr> inputs;
-  auto outputs = buildGraph(state.range(0), inputs);
-  io::TsgDocument doc;
-  doc.original = std::make_unique<FunctionGraph>(inputs, outputs);
   auto path = tempPath();
-  io::saveTsg(doc, path);
+  io::saveTsg(documentOf(state.range(0)), path);
   for (auto _ : state) {
     io::TsgDocument loaded = io::loadTsg(path);
     benchmark::DoNotOptimize(loaded.original->nodeCount());
