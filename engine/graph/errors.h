@@ -25,4 +25,11 @@ class InconsistencyError : public GraphError {
   using GraphError::GraphError;
 };
 
+// Computing a node's test value failed, or an input lacked one, with test values in raise mode
+// (Note [Test values] in config.h).
+class TestValueError : public TypeError {
+ public:
+  using TypeError::TypeError;
+};
+
 }  // namespace tscope::engine

@@ -1,6 +1,9 @@
 #include "engine/graph/op.h"
 
+#include "engine/graph/config.h"
 #include "engine/graph/errors.h"
+#include "engine/graph/variable.h"
+#include "engine/tensor/tensor.h"
 
 #include <functional>
 #include <typeinfo>
@@ -42,7 +45,84 @@ ApplyPtr Op::makeNode(std::vector<VarPtr> inputs, std::source_location site) con
   if (weak_from_this().expired())
     throw GraphError(str() + ": an op must be held by a std::shared_ptr to build nodes (std::make_shared)");
   std::vector<TensorType> types = outputTypes(inputs);
-  return Apply::create(shared_from_this(), std::move(inputs), std::move(types), SourceSite::from(site));
+  ApplyPtr node = Apply::create(shared_from_this(), std::move(inputs), std::move(types), SourceSite::from(site));
+  if (testValueMode() != TestValueMode::Off && isExecutable()) computeTestValues(*node);
+  return node;
+}
+
+const Tensor* valueOf(const Variable& v) {
+  if (v.kind() == Variable::Kind::Constant) return &static_cast<const Constant&>(v).value();
+  if (v.kind() == Variable::Kind::Shared) return &static_cast<const SharedVariable&>(v).value();
+  const auto& tv = v.testValue();
+  return tv ? &*tv : nullptr;
+}
+
+namespace {
+std::string nodeContext(const Apply& node, std::span<const Tensor* const> values) {
+  std::string msg = "; input shapes ";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) msg += ", ";
+    msg += values[i] ? shapeToString(values[i]->shape()) : "(no value)";
+  }
+  if (!node.site().empty()) msg += "; the node was created at " + node.site().str();
+  return msg;
+}
+}  // namespace
+
+void Op::computeTestValues(Apply& node) const {
+  const TestValueMode mode = testValueMode();
+  std::vector<const Tensor*> values(static_cast<std::size_t>(node.nInputs()));
+  for (int i = 0; i < node.nInputs(); ++i) {
+    values[static_cast<std::size_t>(i)] = valueOf(*node.input(i));
+    if (values[static_cast<std::size_t>(i)] == nullptr) {
+      if (mode == TestValueMode::Warn) return;  // Theano warns only about failures, not gaps
+      const Variable& in = *node.input(i);
+      std::string msg = str() + ": cannot compute the test value: input " + std::to_string(i);
+      if (!in.name().empty()) msg += " ('" + in.name() + "')";
+      msg += " has no test value (test values are in raise mode; give every graph input one with "
+             "setTestValue())" + nodeContext(node, values);
+      throw TestValueError(msg);
+    }
+  }
+  std::vector<Tensor> results(static_cast<std::size_t>(node.nOutputs()));
+  std::vector<Tensor*> outPtrs;
+  for (Tensor& t : results) outPtrs.push_back(&t);
+  try {
+    perform(node, values, outPtrs);
+    for (int o = 0; o < node.nOutputs(); ++o) {
+      Tensor& r = results[static_cast<std::size_t>(o)];
+      // A view output would alias the input's test value; keep an independent copy.
+      node.outputRef(o).setTestValue(r.storage() && valueSharesInput(r, values) ? r.clone() : r);
+    }
+  } catch (const std::exception& e) {
+    for (int o = 0; o < node.nOutputs(); ++o) node.outputRef(o).clearTestValue();
+    std::string msg = str() + ": computing the test value failed: " + e.what() + nodeContext(node, values);
+    if (mode == TestValueMode::Raise) throw TestValueError(msg);
+    warn(msg);
+  }
+}
+
+bool Op::valueSharesInput(const Tensor& out, std::span<const Tensor* const> inputs) {
+  for (const Tensor* in : inputs)
+    if (in && out.sharesStorageWith(*in)) return true;
+  return false;
+}
+
+void Op::perform(const Apply&, std::span<const Tensor* const>, std::span<Tensor* const>) const {
+  throw NotImplementedError(str() + " has no CPU implementation (perform)");
+}
+
+std::vector<ShapeExpr> Op::inferShape(const Apply&, std::span<const ShapeExpr>) const {
+  throw NotImplementedError(str() + " cannot infer its output shapes (inferShape)");
+}
+
+std::vector<Grad> Op::pullback(const Apply& node, std::span<const VarPtr>) const {
+  return std::vector<Grad>(static_cast<std::size_t>(node.nInputs()),
+                           Grad::undefined(str() + " has no gradient (pullback)"));
+}
+
+std::optional<std::vector<VarPtr>> Op::pushforward(const Apply&, std::span<const VarPtr>) const {
+  return std::nullopt;
 }
 
 VarPtr Op::operator()(std::vector<VarPtr> inputs, std::source_location site) const {

@@ -2,10 +2,16 @@
 // Op: an immutable operation. Its props (a small JSON record) define equality, hash and str; it
 // types its inputs and declares which outputs view or destroy which inputs.
 //
-// Adding an op: subclass Op, implement name(), props(), outputTypes() (throw TypeError with the
-// op, the argument and both types when an input does not fit), declare viewMap()/destroyMap() when
-// an output aliases or overwrites an input, and register a factory in your family's
-// registerXxxOps(OpRegistry&) so files can name it.
+// Adding an op (docs/adding-an-op.md; examples/custom_op): subclass Op and implement
+//   name(), props()            what the op is; equality, hash and str() follow from them
+//   outputTypes(inputs)        check the inputs (throwInputError names op, argument and both types)
+//   perform(node, in, out)     the CPU reference implementation
+//   inferShape(node, shapes)   the output shapes as symbolic int64 scalars of the input shapes
+//   pullback(node, grads)      one gradient per input (Grad::disconnected / Grad::undefined allowed)
+//   pushforward(node, tangents) optional R-op; without it Rop() derives it from the pullback
+//   viewMap()/destroyMap()     which outputs alias or overwrite which inputs
+// and register a factory in your family's registerXxxOps(OpRegistry&) so files can name it. For a
+// quick op without a gradient, wrap a lambda with asOp() (engine/ops/as_op.h).
 
 #include "engine/graph/apply.h"
 #include "engine/graph/type.h"
@@ -13,12 +19,48 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
+#include <stdexcept>
 #include <source_location>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace tscope::engine {
+
+class Tensor;
+
+// A symbolic shape: one 0-d int64 variable per dimension (a Constant where the size is static).
+using ShapeExpr = std::vector<VarPtr>;
+
+// One input's gradient from Op::pullback: a symbolic value, or a marker. Note [Gradient markers]:
+// *disconnected* means the outputs do not depend on the input at all (grad() treats it as zero, or
+// raises when the caller asked for a connected gradient); *undefined* means the gradient exists
+// mathematically but the op cannot express it (an integer index, a non-differentiable point);
+// grad() raises with the reason if such a gradient reaches a requested input.
+struct Grad {
+  enum class Kind : std::uint8_t { Value, Disconnected, Undefined };
+  Kind kind = Kind::Disconnected;
+  VarPtr value;
+  std::string why;  // for Undefined
+
+  Grad() = default;
+  Grad(VarPtr v) : kind(v ? Kind::Value : Kind::Disconnected), value(std::move(v)) {}  // NOLINT: implicit by design
+  static Grad disconnected() { return Grad(); }
+  static Grad undefined(std::string why) {
+    Grad g;
+    g.kind = Kind::Undefined;
+    g.why = std::move(why);
+    return g;
+  }
+  bool isValue() const { return kind == Kind::Value; }
+};
+
+// Thrown by the default pullback/inferShape/perform of an op that lacks them.
+class NotImplementedError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
 
 // output index -> the input indices that output aliases (view) or overwrites (destroy).
 using ViewMap = std::map<int, std::vector<int>>;
@@ -49,6 +91,31 @@ class Op : public std::enable_shared_from_this<Op> {
   VarPtr operator()(std::vector<VarPtr> inputs,
                     std::source_location site = std::source_location::current()) const;
 
+  // --- Execution -------------------------------------------------------------------------------
+  // The CPU reference implementation. inputs[i] holds the value of node.input(i); outputs[o] holds
+  // what the output storage held before (an undefined Tensor, or the buffer of a previous call
+  // that the op may reuse when dtype and shape fit: see reuseOrAllocate() in
+  // engine/tensor/tensor.h). Must not modify an input unless destroyMap() says so; an output that
+  // viewMap() declares may be a view of its input.
+  virtual void perform(const Apply& node, std::span<const Tensor* const> inputs,
+                       std::span<Tensor* const> outputs) const;
+
+  // --- Shapes ----------------------------------------------------------------------------------
+  // Output shapes from the input shapes (each a ShapeExpr). Default: throws NotImplementedError.
+  virtual std::vector<ShapeExpr> inferShape(const Apply& node,
+                                            std::span<const ShapeExpr> inputShapes) const;
+
+  // --- Derivatives -----------------------------------------------------------------------------
+  // outputGrads[o]: the gradient of the cost with respect to node.output(o); never null (grad()
+  // passes zeros for an output the cost does not depend on). Returns one Grad per input.
+  // Default: Grad::undefined for every input.
+  virtual std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const;
+  // R-op: tangents[i] is the direction for input i, or null when that input is held fixed.
+  // Returns one tangent per output (null for a zero tangent), or nullopt when the op has no
+  // pushforward (Rop() then derives it from the pullback).
+  virtual std::optional<std::vector<VarPtr>> pushforward(const Apply& node,
+                                                         std::span<const VarPtr> tangents) const;
+
   virtual ViewMap viewMap() const { return {}; }
   virtual DestroyMap destroyMap() const { return {}; }
   // pattern[i][o]: does output o depend on input i? Default: every output on every input.
@@ -62,7 +129,16 @@ class Op : public std::enable_shared_from_this<Op> {
   [[noreturn]] void throwInputError(std::span<const VarPtr> inputs, int index,
                                     const std::string& expected) const;
   void checkInputCount(std::span<const VarPtr> inputs, std::size_t expected) const;
+
+ private:
+  // Note [Test values] in config.h.
+  void computeTestValues(Apply& node) const;
+  static bool valueSharesInput(const Tensor& out, std::span<const Tensor* const> inputs);
 };
+
+// The value a variable carries at graph-construction time: a Constant's or SharedVariable's value,
+// else its test value; null when it has none.
+const Tensor* valueOf(const Variable& v);
 
 // An op a file names but the registry lacks (or whose props the registry refuses): it keeps the
 // name and props so the graph can be drawn and inspected; it never executes.

@@ -1,5 +1,6 @@
 #include "engine/ops/register_ops.h"
 
+#include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/elemwise/elemwise.h"
 #include "engine/ops/shape/dimshuffle.h"
@@ -7,6 +8,7 @@
 namespace tscope::engine {
 
 void registerAllOps(OpRegistry& registry) {
+  registerBasicOps(registry);
   registerElemwiseOps(registry);
   registerShapeOps(registry);
   registerBlasOps(registry);

@@ -170,6 +170,40 @@ std::string shapeToString(std::span<const std::int64_t> shape) {
 // =============================================================================================
 // Construction
 
+Storage::Storage(std::size_t nbytes, Uninitialized) : m_nbytes(nbytes), m_device(Device::Cpu) {
+  if (nbytes > std::numeric_limits<std::size_t>::max() - kStorageAlignment) throw std::bad_alloc();
+  const std::size_t rounded = std::max(
+      kStorageAlignment, (nbytes + kStorageAlignment - 1) / kStorageAlignment * kStorageAlignment);
+  m_data = static_cast<std::byte*>(std::aligned_alloc(kStorageAlignment, rounded));
+  if (m_data == nullptr) throw std::bad_alloc();
+}
+
+Tensor Tensor::empty(DType dtype, Shape shape) {
+  const std::int64_t n = shapeNumel(shape);
+  std::int64_t bytes = 0;
+  if (__builtin_mul_overflow(n, static_cast<std::int64_t>(dtypeSize(dtype)), &bytes))
+    throw std::invalid_argument("Tensor: the byte size of a " + std::string(dtypeName(dtype)) +
+                                " tensor of shape " + shapeToString(shape) + " overflows int64");
+  auto storage = std::make_shared<Storage>(static_cast<std::size_t>(bytes), Storage::Uninitialized{});
+  Strides strides = contiguousStrides(shape);
+  Tensor t;
+  t.m_storage = std::move(storage);
+  t.m_dtype = dtype;
+  t.m_shape = std::move(shape);
+  t.m_strides = std::move(strides);
+  return t;
+}
+
+Tensor& reuseOrAllocate(Tensor* out, DType dtype, std::span<const std::int64_t> shape) {
+  if (out->defined() && out->dtype() == dtype && out->offset() == 0 &&
+      out->storage().use_count() == 1 &&
+      std::equal(out->shape().begin(), out->shape().end(), shape.begin(), shape.end()) &&
+      out->isContiguous() && out->device() == Device::Cpu)
+    return *out;
+  *out = Tensor::empty(dtype, Shape(shape.begin(), shape.end()));
+  return *out;
+}
+
 Tensor::Tensor(DType dtype, Shape shape)
     : m_dtype(dtype), m_shape(std::move(shape)), m_strides(contiguousStrides(m_shape)) {
   const std::int64_t n = shapeNumel(m_shape);

@@ -23,6 +23,9 @@ using Strides = std::vector<std::int64_t>;
 class Storage {
  public:
   Storage(std::size_t nbytes, Device device = Device::Cpu);  // zero-filled on the CPU
+  // Uninitialised memory, for outputs a kernel overwrites completely.
+  struct Uninitialized {};
+  Storage(std::size_t nbytes, Uninitialized);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -51,6 +54,8 @@ class Tensor {
   // A contiguous zero-filled tensor.
   Tensor(DType dtype, Shape shape);
   static Tensor zeros(DType dtype, Shape shape) { return Tensor(dtype, std::move(shape)); }
+  // A contiguous tensor whose elements are uninitialised (the caller writes every one).
+  static Tensor empty(DType dtype, Shape shape);
   static Tensor full(DType dtype, Shape shape, double value);
   // From host values converted to dtype; values.size() must equal the shape's element count.
   static Tensor fromDoubles(DType dtype, Shape shape, std::span<const double> values);
@@ -134,6 +139,12 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// For kernels: makes *out a contiguous tensor of this dtype and shape whose elements the caller
+// will overwrite. Keeps the buffer *out already holds when it fits (same dtype and shape,
+// contiguous from its storage's start, and no other tensor shares the storage); otherwise
+// allocates. Returns *out.
+Tensor& reuseOrAllocate(Tensor* out, DType dtype, std::span<const std::int64_t> shape);
 
 // Calls f with a value of the C++ element type of dtype, as a type tag: f(float{}) for Float32,
 // f(Half{}) for Float16, f(bool{}) for Bool, ...

@@ -31,6 +31,7 @@ constexpr ScalarOpInfo kInfos[] = {
     {S::Or, "or", 2, R::Bool},                {S::Xor, "xor", 2, R::Bool},
     {S::Not, "not", 1, R::Bool},              {S::Switch, "switch", 3, R::PromoteTail},
     {S::Cast, "cast", 1, R::Target},          {S::Identity, "identity", 1, R::Promote},
+    {S::Second, "second", 2, R::PromoteTail},
 };
 static_assert(std::size(kInfos) == kScalarOpCount, "one ScalarOpInfo per ScalarOp");
 

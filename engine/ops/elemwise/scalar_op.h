@@ -20,8 +20,10 @@ enum class ScalarOp : std::uint8_t {
   Eq, Neq, Lt, Le, Gt, Ge, And, Or, Xor, Not,
   // selection and conversion
   Switch, Cast, Identity,
+  // second(a, b): b broadcast to the shape of a and b (Theano's fill/second; zeros_like)
+  Second,
 };
-inline constexpr int kScalarOpCount = static_cast<int>(ScalarOp::Identity) + 1;
+inline constexpr int kScalarOpCount = static_cast<int>(ScalarOp::Second) + 1;
 
 // How the output dtype follows from the input dtypes (Note [Elemwise dtype rules] in scalar_op.cpp).
 enum class DTypeRule : std::uint8_t {

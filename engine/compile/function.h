@@ -1,0 +1,74 @@
+#pragma once
+// compile(): turns a graph into a callable Function (DESIGN.md "From graph to Function").
+
+#include "engine/graph/function_graph.h"
+#include "engine/graph/variable.h"
+#include "engine/tensor/tensor.h"
+
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tscope::engine {
+
+class VM;
+class ExecutionObserver;
+
+// An argument to a Function does not fit its input (count, dtype, rank, static dimension).
+class ArgumentError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// shared <- value after each call (all values are computed before any shared variable changes).
+struct Update {
+  VarPtr shared;  // a SharedVariable
+  VarPtr value;   // of the shared variable's type
+};
+
+enum class Mode { None, FastCompile, FastRun, Debug };
+std::string_view modeName(Mode mode);
+
+struct CompileOptions {
+  Mode mode = Mode::None;
+  // Keep intermediate buffers between calls (reused when shapes repeat) instead of freeing each
+  // after its last use.
+  bool keepBuffers = false;
+  // Observers attached to every call's VM (profiler, NanGuard, debugger, tests).
+  std::vector<std::shared_ptr<ExecutionObserver>> observers;
+};
+
+class Function {
+ public:
+  Function(Function&&) noexcept;
+  Function& operator=(Function&&) noexcept;
+  ~Function();
+
+  // Runs the graph on args (one per input, checked against the input types; values of another
+  // dtype are converted only when the conversion is lossless) and applies the updates. Returns
+  // one tensor per output; outputs never alias the function's internal buffers.
+  std::vector<Tensor> operator()(const std::vector<Tensor>& args);
+
+  const FunctionGraph& graph() const;
+  const std::vector<VarPtr>& inputs() const;   // the graph's inputs (clones of the given ones)
+  const std::vector<VarPtr>& outputs() const;  // the graph's outputs
+  // The VM of this function: step()/run() control, storage inspection, observers.
+  VM& vm();
+
+ private:
+  friend Function compile(const std::vector<VarPtr>&, const std::vector<VarPtr>&, const std::vector<Update>&,
+                          CompileOptions);
+  struct Impl;
+  explicit Function(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
+
+// inputs: free variables (SharedVariables and Constants need not be listed). Throws GraphError
+// when an output depends on a free variable that is not an input, TypeError when an update does
+// not fit its shared variable.
+Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& outputs,
+                 const std::vector<Update>& updates = {}, CompileOptions options = {});
+
+}  // namespace tscope::engine
