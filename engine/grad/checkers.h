@@ -3,6 +3,7 @@
 // infer-shape checker and the R-op/L-op checker. Each throws CheckError with a message that names
 // the input, the worst element and the errors found; none of them is test-only.
 
+#include "engine/graph/op.h"
 #include "engine/graph/variable.h"
 #include "engine/tensor/tensor.h"
 

@@ -23,4 +23,30 @@ std::vector<VarPtr> graphInputs(std::span<const VarPtr> outputs) {
   return found;
 }
 
+std::vector<Apply*> ancestorNodes(std::span<const VarPtr> outputs, const std::function<bool(const Variable&)>& stop) {
+  std::vector<Apply*> order;
+  std::unordered_set<const Apply*> seen;
+  // (node, next input to visit)
+  std::vector<std::pair<Apply*, std::size_t>> stack;
+  auto push = [&](const Variable& v) {
+    Apply* node = v.owner();
+    if (node == nullptr || (stop && stop(v)) || !seen.insert(node).second) return;
+    stack.emplace_back(node, 0);
+  };
+  for (const VarPtr& out : outputs) {
+    push(*out);
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->inputs().size()) {
+        const Variable& in = *node->inputs()[next++];
+        push(in);
+      } else {
+        order.push_back(node);
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
 }  // namespace tscope::engine

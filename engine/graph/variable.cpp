@@ -85,6 +85,11 @@ void SharedVariable::setValue(const Tensor& value) {
   *m_value = type().filter(value, "new value of shared variable '" + name() + "'").clone();
 }
 
+void SharedVariable::setValueBorrowed(Tensor value) {
+  Tensor filtered = type().filter(value, "new value of shared variable '" + name() + "'");
+  *m_value = filtered.sharesStorageWith(value) ? std::move(value) : std::move(filtered);
+}
+
 VarPtr SharedVariable::cloneDetached() const {
   std::shared_ptr<SharedVariable> copy(new SharedVariable(type(), m_value, name()));
   copy->copyMetadataFrom(*this);

@@ -120,6 +120,10 @@ class SharedVariable final : public Variable {
   const Tensor& value() const { return *m_value; }
   // Replaces the value (filtered against the type); every clone of this variable sees it.
   void setValue(const Tensor& value);
+  // Like setValue, but keeps the given buffer instead of copying it when the type fits without a
+  // conversion: the caller hands the buffer over and must not write into it afterwards (compiled
+  // functions apply their updates this way).
+  void setValueBorrowed(Tensor value);
   VarPtr cloneDetached() const override;
 
  private:

@@ -1,0 +1,155 @@
+#include "engine/compile/function.h"
+
+#include "engine/graph/errors.h"
+#include "engine/graph/op.h"
+#include "engine/graph/traversal.h"
+#include "engine/vm/vm.h"
+
+#include <unordered_set>
+
+namespace tscope::engine {
+
+std::string_view modeName(Mode mode) {
+  switch (mode) {
+    case Mode::None: return "none";
+    case Mode::FastCompile: return "fast_compile";
+    case Mode::FastRun: return "fast_run";
+    case Mode::Debug: break;
+  }
+  return "debug";
+}
+
+struct Function::Impl {
+  std::unique_ptr<FunctionGraph> graph;
+  std::unique_ptr<VM> vm;
+  std::size_t nUserInputs = 0;
+  std::size_t nUserOutputs = 0;
+  std::vector<VarPtr> userInputs;   // graph inputs given by the caller
+  std::vector<VarPtr> userOutputs;  // graph outputs asked for by the caller
+  // (graph output index, shared variable in the graph) per update
+  std::vector<std::pair<std::size_t, SharedVariable*>> updates;
+  std::vector<Tensor> args;  // reused between calls
+};
+
+Function::Function(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+Function::Function(Function&&) noexcept = default;
+Function& Function::operator=(Function&&) noexcept = default;
+Function::~Function() = default;
+
+const FunctionGraph& Function::graph() const { return *m_impl->graph; }
+const std::vector<VarPtr>& Function::inputs() const { return m_impl->userInputs; }
+const std::vector<VarPtr>& Function::outputs() const { return m_impl->userOutputs; }
+VM& Function::vm() { return *m_impl->vm; }
+
+namespace {
+std::string argumentName(std::size_t i, const Variable& v) {
+  std::string s = "argument " + std::to_string(i);
+  if (!v.name().empty()) s += " ('" + v.name() + "')";
+  return s;
+}
+}  // namespace
+
+std::vector<Tensor> Function::operator()(const std::vector<Tensor>& args) {
+  Impl& impl = *m_impl;
+  if (args.size() != impl.nUserInputs)
+    throw ArgumentError("Function: expected " + std::to_string(impl.nUserInputs) + " argument" +
+                        (impl.nUserInputs == 1 ? "" : "s") + ", found " + std::to_string(args.size()));
+  const auto& graphInputs = impl.graph->inputs();
+  impl.args.resize(graphInputs.size());
+  for (std::size_t i = 0; i < impl.nUserInputs; ++i) {
+    const Variable& in = *graphInputs[i];
+    if (!args[i].defined()) throw ArgumentError("Function: " + argumentName(i, in) + " is an undefined tensor");
+    try {
+      impl.args[i] = in.type().filter(args[i], argumentName(i, in));
+    } catch (const TypeError& e) {
+      throw ArgumentError(std::string("Function: ") + e.what());
+    }
+  }
+  for (std::size_t i = impl.nUserInputs; i < graphInputs.size(); ++i) impl.args[i] = Tensor();  // shared: current value
+  VM& vm = *impl.vm;
+  vm.start(impl.args);
+  for (std::size_t i = 0; i < impl.nUserInputs; ++i) impl.args[i] = Tensor();  // do not keep the caller's buffers
+  while (vm.run() != VM::Status::Finished) {
+    // Function calls run to the end; a debugger that wants to stop at a pause drives the VM itself.
+  }
+  std::vector<Tensor> values = vm.outputValues();
+  // Every value is computed before any shared variable changes.
+  for (const auto& [outputIndex, shared] : impl.updates) shared->setValueBorrowed(std::move(values[outputIndex]));
+  values.resize(impl.nUserOutputs);
+  return values;
+}
+
+Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& outputs,
+                 const std::vector<Update>& updates, CompileOptions options) {
+  std::unordered_set<const Variable*> given;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const VarPtr& in = inputs[i];
+    if (!in) throw GraphError("compile: input " + std::to_string(i) + " is null");
+    if (in->owner() != nullptr)
+      throw GraphError("compile: input " + std::to_string(i) + " (" + in->displayName() +
+                       ") is computed by " + in->owner()->op().str() +
+                       "; inputs must be free variables (Variable::create)");
+    if (in->kind() == Variable::Kind::Constant)
+      throw GraphError("compile: input " + std::to_string(i) + " (" + in->displayName() +
+                       ") is a constant; constants are part of the graph, not arguments");
+    if (!given.insert(in.get()).second)
+      throw GraphError("compile: input " + std::to_string(i) + " (" + in->displayName() + ") is listed twice");
+  }
+  std::vector<VarPtr> graphOutputs = outputs;
+  std::vector<VarPtr> updateTargets;
+  std::unordered_set<const Variable*> updated;
+  for (std::size_t u = 0; u < updates.size(); ++u) {
+    const Update& up = updates[u];
+    if (!up.shared || up.shared->kind() != Variable::Kind::Shared)
+      throw TypeError("compile: update " + std::to_string(u) + " targets " +
+                      (up.shared ? up.shared->displayName() : std::string("a null variable")) +
+                      ", expected a SharedVariable");
+    if (!up.value) throw TypeError("compile: update " + std::to_string(u) + " of '" + up.shared->name() + "' has a null value");
+    if (!up.value->type().isSubtypeOf(up.shared->type()) &&
+        !(up.value->type().dtype() == up.shared->type().dtype() &&
+          up.value->type().isCompatibleWith(up.shared->type())))
+      throw TypeError("compile: update " + std::to_string(u) + " of shared variable '" + up.shared->name() +
+                      "': expected a value of type " + up.shared->type().str() + ", found " + up.value->type().str() +
+                      (up.value->site().empty() ? std::string() : " (built at " + up.value->site().str() + ")"));
+    if (!updated.insert(up.shared.get()).second)
+      throw GraphError("compile: shared variable '" + up.shared->name() + "' is updated twice");
+    graphOutputs.push_back(up.value);
+    updateTargets.push_back(up.shared);
+  }
+  for (std::size_t o = 0; o < outputs.size(); ++o)
+    if (!outputs[o]) throw GraphError("compile: output " + std::to_string(o) + " is null");
+
+  // Shared variables are implicit inputs after the given ones.
+  std::vector<VarPtr> allInputs = inputs;
+  std::unordered_set<const Variable*> listed(given);
+  for (const VarPtr& v : graphInputs(graphOutputs))
+    if (v->kind() == Variable::Kind::Shared && listed.insert(v.get()).second) allInputs.push_back(v);
+  for (const VarPtr& t : updateTargets)
+    if (listed.insert(t.get()).second) allInputs.push_back(t);
+
+  auto impl = std::make_unique<Function::Impl>();
+  CloneMap map;
+  impl->graph = std::make_unique<FunctionGraph>(allInputs, graphOutputs, FunctionGraph::Ownership::Clone, &map);
+  impl->nUserInputs = inputs.size();
+  impl->nUserOutputs = outputs.size();
+  const auto& gIn = impl->graph->inputs();
+  impl->userInputs.assign(gIn.begin(), gIn.begin() + static_cast<std::ptrdiff_t>(inputs.size()));
+  const auto& gOut = impl->graph->outputs();
+  impl->userOutputs.assign(gOut.begin(), gOut.begin() + static_cast<std::ptrdiff_t>(outputs.size()));
+  for (std::size_t u = 0; u < updateTargets.size(); ++u) {
+    const std::size_t outIndex = outputs.size() + u;
+    const VarPtr target = map[updateTargets[u].get()];
+    const auto it = std::find(gIn.begin(), gIn.end(), target);
+    const auto inIndex = static_cast<std::size_t>(it - gIn.begin());
+    impl->graph->setUpdate(outIndex, inIndex);
+    impl->updates.emplace_back(outIndex, static_cast<SharedVariable*>(target.get()));
+  }
+  // Rewrites per mode arrive with the optimizer; until then every mode runs the graph as built.
+  VMOptions vmOptions;
+  vmOptions.keepBuffers = options.keepBuffers;
+  impl->vm = std::make_unique<VM>(*impl->graph, impl->graph->toposort(), vmOptions);
+  for (auto& obs : options.observers) impl->vm->addObserver(obs);
+  return Function(std::move(impl));
+}
+
+}  // namespace tscope::engine
