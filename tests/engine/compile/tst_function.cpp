@@ -1,0 +1,222 @@
+// compile() and Function: argument checks, shared-variable updates, the VM's stepping, pausing,
+// observers, buffer freeing and reuse, and error context when a node fails.
+#include "engine/compile/function.h"
+#include "engine/graph/errors.h"
+#include "engine/ops/as_op.h"
+#include "engine/ops/basic.h"
+#include "engine/vm/vm.h"
+#include "test_main.h"
+
+using namespace tscope::engine;
+
+namespace {
+constexpr std::int64_t U = kUnknownDim;
+VarPtr fvar(const std::string& name, std::vector<std::int64_t> shape = {U, U}, DType d = DType::Float32) {
+  return Variable::create(TensorType(d, std::move(shape)), name);
+}
+Tensor ft(Shape shape, std::initializer_list<double> v, DType d = DType::Float32) {
+  return Tensor::fromDoubles(d, std::move(shape), v);
+}
+
+struct Recorder : ExecutionObserver {
+  std::vector<std::string> events;
+  std::size_t pauseAt = static_cast<std::size_t>(-1);
+  void onStart(VM&) override { events.push_back("start"); }
+  void beforeNode(VM&, const Apply& n, std::size_t pos) override { events.push_back("before " + std::to_string(pos) + " " + n.op().str()); }
+  void afterNode(VM& vm, const Apply&, std::size_t pos) override {
+    events.push_back("after " + std::to_string(pos));
+    if (pos == pauseAt) vm.requestPause();
+  }
+  void onFinish(VM&) override { events.push_back("finish"); }
+};
+}  // namespace
+
+class TestFunction : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void testCallComputesValues() {
+    auto x = fvar("x"), y = fvar("y");
+    Function f = compile({x, y}, {x * y + 1.0, -x});
+    auto out = f({ft({2, 3}, {1, 2, 3, 4, 5, 6}), ft({2, 3}, {2, 2, 2, 2, 2, 2})});
+    QCOMPARE(out.size(), std::size_t(2));
+    QCOMPARE(out[0].toDoubles(), (std::vector<double>{3, 5, 7, 9, 11, 13}));
+    QCOMPARE(out[1].toDoubles(), (std::vector<double>{-1, -2, -3, -4, -5, -6}));
+  }
+
+  void testArgumentCount() {
+    auto x = fvar("x");
+    Function f = compile({x}, {x + 1.0});
+    try {
+      f({});
+      QFAIL("expected an ArgumentError");
+    } catch (const ArgumentError& e) {
+      QVERIFY2(std::string(e.what()).find("expected 1 argument, found 0") != std::string::npos, e.what());
+    }
+  }
+
+  void testArgumentTypeErrors() {
+    auto x = Variable::create(TensorType(DType::Float32, {U, 3}), "x");
+    Function f = compile({x}, {x + 1.0});
+    auto expectError = [&](const Tensor& t, const std::string& part) {
+      try {
+        f({t});
+        QFAIL("expected an ArgumentError");
+      } catch (const ArgumentError& e) {
+        const std::string msg = e.what();
+        QVERIFY2(msg.find("argument 0 ('x')") != std::string::npos, e.what());
+        QVERIFY2(msg.find(part) != std::string::npos, e.what());
+      }
+    };
+    expectError(Tensor::zeros(DType::Float64, {2, 3}), "float64");   // lossy downcast refused
+    expectError(Tensor::zeros(DType::Float32, {2, 3, 1}), "TensorType(float32, (?, 3))");  // rank
+    expectError(Tensor::zeros(DType::Float32, {2, 4}), "TensorType(float32, (?, 3))");     // static dimension
+    // A lossless conversion is accepted.
+    auto out = f({Tensor::full(DType::Int8, {2, 3}, 2)});
+    QCOMPARE(out[0].dtype(), DType::Float32);
+    QCOMPARE(out[0].toDoubles()[0], 3.0);
+  }
+
+  void testSharedUpdatesAreSimultaneous() {
+    auto a = SharedVariable::create(Tensor::scalar(DType::Float64, 1), "a");
+    auto b = SharedVariable::create(Tensor::scalar(DType::Float64, 2), "b");
+    Function swap = compile({}, {a + b}, {{a, b}, {b, a}});
+    auto out = swap({});
+    QCOMPARE(out[0].item(), 3.0);
+    QCOMPARE(a->value().item(), 2.0);
+    QCOMPARE(b->value().item(), 1.0);
+    swap({});
+    QCOMPARE(a->value().item(), 1.0);
+    QCOMPARE(b->value().item(), 2.0);
+  }
+
+  void testCounter() {
+    auto n = SharedVariable::create(Tensor::scalar(DType::Int64, 0), "n");
+    auto step = Variable::create(TensorType(DType::Int64, {}), "step");
+    Function inc = compile({step}, {n}, {{n, n + step}});
+    for (int i = 0; i < 3; ++i) inc({Tensor::scalar(DType::Int64, 5)});
+    QCOMPARE(n->value().item(), 15.0);
+  }
+
+  void testUpdateTypeMismatch() {
+    auto w = SharedVariable::create(Tensor::zeros(DType::Float32, {2, 3}), "w");
+    auto v = fvar("v", {U}, DType::Float32);
+    try {
+      compile({v}, {}, {{w, v}});
+      QFAIL("expected a TypeError");
+    } catch (const TypeError& e) {
+      const std::string msg = e.what();
+      QVERIFY2(msg.find("'w'") != std::string::npos && msg.find("TensorType(float32, (2, 3))") != std::string::npos, e.what());
+    }
+  }
+
+  void testMissingInputNamed() {
+    auto x = fvar("x"), hidden = fvar("hidden");
+    try {
+      compile({x}, {x + hidden});
+      QFAIL("expected a GraphError");
+    } catch (const GraphError& e) {
+      QVERIFY2(std::string(e.what()).find("hidden") != std::string::npos, e.what());
+    }
+  }
+
+  void testStepPauseAndResume() {
+    auto x = fvar("x", {U});
+    auto y = exp(x);
+    auto z = y * 2.0;
+    auto w = z + 1.0;
+    Function f = compile({x}, {w});
+    auto rec = std::make_shared<Recorder>();
+    rec->pauseAt = 1;
+    VM& vm = f.vm();
+    vm.addObserver(rec);
+    vm.start(std::vector<Tensor>{ft({2}, {0, 0})});
+    QCOMPARE(vm.run(), VM::Status::Paused);
+    QCOMPARE(vm.pc(), std::size_t(2));
+    // Values computed so far are inspectable; the monitored value may be replaced.
+    const Variable& zIn = vm.schedule()[1]->outputRef(0);
+    QVERIFY(vm.value(zIn) != nullptr);
+    QCOMPARE(vm.value(zIn)->toDoubles(), (std::vector<double>{2, 2}));
+    vm.setValue(zIn, ft({2}, {10, 20}));
+    QVERIFY(vm.step());
+    QCOMPARE(vm.status(), VM::Status::Finished);
+    QVERIFY(!vm.step());
+    auto out = vm.outputValues();
+    QCOMPARE(out[0].toDoubles(), (std::vector<double>{11, 21}));
+    QCOMPARE(rec->events.front(), std::string("start"));
+    QCOMPARE(rec->events.back(), std::string("finish"));
+    QCOMPARE(rec->events.size(), std::size_t(8));
+  }
+
+  void testIntermediatesFreedAfterLastUse() {
+    auto x = fvar("x", {U});
+    auto y = exp(x);
+    auto z = y + 1.0;
+    Function f = compile({x}, {z});
+    f({ft({3}, {0, 1, 2})});
+    for (const Apply* node : f.graph().nodes())
+      if (&node->outputRef(0) != f.outputs()[0].get())
+        QVERIFY2(f.vm().value(node->outputRef(0)) == nullptr, "an intermediate survived the run");
+  }
+
+  void testKeepBuffersReusesMemory() {
+    auto x = fvar("x", {U});
+    auto y = exp(x) + 1.0;
+    CompileOptions opts;
+    opts.keepBuffers = true;
+    Function f = compile({x}, {y}, {}, opts);
+    f({ft({3}, {0, 1, 2})});
+    const Apply* first = f.vm().schedule()[0];
+    const void* before = f.vm().value(first->outputRef(0))->rawData();
+    f({ft({3}, {3, 4, 5})});
+    QCOMPARE(f.vm().value(first->outputRef(0))->rawData(), before);
+    // The returned outputs are not overwritten by the next call.
+    auto a = f({ft({3}, {0, 0, 0})});
+    auto b = f({ft({3}, {1, 1, 1})});
+    QCOMPARE(a[0].toDoubles(), (std::vector<double>{2, 2, 2}));
+  }
+
+  void testFailingNodeNamesOpAndSite() {
+    auto boom = asOp("Boom", {TensorType(DType::Float32, {U})}, {TensorType(DType::Float32, {U})},
+                     [](std::span<const Tensor>) -> std::vector<Tensor> { throw std::runtime_error("kaput"); });
+    auto x = fvar("x", {U});
+    auto y = (*boom)({x});
+    const int line = __LINE__ - 1;
+    Function f = compile({x}, {y});
+    try {
+      f({ft({2}, {1, 2})});
+      QFAIL("expected an ExecutionError");
+    } catch (const ExecutionError& e) {
+      const std::string msg = e.what();
+      QVERIFY2(msg.find("Boom") != std::string::npos, e.what());
+      QVERIFY2(msg.find("kaput") != std::string::npos, e.what());
+      QVERIFY2(msg.find("tst_function.cpp:" + std::to_string(line)) != std::string::npos, e.what());
+      QVERIFY2(msg.find("float32 (2,)") != std::string::npos, e.what());
+    }
+  }
+
+  void testAsOpValueAndShape() {
+    auto twice = asOp(
+        "Twice", {TensorType(DType::Float64, {U, U})}, {TensorType(DType::Float64, {U, U})},
+        [](std::span<const Tensor> in) {
+          Tensor out = in[0].clone();
+          auto* p = out.data<double>();
+          for (std::int64_t i = 0; i < out.numel(); ++i) p[i] *= 2;
+          return std::vector<Tensor>{out};
+        },
+        [](std::span<const ShapeExpr> s) { return std::vector<ShapeExpr>{s[0]}; });
+    auto x = fvar("x", {U, U}, DType::Float64);
+    Function f = compile({x}, {(*twice)({x})});
+    auto out = f({Tensor::fromDoubles(DType::Float64, {1, 2}, {1.5, -2})});
+    QCOMPARE(out[0].toDoubles(), (std::vector<double>{3, -4}));
+    try {
+      (*twice)({fvar("bad", {U}, DType::Float64)});
+      QFAIL("expected a TypeError");
+    } catch (const TypeError& e) {
+      QVERIFY2(std::string(e.what()).find("expected TensorType(float64, (?, ?))") != std::string::npos, e.what());
+    }
+  }
+};
+
+TSCOPE_TEST_MAIN(TestFunction)
+#include "tst_function.moc"
