@@ -1,11 +1,14 @@
 #include "gui/cli/cli.h"
 
 #include "engine/io/graph_text.h"
+#include "engine/io/npy.h"
+#include "engine/io/run_graph.h"
 #include "gui/cli/graph_file.h"
 
 #include <QCommandLineParser>
 #include <QStringList>
 
+#include <filesystem>
 #include <map>
 
 namespace tscope::gui {
@@ -71,6 +74,47 @@ int runValidate(const QCommandLineParser&, const std::string& file, std::string&
   return kExitOk;
 }
 
+int runRun(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
+  engine::io::TsgDocument doc = openGraphFile(file);
+  engine::io::RunInputs inputs;
+  for (const QString& spec : p.values("input")) {
+    const qsizetype eq = spec.indexOf('=');
+    if (eq <= 0 || eq == spec.size() - 1)
+      throw std::invalid_argument("--input expects NAME=FILE.npy, found '" + spec.toStdString() + "'");
+    const std::string name = spec.left(eq).toStdString();
+    if (inputs.byName.count(name)) throw std::invalid_argument("--input gives '" + name + "' twice");
+    inputs.byName[name] = engine::io::loadNpy(spec.mid(eq + 1).toStdString());
+  }
+  if (p.isSet("random-inputs")) {
+    bool ok = false;
+    const qulonglong seed = p.value("random-inputs").toULongLong(&ok);
+    if (!ok) throw std::invalid_argument("--random-inputs expects a non-negative integer seed, found '" +
+                                         p.value("random-inputs").toStdString() + "'");
+    inputs.randomSeed = seed;
+  }
+  const std::filesystem::path dir = p.isSet("output-dir") ? p.value("output-dir").toStdString() : std::string(".");
+  engine::io::RunResult result = engine::io::runGraph(*doc.original, inputs);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("cannot create the output directory " + dir.string() + ": " + ec.message());
+  std::size_t k = 0;
+  for (const auto& in : doc.original->inputs()) {
+    if (in->kind() == engine::Variable::Kind::Shared) continue;
+    out += "input " + (in->name().empty() ? std::to_string(k) : in->name()) + ": " + result.inputSource[k] + "\n";
+    ++k;
+  }
+  for (std::size_t i = 0; i < result.outputs.size(); ++i) {
+    const engine::Tensor& t = result.outputs[i];
+    const std::filesystem::path path = dir / ("output_" + std::to_string(i) + ".npy");
+    engine::io::saveNpy(t, path);
+    const std::string& name = doc.original->outputs()[i]->name();
+    out += "output " + std::to_string(i) + (name.empty() ? "" : " (" + name + ")") + ": " +
+           std::string(engine::dtypeName(t.dtype())) + " " + engine::shapeToString(t.shape()) + " -> " + path.string() +
+           "\n";
+  }
+  return kExitOk;
+}
+
 const std::map<std::string, SubCommand>& subCommands() {
   static const std::map<std::string, SubCommand> commands = {
       {"info",
@@ -80,6 +124,17 @@ const std::map<std::string, SubCommand>& subCommands() {
        {"a debugprint-style text tree of a graph", "print FILE [--graph original|optimized]", &runPrint,
         [](QCommandLineParser& p) {
           p.addOption(QCommandLineOption("graph", "Which graph: original (default) or optimized.", "which"));
+        }}},
+      {"run",
+       {"executes the graph; writes output i as DIR/output_<i>.npy",
+        "run FILE [--input NAME=x.npy]... [--random-inputs SEED] [--output-dir DIR]", &runRun,
+        [](QCommandLineParser& p) {
+          p.addOption(QCommandLineOption("input", "The value of graph input NAME, from a NumPy .npy file (repeatable).",
+                                         "NAME=FILE"));
+          p.addOption(QCommandLineOption("random-inputs",
+                                         "Fill inputs that have neither --input nor a test value with random values.",
+                                         "SEED"));
+          p.addOption(QCommandLineOption("output-dir", "Where output_<i>.npy are written (default: .).", "DIR"));
         }}},
       {"validate", {"loads and checks a file; exit 0 or a message", "validate FILE", &runValidate, &noOptions}},
   };
@@ -115,7 +170,7 @@ int runCli(const std::vector<std::string>& args, std::string& out, std::string& 
   }
   auto it = subCommands().find(args[0]);
   if (it == subCommands().end()) {
-    err += "tensorscope: unknown command '" + args[0] + "'; expected one of info, print, validate (see tensorscope --help)\n";
+    err += "tensorscope: unknown command '" + args[0] + "'; expected one of info, print, run, validate (see tensorscope --help)\n";
     return kExitUsage;
   }
   const SubCommand& cmd = it->second;

@@ -1,0 +1,82 @@
+#include "engine/io/run_graph.h"
+
+#include "engine/compile/function.h"
+#include "engine/graph/errors.h"
+
+#include <random>
+#include <set>
+
+namespace tscope::engine::io {
+
+namespace {
+
+Tensor randomValue(const Variable& in, std::mt19937_64& rng) {
+  std::vector<std::int64_t> shape = in.type().shape();
+  for (std::int64_t d : shape)
+    if (d == kUnknownDim)
+      throw std::invalid_argument("input '" + in.name() + "' has the type " + in.type().str() +
+                                  " with unknown dimensions, so random values cannot be shaped; give it with --input " +
+                                  (in.name().empty() ? std::string("NAME") : in.name()) + "=FILE.npy");
+  const DType dtype = in.type().dtype();
+  std::vector<double> values(static_cast<std::size_t>(shapeNumel(shape)));
+  if (isFloat(dtype)) {
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    for (double& v : values) v = dist(rng);
+  } else if (dtype == DType::Bool) {
+    std::bernoulli_distribution dist(0.5);
+    for (double& v : values) v = dist(rng) ? 1.0 : 0.0;
+  } else {
+    std::uniform_int_distribution<int> dist(0, 9);
+    for (double& v : values) v = dist(rng);
+  }
+  return Tensor::fromDoubles(dtype, std::move(shape), values);
+}
+
+}  // namespace
+
+RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
+  std::vector<VarPtr> inputs;
+  std::set<std::string> names;
+  std::string nameList;
+  for (const VarPtr& in : graph.inputs()) {
+    if (in->kind() == Variable::Kind::Shared) continue;
+    inputs.push_back(in);
+    nameList += (nameList.empty() ? "" : ", ") + (in->name().empty() ? "(unnamed " + in->type().str() + ")" : in->name());
+    if (!in->name().empty() && !names.insert(in->name()).second)
+      throw std::invalid_argument("the graph has two inputs named '" + in->name() + "'; values cannot be given by name");
+  }
+  for (const auto& [name, value] : given.byName)
+    if (!names.count(name))
+      throw std::invalid_argument("the graph has no input named '" + name + "'; its inputs are: " +
+                                  (nameList.empty() ? std::string("none") : nameList));
+  std::mt19937_64 rng(given.randomSeed.value_or(0));
+  RunResult result;
+  std::vector<Tensor> args;
+  for (const VarPtr& in : inputs) {
+    auto found = given.byName.find(in->name());
+    if (found != given.byName.end() && !in->name().empty()) {
+      try {
+        args.push_back(in->type().filter(found->second, "the value given for input '" + in->name() + "'"));
+      } catch (const TypeError& e) {
+        throw std::invalid_argument(e.what());
+      }
+      result.inputSource.push_back("given");
+    } else if (in->testValue()) {
+      args.push_back(*in->testValue());
+      result.inputSource.push_back("test value");
+    } else if (given.randomSeed) {
+      args.push_back(randomValue(*in, rng));
+      result.inputSource.push_back("random");
+    } else {
+      throw std::invalid_argument("input '" + (in->name().empty() ? in->type().str() : in->name()) +
+                                  "' has no value: give it with --input " +
+                                  (in->name().empty() ? std::string("NAME") : in->name()) +
+                                  "=FILE.npy, or pass --random-inputs SEED");
+    }
+  }
+  Function f = compile(inputs, graph.outputs());
+  result.outputs = f(args);
+  return result;
+}
+
+}  // namespace tscope::engine::io
