@@ -3,6 +3,8 @@
 #include "engine/graph/config.h"
 #include "engine/graph/traversal.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/shape/join.h"
+#include "engine/ops/shape/reshape.h"
 
 #include <unordered_map>
 #include <unordered_set>
@@ -239,6 +241,46 @@ std::vector<VarPtr> Rop(const std::vector<VarPtr>& f, const std::vector<VarPtr>&
     result.push_back(found != tangent.end() ? found->second : zerosLike(out));
   }
   return result;
+}
+
+}  // namespace tscope::engine
+
+namespace tscope::engine {
+
+VarPtr jacobian(const VarPtr& expression, const VarPtr& wrt) {
+  if (!expression || !wrt) throw GradientError("jacobian: the expression and wrt must not be null");
+  const TensorType& et = expression->type();
+  if (!isFloat(et.dtype())) throw GradientError("jacobian: the expression must be a float, found " + describeVar(*expression));
+  for (std::int64_t d : et.shape())
+    if (d == kUnknownDim)
+      throw GradientError("jacobian: the expression's shape must be static (one gradient per element), found " +
+                          describeVar(*expression) + "; specify its shape first (specifyShape)");
+  const std::int64_t n = shapeNumel(et.shape());
+  std::vector<VarPtr> rows;
+  rows.reserve(static_cast<std::size_t>(n));
+  GradOptions opts;
+  opts.disconnected = DisconnectedPolicy::Ignore;
+  for (std::int64_t i = 0; i < n; ++i) {
+    // Row i: the gradient of element i, i.e. the pullback of the one-hot direction e_i.
+    Tensor onehot(et.dtype(), et.shape());
+    onehot.reshape({n}).set({i}, 1.0);
+    rows.push_back(grad(std::vector<VarPtr>{expression}, std::vector<VarPtr>{constant(onehot)}, {wrt}, opts)[0]);
+  }
+  if (n == 0) throw GradientError("jacobian: the expression " + describeVar(*expression) + " has no elements");
+  VarPtr stacked = stack(rows, 0);  // (n, *wrt.shape)
+  ShapeExpr shape;
+  for (std::int64_t d : et.shape()) shape.push_back(constantInt(d));
+  for (const VarPtr& d : shapeOf(wrt)) shape.push_back(d);
+  return reshape(stacked, shape);
+}
+
+VarPtr hessian(const VarPtr& cost, const VarPtr& wrt) {
+  VarPtr g = grad(cost, wrt, GradOptions{DisconnectedPolicy::Ignore, false});
+  // The gradient has wrt's shape; the Jacobian needs it static.
+  for (std::int64_t d : g->type().shape())
+    if (d == kUnknownDim)
+      throw GradientError("hessian: wrt must have a static shape, found " + describeVar(*wrt));
+  return jacobian(g, wrt);
 }
 
 }  // namespace tscope::engine

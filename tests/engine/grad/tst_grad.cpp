@@ -117,6 +117,31 @@ class TestGrad : public QObject {
     QVERIFY(std::abs(out[1].toDoubles()[1] - d(b) * dir) < 1e-12);
   }
 
+  void testJacobianAndHessian() {
+    auto x = Variable::create(TensorType(DType::Float64, {3}), "x");
+    auto j = jacobian(x * x * 2.0, x);  // diag(4x)
+    QCOMPARE(j->type().shape(), (std::vector<std::int64_t>{3, 3}));
+    auto jv = compile({x}, {j})({Tensor::fromDoubles(DType::Float64, {3}, {1, 2, 3})})[0];
+    QCOMPARE(jv.toDoubles(), (std::vector<double>{4, 0, 0, 0, 8, 0, 0, 0, 12}));
+    // f = x0^2 x1 + x2^3: H = [[2x1, 2x0, 0], [2x0, 0, 0], [0, 0, 6x2]]
+    auto a = Variable::create(TensorType(DType::Float64, {2, 3}), "a");
+    auto w = Variable::create(TensorType(DType::Float64, {}), "w");
+    auto h = hessian(w * w * w, w);
+    QCOMPARE(compile({w}, {h})({Tensor::scalar(DType::Float64, 2)})[0].item(), 12.0);
+    auto ja = jacobian(exp(a), a);  // (2,3,2,3)
+    QCOMPARE(ja->type().shape(), (std::vector<std::int64_t>{2, 3, 2, 3}));
+    auto jav = compile({a}, {ja})({Tensor::zeros(DType::Float64, {2, 3})})[0];
+    QCOMPARE(jav.at({1, 2, 1, 2}), 1.0);
+    QCOMPARE(jav.at({1, 2, 0, 2}), 0.0);
+    auto u = Variable::create(TensorType(DType::Float64, {kUnknownDim}), "u");
+    try {
+      jacobian(u * 2.0, u);
+      QFAIL("expected a GradientError");
+    } catch (const GradientError& e) {
+      QVERIFY2(std::string(e.what()).find("static") != std::string::npos, e.what());
+    }
+  }
+
   void testCheckersPassOnCorrectOps() {
     auto build = [](const std::vector<VarPtr>& in) { return std::vector<VarPtr>{tanh(in[0]) * in[1] + exp(in[1])}; };
     std::vector<Tensor> pts = {Tensor::fromDoubles(DType::Float64, {2, 3}, {0.1, -0.2, 0.3, 0.4, -0.5, 0.6}),
