@@ -96,7 +96,10 @@ void Op::computeTestValues(Apply& node) const {
     }
   } catch (const std::exception& e) {
     for (int o = 0; o < node.nOutputs(); ++o) node.outputRef(o).clearTestValue();
-    std::string msg = str() + ": computing the test value failed: " + e.what() + nodeContext(node, values);
+    // Kernels that already name the node's site keep their message; otherwise add the context.
+    const std::string what = e.what();
+    std::string msg = str() + ": computing the test value failed: " + what;
+    if (what.find("created at") == std::string::npos) msg += nodeContext(node, values);
     if (mode == TestValueMode::Raise) throw TestValueError(msg);
     warn(msg);
   }

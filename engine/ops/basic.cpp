@@ -95,19 +95,19 @@ VarPtr onesLike(const VarPtr& x, Site site) {
   return elemwise(ScalarOp::Second, {x, constant(1.0, x->type().dtype(), site)}, site);
 }
 
-VarPtr operator+(const VarPtr& a, const VarPtr& b) { return add(a, b); }
-VarPtr operator-(const VarPtr& a, const VarPtr& b) { return sub(a, b); }
-VarPtr operator*(const VarPtr& a, const VarPtr& b) { return mul(a, b); }
-VarPtr operator/(const VarPtr& a, const VarPtr& b) { return trueDiv(a, b); }
-VarPtr operator-(const VarPtr& x) { return neg(x); }
-VarPtr operator+(const VarPtr& a, double b) { return add(a, scalarLike(b, a)); }
-VarPtr operator-(const VarPtr& a, double b) { return sub(a, scalarLike(b, a)); }
-VarPtr operator*(const VarPtr& a, double b) { return mul(a, scalarLike(b, a)); }
-VarPtr operator/(const VarPtr& a, double b) { return trueDiv(a, scalarLike(b, a)); }
-VarPtr operator+(double a, const VarPtr& b) { return add(scalarLike(a, b), b); }
-VarPtr operator-(double a, const VarPtr& b) { return sub(scalarLike(a, b), b); }
-VarPtr operator*(double a, const VarPtr& b) { return mul(scalarLike(a, b), b); }
-VarPtr operator/(double a, const VarPtr& b) { return trueDiv(scalarLike(a, b), b); }
+VarPtr operator+(const Operand& a, const Operand& b) { return add(a.var, b.var, a.site); }
+VarPtr operator-(const Operand& a, const Operand& b) { return sub(a.var, b.var, a.site); }
+VarPtr operator*(const Operand& a, const Operand& b) { return mul(a.var, b.var, a.site); }
+VarPtr operator/(const Operand& a, const Operand& b) { return trueDiv(a.var, b.var, a.site); }
+VarPtr operator-(const Operand& x) { return neg(x.var, x.site); }
+VarPtr operator+(const Operand& a, double b) { return add(a.var, scalarLike(b, a.var, a.site), a.site); }
+VarPtr operator-(const Operand& a, double b) { return sub(a.var, scalarLike(b, a.var, a.site), a.site); }
+VarPtr operator*(const Operand& a, double b) { return mul(a.var, scalarLike(b, a.var, a.site), a.site); }
+VarPtr operator/(const Operand& a, double b) { return trueDiv(a.var, scalarLike(b, a.var, a.site), a.site); }
+VarPtr operator+(double a, const Operand& b) { return add(scalarLike(a, b.var, b.site), b.var, b.site); }
+VarPtr operator-(double a, const Operand& b) { return sub(scalarLike(a, b.var, b.site), b.var, b.site); }
+VarPtr operator*(double a, const Operand& b) { return mul(scalarLike(a, b.var, b.site), b.var, b.site); }
+VarPtr operator/(double a, const Operand& b) { return trueDiv(scalarLike(a, b.var, b.site), b.var, b.site); }
 
 // --- ShapeI --------------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@
 #include "engine/ops/elemwise/elemwise.h"
 
 #include <source_location>
+#include <type_traits>
 
 namespace tscope::engine {
 
@@ -75,20 +76,33 @@ VarPtr identity(const VarPtr& x, Site site = Site::current());
 VarPtr zerosLike(const VarPtr& x, Site site = Site::current());
 VarPtr onesLike(const VarPtr& x, Site site = Site::current());
 
+// Note [Operator sites]: C++ operators cannot take a defaulted std::source_location, so each
+// operand converts to an Operand, whose converting constructor takes one; its default argument is
+// evaluated where the conversion happens, the user's expression. Nodes built by operators thus
+// record the user's line like the named builders do.
+struct Operand {
+  template <class T>
+    requires std::is_base_of_v<Variable, T>
+  Operand(const std::shared_ptr<T>& v, Site s = Site::current())  // NOLINT: implicit by design
+      : var(v), site(s) {}
+  VarPtr var;
+  Site site;
+};
+
 // Operators: tensor (op) tensor, tensor (op) scalar, scalar (op) tensor.
-VarPtr operator+(const VarPtr& a, const VarPtr& b);
-VarPtr operator-(const VarPtr& a, const VarPtr& b);
-VarPtr operator*(const VarPtr& a, const VarPtr& b);
-VarPtr operator/(const VarPtr& a, const VarPtr& b);
-VarPtr operator-(const VarPtr& x);
-VarPtr operator+(const VarPtr& a, double b);
-VarPtr operator-(const VarPtr& a, double b);
-VarPtr operator*(const VarPtr& a, double b);
-VarPtr operator/(const VarPtr& a, double b);
-VarPtr operator+(double a, const VarPtr& b);
-VarPtr operator-(double a, const VarPtr& b);
-VarPtr operator*(double a, const VarPtr& b);
-VarPtr operator/(double a, const VarPtr& b);
+VarPtr operator+(const Operand& a, const Operand& b);
+VarPtr operator-(const Operand& a, const Operand& b);
+VarPtr operator*(const Operand& a, const Operand& b);
+VarPtr operator/(const Operand& a, const Operand& b);
+VarPtr operator-(const Operand& x);
+VarPtr operator+(const Operand& a, double b);
+VarPtr operator-(const Operand& a, double b);
+VarPtr operator*(const Operand& a, double b);
+VarPtr operator/(const Operand& a, double b);
+VarPtr operator+(double a, const Operand& b);
+VarPtr operator-(double a, const Operand& b);
+VarPtr operator*(double a, const Operand& b);
+VarPtr operator/(double a, const Operand& b);
 
 // --- Symbolic shapes ---------------------------------------------------------------------------
 // ShapeI{i}: the size of axis i of its input, a 0-d int64 (Theano's Shape_i).

@@ -10,6 +10,10 @@
 
 #include <source_location>
 
+namespace tscope::engine {
+class OpRegistry;
+}
+
 namespace tscope::examples {
 
 using engine::Apply;

@@ -201,7 +201,7 @@ class TestGrad : public QObject {
       auto bad = a + c;
       QFAIL("expected a TestValueError for the missing value");
     } catch (const TestValueError& e) {
-      QVERIFY2(std::string(e.what()).find("'c' has no test value") != std::string::npos, e.what());
+      QVERIFY2(std::string(e.what()).find("('c') has no test value") != std::string::npos, e.what());
     }
   }
 
