@@ -66,7 +66,8 @@ DType upgradeToFloat(DType dtype) {
 // Note [Elemwise dtype rules]: binary and n-ary arithmetic follows numpy's promotion of array
 // operands (promoteTypes); true_div and the transcendental functions then turn an integer or bool
 // result into a float with Theano's upgrade_to_float; comparisons and logic give bool; switch
-// promotes its two branches; cast gives its target.
+// promotes its two branches; cast gives its target. docs/elemwise-dtypes.md has the table, with
+// representative pairs (int8 + uint8 -> int16, int32 / int32 -> float64, float16 exp -> float16).
 DType scalarOpOutputDType(ScalarOp op, std::span<const DType> inputs, DType target) {
   const ScalarOpInfo& info = scalarOpInfo(op);
   auto promoteFrom = [&](std::size_t first) {

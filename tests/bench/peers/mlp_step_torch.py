@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The PyTorch peer of bench_vm's BM_MlpSgdStep: one SGD step of an MLP 784-500-10 (tanh,
 softmax cross-entropy) at batch 128 in float32, on the CPU with one thread (as the engine runs).
 Prints the median step time in ms over 7 runs of 200 steps.  python3 mlp_step_torch.py"""
