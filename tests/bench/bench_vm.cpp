@@ -3,6 +3,7 @@
 // 128 in float32 (the PyTorch peer is tests/bench/peers/mlp_step_torch.py).
 //   bench_vm [--benchmark_filter=...]
 
+#include "engine/backends/cpu/gemm.h"
 #include "engine/compile/function.h"
 #include "engine/grad/grad.h"
 #include "engine/ops/basic.h"
@@ -12,6 +13,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <random>
 
 using namespace tscope::engine;
@@ -73,4 +75,13 @@ BENCHMARK(BM_MlpSgdStep)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// One BLAS thread, as the PyTorch peer runs with torch.set_num_threads(1).
+int main(int argc, char** argv) {
+  tscope::engine::cpu::setGemmThreads(1);
+  std::printf("GEMM backend: %s, 1 thread\n", tscope::engine::cpu::gemmBackendName().c_str());
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -2,9 +2,19 @@
 
 #include <Eigen/Core>
 
+#include <cctype>
+#include <string>
+
 #ifdef TSCOPE_HAVE_OPENBLAS
+#include <cstdlib>
+#include <mutex>
+#include <string_view>
+
 extern "C" void openblas_set_num_threads(int num_threads);
 extern "C" char* openblas_get_corename(void);
+// Present in DYNAMIC_ARCH builds of OpenBLAS (Debian's); weak so other builds still link.
+extern "C" __attribute__((weak)) void gotoblas_dynamic_init(void);
+extern "C" __attribute__((weak)) void gotoblas_dynamic_quit(void);
 #endif
 
 namespace tscope::engine::cpu {
@@ -59,20 +69,56 @@ void gemmImpl(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int
             ColMap<T>(B, k, n, Eigen::OuterStride<>(stride(ldb))), alpha, beta, c);
 }
 
+#ifdef TSCOPE_HAVE_OPENBLAS
+// Note [OpenBLAS kernel choice]: OpenBLAS 0.3.21 picks its kernels when it loads, from the CPU
+// model. On CPUs it does not know (virtual machines that report "Intel Xeon Processor", newer
+// models) it falls back to the generic Prescott kernels, about 5x slower than its SkylakeX kernels
+// on AVX-512 hardware (figures in gemm.h). Before the first product, when the user has not chosen
+// (OPENBLAS_CORETYPE unset), the fallback is in use and the CPU has the AVX-512 subsets the
+// SkylakeX kernels need, re-run OpenBLAS's kernel selection with OPENBLAS_CORETYPE=SkylakeX.
+// TSCOPE_OPENBLAS_AUTOCORE=0 turns this off.
+void selectBlasKernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+    if (const char* off = std::getenv("TSCOPE_OPENBLAS_AUTOCORE"); off && std::string_view(off) == "0") return;
+    if (gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr) return;
+    const char* core = openblas_get_corename();
+    if (core == nullptr) return;
+    std::string name(core);
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (name != "prescott") return;
+    __builtin_cpu_init();
+    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+          __builtin_cpu_supports("avx512vl")))
+      return;
+    ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+    gotoblas_dynamic_quit();
+    gotoblas_dynamic_init();
+  });
+}
+#else
+void selectBlasKernels() {}
+#endif
+
 }  // namespace
 
 void gemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* A,
           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  selectBlasKernels();
   gemmImpl(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* A,
           std::int64_t lda, const double* B, std::int64_t ldb, double beta, double* C, std::int64_t ldc) {
+  selectBlasKernels();
   gemmImpl(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 std::string gemmBackendName() {
 #if defined(EIGEN_USE_BLAS) && defined(TSCOPE_HAVE_OPENBLAS)
+  selectBlasKernels();
   const char* core = openblas_get_corename();
   return std::string("Eigen + BLAS (OpenBLAS, ") + (core ? core : "unknown") + " kernels)";
 #elif defined(EIGEN_USE_BLAS)

@@ -1,0 +1,384 @@
+#include "engine/ops/nn/pool2d.h"
+
+#include "engine/backends/cpu/pool.h"
+#include "engine/graph/errors.h"
+#include "engine/graph/op_registry.h"
+#include "engine/ops/basic.h"
+#include "engine/ops/nn/nn_common.h"
+#include "engine/tensor/tensor.h"
+
+namespace tscope::engine {
+
+using nn_detail::dispatchFloat;
+
+// --- Params --------------------------------------------------------------------------------------
+
+nlohmann::json Pool2dParams::toJson(bool withIncludePad) const {
+  nlohmann::json j = {{"kernel", {kernel[0], kernel[1]}},
+                      {"stride", {stride[0], stride[1]}},
+                      {"padding", {padding[0], padding[1]}}};
+  if (withIncludePad) j["include_pad"] = includePad;
+  return j;
+}
+
+Pool2dParams Pool2dParams::fromJson(const nlohmann::json& props, const std::string& op,
+                                    bool withIncludePad) {
+  constexpr std::int64_t kMax = 1 << 20;
+  Pool2dParams p;
+  p.kernel = nn_detail::readPair(props, op, "kernel", 1, kMax);
+  p.stride = nn_detail::readPair(props, op, "stride", 1, kMax, p.kernel);
+  p.padding = nn_detail::readPair(props, op, "padding", 0, kMax, std::array<std::int64_t, 2>{0, 0});
+  if (withIncludePad) p.includePad = nn_detail::readBool(props, op, "include_pad", true);
+  for (const auto& [key, value] : props.items())
+    if (key != "kernel" && key != "stride" && key != "padding" &&
+        !(withIncludePad && key == "include_pad"))
+      throw std::invalid_argument(op + ": unknown prop \"" + key + "\"");
+  p.validate(op);
+  return p;
+}
+
+void Pool2dParams::validate(const std::string& op) const {
+  for (int i = 0; i < 2; ++i) {
+    if (kernel[i] < 1)
+      throw std::invalid_argument(op + ": kernel must be >= 1, found " +
+                                  nn_detail::pairStr(kernel));
+    if (stride[i] < 1)
+      throw std::invalid_argument(op + ": stride must be >= 1, found " +
+                                  nn_detail::pairStr(stride));
+    // Note [Pool2d geometry]: padding below the kernel keeps every window partly inside the image.
+    if (padding[i] < 0 || padding[i] >= kernel[i])
+      throw std::invalid_argument(op + ": padding must be >= 0 and smaller than the kernel " +
+                                  nn_detail::pairStr(kernel) + ", found " +
+                                  nn_detail::pairStr(padding));
+  }
+}
+
+Pool2dFamilyOp::Pool2dFamilyOp(Pool2dParams params, bool average, const std::string& name)
+    : m_params(params), m_average(average) {
+  m_params.validate(name);
+  if (!average)
+    m_params.includePad = true;  // not a prop of max pooling: keep equality to the props
+}
+
+namespace {
+
+constexpr std::int64_t U = kUnknownDim;
+
+bool isPoolTensor(const TensorType& t) {
+  return nn_detail::isKernelFloat(t.dtype()) && t.ndim() == 4;
+}
+
+cpu::Pool2dGeometry geometry(const std::string& op, const Pool2dParams& p, const Shape& x) {
+  cpu::Pool2dGeometry g;
+  g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
+  g.kh = p.kernel[0], g.kw = p.kernel[1], g.sh = p.stride[0], g.sw = p.stride[1];
+  g.ph = p.padding[0], g.pw = p.padding[1];
+  if (g.h + 2 * g.ph < g.kh || g.w + 2 * g.pw < g.kw)
+    throw std::invalid_argument(op + ": the padded input " + shapeToString(x) +
+                                " is smaller than the kernel " + nn_detail::pairStr(p.kernel));
+  g.oh = cpu::poolOutputSize(g.h, g.kh, g.sh, g.ph);
+  g.ow = cpu::poolOutputSize(g.w, g.kw, g.sw, g.pw);
+  return g;
+}
+
+void checkShape(const std::string& op, const std::string& what, const Shape& found,
+                const Shape& expected) {
+  if (found != expected)
+    throw std::invalid_argument(op + ": " + what + " has shape " + shapeToString(found) +
+                                ", expected " + shapeToString(expected));
+}
+
+Shape pooled(const cpu::Pool2dGeometry& g) {
+  return {g.n, g.c, g.oh, g.ow};
+}
+
+VarPtr pooledSizeExpr(const VarPtr& in, std::int64_t k, std::int64_t s, std::int64_t p) {
+  return nn_detail::shapeAdd(nn_detail::shapeFloorDiv(nn_detail::shapeAdd(in, 2 * p - k), s), 1);
+}
+
+bool isScalarInt64(const VarPtr& v) {
+  return v->type().dtype() == DType::Int64 && v->type().ndim() == 0;
+}
+
+}  // namespace
+
+void Pool2dFamilyOp::checkPoolInput(std::span<const VarPtr> inputs, int i) const {
+  const TensorType& x = inputs[static_cast<std::size_t>(i)]->type();
+  if (!isPoolTensor(x))
+    throwInputError(inputs, i, "an NCHW tensor (a 4-d float32 or float64 tensor)");
+  for (int a = 0; a < 2; ++a) {
+    const std::int64_t d = x.shape()[static_cast<std::size_t>(2 + a)];
+    if (d != U && d + 2 * m_params.padding[a] < m_params.kernel[a])
+      throwInputError(inputs, i,
+                      "an NCHW tensor whose padded size holds the kernel " +
+                          nn_detail::pairStr(m_params.kernel));
+  }
+}
+
+std::vector<std::int64_t> Pool2dFamilyOp::pooledShape(const TensorType& x) const {
+  const auto& s = x.shape();
+  std::vector<std::int64_t> out{s[0], s[1], U, U};
+  for (int a = 0; a < 2; ++a)
+    if (s[static_cast<std::size_t>(2 + a)] != U)
+      out[static_cast<std::size_t>(2 + a)] =
+          cpu::poolOutputSize(s[static_cast<std::size_t>(2 + a)], m_params.kernel[a],
+                              m_params.stride[a], m_params.padding[a]);
+  return out;
+}
+
+ShapeExpr Pool2dFamilyOp::pooledShapeExpr(const ShapeExpr& x) const {
+  return {x[0], x[1],
+          pooledSizeExpr(x[2], m_params.kernel[0], m_params.stride[0], m_params.padding[0]),
+          pooledSizeExpr(x[3], m_params.kernel[1], m_params.stride[1], m_params.padding[1])};
+}
+
+// --- MaxPool2d -----------------------------------------------------------------------------------
+
+std::vector<TensorType> MaxPool2d::outputTypes(std::span<const VarPtr> inputs) const {
+  checkInputCount(inputs, 1);
+  checkPoolInput(inputs, 0);
+  const TensorType& x = inputs[0]->type();
+  return {TensorType(x.dtype(), pooledShape(x), x.device())};
+}
+
+void MaxPool2d::perform(const Apply&, std::span<const Tensor* const> inputs,
+                        std::span<Tensor* const> outputs) const {
+  const Tensor x = inputs[0]->contiguous();
+  const cpu::Pool2dGeometry g = geometry(str(), m_params, x.shape());
+  Tensor& y = reuseOrAllocate(outputs[0], x.dtype(), pooled(g));
+  dispatchFloat(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cpu::maxPool2dForward<T>(g, x.data<T>(), y.data<T>());
+  });
+}
+
+std::vector<ShapeExpr> MaxPool2d::inferShape(const Apply&, std::span<const ShapeExpr> s) const {
+  return {pooledShapeExpr(s[0])};
+}
+
+std::vector<Grad> MaxPool2d::pullback(const Apply& node,
+                                      std::span<const VarPtr> outputGrads) const {
+  return {maxPool2dGrad(node.input(0), outputGrads[0], m_params)};
+}
+
+std::optional<std::vector<VarPtr>> MaxPool2d::pushforward(const Apply& node,
+                                                          std::span<const VarPtr> tangents) const {
+  if (!tangents[0]) return std::vector<VarPtr>{nullptr};
+  return std::vector<VarPtr>{maxPool2dGradGrad(node.input(0), tangents[0], m_params)};
+}
+
+OpPtr MaxPool2d::fromProps(const nlohmann::json& props) {
+  return std::make_shared<MaxPool2d>(Pool2dParams::fromJson(props, "MaxPool2d", false));
+}
+
+// --- MaxPool2dGrad -------------------------------------------------------------------------------
+
+std::vector<TensorType> MaxPool2dGrad::outputTypes(std::span<const VarPtr> inputs) const {
+  checkInputCount(inputs, 2);
+  checkPoolInput(inputs, 0);
+  const TensorType& x = inputs[0]->type();
+  const TensorType expected(x.dtype(), pooledShape(x), x.device());
+  if (!inputs[1]->type().isCompatibleWith(expected))
+    throwInputError(inputs, 1,
+                    "an output gradient of type " + expected.str() + " for the input " + x.str());
+  return {x};
+}
+
+void MaxPool2dGrad::perform(const Apply&, std::span<const Tensor* const> inputs,
+                            std::span<Tensor* const> outputs) const {
+  const Tensor x = inputs[0]->contiguous(), gy = inputs[1]->contiguous();
+  const cpu::Pool2dGeometry g = geometry(str(), m_params, x.shape());
+  checkShape(str(), "the output gradient", gy.shape(), pooled(g));
+  Tensor& gx = reuseOrAllocate(outputs[0], x.dtype(), x.shape());
+  dispatchFloat(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cpu::maxPool2dGrad<T>(g, x.data<T>(), gy.data<T>(), gx.data<T>());
+  });
+}
+
+std::vector<ShapeExpr> MaxPool2dGrad::inferShape(const Apply&, std::span<const ShapeExpr> s) const {
+  return {s[0]};
+}
+
+// Linear in gy with adjoint MaxPool2dGradGrad; zero wrt x (Note [Pool2d geometry]: piecewise
+// constant).
+std::vector<Grad> MaxPool2dGrad::pullback(const Apply& node,
+                                          std::span<const VarPtr> outputGrads) const {
+  const VarPtr& x = node.input(0);
+  return {zerosLike(x), maxPool2dGradGrad(x, outputGrads[0], m_params)};
+}
+
+std::optional<std::vector<VarPtr>> MaxPool2dGrad::pushforward(
+    const Apply& node, std::span<const VarPtr> tangents) const {
+  if (!tangents[1]) return std::vector<VarPtr>{nullptr};
+  return std::vector<VarPtr>{maxPool2dGrad(node.input(0), tangents[1], m_params)};
+}
+
+OpPtr MaxPool2dGrad::fromProps(const nlohmann::json& props) {
+  return std::make_shared<MaxPool2dGrad>(Pool2dParams::fromJson(props, "MaxPool2dGrad", false));
+}
+
+// --- MaxPool2dGradGrad ---------------------------------------------------------------------------
+
+std::vector<TensorType> MaxPool2dGradGrad::outputTypes(std::span<const VarPtr> inputs) const {
+  checkInputCount(inputs, 2);
+  checkPoolInput(inputs, 0);
+  const TensorType& x = inputs[0]->type();
+  if (!inputs[1]->type().isCompatibleWith(x))
+    throwInputError(inputs, 1, "a tensor of the input's type " + x.str());
+  return {TensorType(x.dtype(), pooledShape(x), x.device())};
+}
+
+void MaxPool2dGradGrad::perform(const Apply&, std::span<const Tensor* const> inputs,
+                                std::span<Tensor* const> outputs) const {
+  const Tensor x = inputs[0]->contiguous(), gx = inputs[1]->contiguous();
+  const cpu::Pool2dGeometry g = geometry(str(), m_params, x.shape());
+  checkShape(str(), "input 1", gx.shape(), x.shape());
+  Tensor& gy = reuseOrAllocate(outputs[0], x.dtype(), pooled(g));
+  dispatchFloat(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cpu::maxPool2dGradGrad<T>(g, x.data<T>(), gx.data<T>(), gy.data<T>());
+  });
+}
+
+std::vector<ShapeExpr> MaxPool2dGradGrad::inferShape(const Apply&,
+                                                     std::span<const ShapeExpr> s) const {
+  return {pooledShapeExpr(s[0])};
+}
+
+std::vector<Grad> MaxPool2dGradGrad::pullback(const Apply& node,
+                                              std::span<const VarPtr> outputGrads) const {
+  const VarPtr& x = node.input(0);
+  return {zerosLike(x), maxPool2dGrad(x, outputGrads[0], m_params)};
+}
+
+std::optional<std::vector<VarPtr>> MaxPool2dGradGrad::pushforward(
+    const Apply& node, std::span<const VarPtr> tangents) const {
+  if (!tangents[1]) return std::vector<VarPtr>{nullptr};
+  return std::vector<VarPtr>{maxPool2dGradGrad(node.input(0), tangents[1], m_params)};
+}
+
+OpPtr MaxPool2dGradGrad::fromProps(const nlohmann::json& props) {
+  return std::make_shared<MaxPool2dGradGrad>(
+      Pool2dParams::fromJson(props, "MaxPool2dGradGrad", false));
+}
+
+// --- AvgPool2d -----------------------------------------------------------------------------------
+
+std::vector<TensorType> AvgPool2d::outputTypes(std::span<const VarPtr> inputs) const {
+  checkInputCount(inputs, 1);
+  checkPoolInput(inputs, 0);
+  const TensorType& x = inputs[0]->type();
+  return {TensorType(x.dtype(), pooledShape(x), x.device())};
+}
+
+void AvgPool2d::perform(const Apply&, std::span<const Tensor* const> inputs,
+                        std::span<Tensor* const> outputs) const {
+  const Tensor x = inputs[0]->contiguous();
+  const cpu::Pool2dGeometry g = geometry(str(), m_params, x.shape());
+  Tensor& y = reuseOrAllocate(outputs[0], x.dtype(), pooled(g));
+  dispatchFloat(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cpu::avgPool2dForward<T>(g, m_params.includePad, x.data<T>(), y.data<T>());
+  });
+}
+
+std::vector<ShapeExpr> AvgPool2d::inferShape(const Apply&, std::span<const ShapeExpr> s) const {
+  return {pooledShapeExpr(s[0])};
+}
+
+std::vector<Grad> AvgPool2d::pullback(const Apply& node,
+                                      std::span<const VarPtr> outputGrads) const {
+  const VarPtr& x = node.input(0);
+  return {avgPool2dGrad(outputGrads[0], shapeI(x, 2), shapeI(x, 3), m_params)};
+}
+
+std::optional<std::vector<VarPtr>> AvgPool2d::pushforward(const Apply&,
+                                                          std::span<const VarPtr> tangents) const {
+  if (!tangents[0]) return std::vector<VarPtr>{nullptr};
+  return std::vector<VarPtr>{avgPool2d(tangents[0], m_params)};
+}
+
+OpPtr AvgPool2d::fromProps(const nlohmann::json& props) {
+  return std::make_shared<AvgPool2d>(Pool2dParams::fromJson(props, "AvgPool2d", true));
+}
+
+// --- AvgPool2dGrad -------------------------------------------------------------------------------
+
+std::vector<TensorType> AvgPool2dGrad::outputTypes(std::span<const VarPtr> inputs) const {
+  checkInputCount(inputs, 3);
+  const TensorType& gy = inputs[0]->type();
+  if (!isPoolTensor(gy))
+    throwInputError(inputs, 0, "an output gradient (a 4-d float32 or float64 tensor)");
+  for (int i : {1, 2})
+    if (!isScalarInt64(inputs[static_cast<std::size_t>(i)]))
+      throwInputError(
+          inputs, i,
+          std::string("the input ") + (i == 1 ? "height" : "width") + " (a 0-d int64 tensor)");
+  const std::int64_t h = constantIntValue(inputs[1]).value_or(U),
+                     w = constantIntValue(inputs[2]).value_or(U);
+  const TensorType x(gy.dtype(), {gy.shape()[0], gy.shape()[1], h, w}, gy.device());
+  const TensorType expected(gy.dtype(), pooledShape(x), gy.device());
+  if (!gy.isCompatibleWith(expected))
+    throwInputError(
+        inputs, 0,
+        "an output gradient of type " + expected.str() + " for an input of type " + x.str());
+  return {x};
+}
+
+void AvgPool2dGrad::perform(const Apply&, std::span<const Tensor* const> inputs,
+                            std::span<Tensor* const> outputs) const {
+  const Tensor gy = inputs[0]->contiguous();
+  const Shape xShape{gy.shape()[0], gy.shape()[1], static_cast<std::int64_t>(inputs[1]->item()),
+                     static_cast<std::int64_t>(inputs[2]->item())};
+  const cpu::Pool2dGeometry g = geometry(str(), m_params, xShape);
+  checkShape(str(), "the output gradient", gy.shape(), pooled(g));
+  Tensor& gx = reuseOrAllocate(outputs[0], gy.dtype(), xShape);
+  dispatchFloat(gy.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cpu::avgPool2dGrad<T>(g, m_params.includePad, gy.data<T>(), gx.data<T>());
+  });
+}
+
+std::vector<ShapeExpr> AvgPool2dGrad::inferShape(const Apply& node,
+                                                 std::span<const ShapeExpr> s) const {
+  return {ShapeExpr{s[0][0], s[0][1], node.input(1), node.input(2)}};
+}
+
+// Linear in gy; its adjoint is average pooling itself.
+std::vector<Grad> AvgPool2dGrad::pullback(const Apply&, std::span<const VarPtr> outputGrads) const {
+  return {avgPool2d(outputGrads[0], m_params), Grad::disconnected(), Grad::disconnected()};
+}
+
+std::optional<std::vector<VarPtr>> AvgPool2dGrad::pushforward(
+    const Apply& node, std::span<const VarPtr> tangents) const {
+  if (!tangents[0]) return std::vector<VarPtr>{nullptr};
+  return std::vector<VarPtr>{avgPool2dGrad(tangents[0], node.input(1), node.input(2), m_params)};
+}
+
+OpPtr AvgPool2dGrad::fromProps(const nlohmann::json& props) {
+  return std::make_shared<AvgPool2dGrad>(Pool2dParams::fromJson(props, "AvgPool2dGrad", true));
+}
+
+// --- Builders ------------------------------------------------------------------------------------
+
+VarPtr maxPool2d(const VarPtr& x, Pool2dParams params, std::source_location site) {
+  return std::make_shared<MaxPool2d>(params)->operator()({x}, site);
+}
+VarPtr maxPool2dGrad(const VarPtr& x, const VarPtr& gy, Pool2dParams params,
+                     std::source_location site) {
+  return std::make_shared<MaxPool2dGrad>(params)->operator()({x, gy}, site);
+}
+VarPtr maxPool2dGradGrad(const VarPtr& x, const VarPtr& gx, Pool2dParams params,
+                         std::source_location site) {
+  return std::make_shared<MaxPool2dGradGrad>(params)->operator()({x, gx}, site);
+}
+VarPtr avgPool2d(const VarPtr& x, Pool2dParams params, std::source_location site) {
+  return std::make_shared<AvgPool2d>(params)->operator()({x}, site);
+}
+VarPtr avgPool2dGrad(const VarPtr& gy, const VarPtr& height, const VarPtr& width,
+                     Pool2dParams params, std::source_location site) {
+  return std::make_shared<AvgPool2dGrad>(params)->operator()({gy, height, width}, site);
+}
+
+}  // namespace tscope::engine
