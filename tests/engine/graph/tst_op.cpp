@@ -251,6 +251,36 @@ void TestOp::testRegistryRoundTrip_data() {
   QTest::newRow("DimShuffle none")
       << "DimShuffle" << json{{"input_ndim", 1}, {"order", json::array()}};
   QTest::newRow("Dot") << "Dot" << json::object();
+  QTest::newRow("ShapeI") << "ShapeI" << json{{"i", 1}};
+  QTest::newRow("SumToShape") << "SumToShape" << json::object();
+  QTest::newRow("CAReduce sum") << "CAReduce" << json{{"scalar_op", "add"}, {"axis", {0, 2}}};
+  QTest::newRow("CAReduce max all") << "CAReduce" << json{{"scalar_op", "maximum"}, {"axis", nullptr}};
+  QTest::newRow("Argmax") << "Argmax" << json{{"axis", 1}};
+  QTest::newRow("Argmin all") << "Argmin" << json{{"axis", nullptr}};
+  QTest::newRow("Gemm") << "Gemm" << json{{"inplace", false}};
+  QTest::newRow("Gemv inplace") << "Gemv" << json{{"inplace", true}};
+  QTest::newRow("Ger") << "Ger" << json{{"inplace", false}};
+  QTest::newRow("Softmax") << "Softmax" << json{{"axis", -1}};
+  QTest::newRow("LogSoftmax") << "LogSoftmax" << json{{"axis", 1}};
+  QTest::newRow("SoftmaxGrad") << "SoftmaxGrad" << json{{"axis", 0}};
+  QTest::newRow("LogSoftmaxGrad") << "LogSoftmaxGrad" << json{{"axis", -1}};
+  QTest::newRow("OneHot") << "OneHot" << json{{"dtype", "float32"}};
+  QTest::newRow("CategoricalCrossEntropy") << "CategoricalCrossEntropy" << json::object();
+  QTest::newRow("SoftmaxCrossEntropyWithLogits") << "SoftmaxCrossEntropyWithLogits" << json::object();
+  QTest::newRow("SoftmaxCrossEntropyGrad") << "SoftmaxCrossEntropyGrad" << json::object();
+  QTest::newRow("Conv2d") << "Conv2d" << json{{"dilation", {2, 1}}, {"groups", 2}, {"padding", {1, 0}}, {"stride", {2, 2}}};
+  QTest::newRow("Conv2dGradInputs") << "Conv2dGradInputs" << json{{"dilation", {1, 1}}, {"groups", 1}, {"padding", {1, 1}}, {"stride", {2, 1}}};
+  QTest::newRow("Conv2dGradWeights") << "Conv2dGradWeights" << json{{"dilation", {1, 1}}, {"groups", 1}, {"padding", {0, 0}}, {"stride", {1, 1}}};
+  QTest::newRow("MaxPool2d") << "MaxPool2d" << json{{"kernel", {3, 2}}, {"padding", {1, 1}}, {"stride", {2, 1}}};
+  QTest::newRow("MaxPool2dGrad") << "MaxPool2dGrad" << json{{"kernel", {2, 2}}, {"padding", {0, 0}}, {"stride", {2, 2}}};
+  QTest::newRow("MaxPool2dGradGrad") << "MaxPool2dGradGrad" << json{{"kernel", {2, 2}}, {"padding", {0, 0}}, {"stride", {2, 2}}};
+  QTest::newRow("AvgPool2d") << "AvgPool2d" << json{{"include_pad", false}, {"kernel", {3, 3}}, {"padding", {1, 1}}, {"stride", {2, 2}}};
+  QTest::newRow("AvgPool2dGrad") << "AvgPool2dGrad" << json{{"include_pad", true}, {"kernel", {2, 2}}, {"padding", {0, 0}}, {"stride", {2, 2}}};
+  QTest::newRow("BatchNormTrain") << "BatchNormTrain" << json{{"axes", {0, 2, 3}}, {"epsilon", 1e-5}};
+  QTest::newRow("BatchNormInference") << "BatchNormInference" << json{{"axes", {0}}, {"epsilon", 0.001}};
+  QTest::newRow("RandomUniform") << "RandomUniform" << json{{"dtype", "float32"}, {"ndim", 2}};
+  QTest::newRow("RandomNormal") << "RandomNormal" << json{{"dtype", "float64"}, {"ndim", 0}};
+  QTest::newRow("RandomIntegers") << "RandomIntegers" << json{{"dtype", "int64"}, {"ndim", 1}};
 }
 
 void TestOp::testRegistryRoundTrip() {
@@ -269,7 +299,12 @@ void TestOp::testRegistryRoundTrip() {
 
 void TestOp::testRegistryCoversEveryOp() {
   // Every registered op is exercised by testRegistryRoundTrip: a new family must add rows there.
-  const std::set<std::string> tested{"Elemwise", "DimShuffle", "Dot"};
+  const std::set<std::string> tested{"Elemwise", "DimShuffle", "Dot", "ShapeI", "SumToShape", "CAReduce",
+                                     "Argmax", "Argmin", "Gemm", "Gemv", "Ger",
+"Softmax", "LogSoftmax", "SoftmaxGrad", "LogSoftmaxGrad", "OneHot", "CategoricalCrossEntropy",
+  "SoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyGrad", "Conv2d", "Conv2dGradInputs",
+  "Conv2dGradWeights", "MaxPool2d", "MaxPool2dGrad", "MaxPool2dGradGrad", "AvgPool2d", "AvgPool2dGrad",
+  "BatchNormTrain", "BatchNormInference", "RandomUniform", "RandomNormal", "RandomIntegers"};
   const std::vector<std::string> names = defaultOpRegistry().names();
   QVERIFY(!names.empty());
   for (const auto& n : names) QVERIFY2(tested.count(n), ("no round-trip rows for op " + n).c_str());
