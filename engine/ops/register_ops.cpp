@@ -3,6 +3,9 @@
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/elemwise/elemwise.h"
+#include "engine/ops/nn/nn.h"
+#include "engine/ops/random/random_ops.h"
+#include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/dimshuffle.h"
 
 namespace tscope::engine {
@@ -12,6 +15,9 @@ void registerAllOps(OpRegistry& registry) {
   registerElemwiseOps(registry);
   registerShapeOps(registry);
   registerBlasOps(registry);
+  registerNnOps(registry);
+  registerRandomOps(registry);
+  registerReduceOps(registry);
 }
 
 const OpRegistry& defaultOpRegistry() {
