@@ -281,6 +281,64 @@ void TestOp::testRegistryRoundTrip_data() {
   QTest::newRow("RandomUniform") << "RandomUniform" << json{{"dtype", "float32"}, {"ndim", 2}};
   QTest::newRow("RandomNormal") << "RandomNormal" << json{{"dtype", "float64"}, {"ndim", 0}};
   QTest::newRow("RandomIntegers") << "RandomIntegers" << json{{"dtype", "int64"}, {"ndim", 1}};
+  // Shape and indexing family. Index lists (Note [Index lists]): an index entry {"i": ...}, a
+  // slice entry {"start", "stop", "step"}, each part null, a constant or "?" (a symbolic input).
+  const json all{{"start", nullptr}, {"stop", nullptr}, {"step", nullptr}};
+  QTest::newRow("Shape") << "Shape" << json::object();
+  QTest::newRow("MakeVector int64") << "MakeVector" << json{{"dtype", "int64"}};
+  QTest::newRow("MakeVector float32") << "MakeVector" << json{{"dtype", "float32"}};
+  QTest::newRow("SpecifyShape") << "SpecifyShape" << json::object();
+  QTest::newRow("Reshape") << "Reshape" << json{{"ndim", 2}};
+  QTest::newRow("Reshape scalar") << "Reshape" << json{{"ndim", 0}};
+  QTest::newRow("Join") << "Join" << json{{"axis", 1}};
+  QTest::newRow("Split") << "Split" << json{{"axis", 0}, {"n_splits", 3}};
+  QTest::newRow("Alloc") << "Alloc" << json::object();
+  QTest::newRow("ARange int64") << "ARange" << json{{"dtype", "int64"}};
+  QTest::newRow("ARange float32") << "ARange" << json{{"dtype", "float32"}};
+  QTest::newRow("Tile") << "Tile" << json{{"reps", {2, 1, 3}}};
+  QTest::newRow("Tile none") << "Tile" << json{{"reps", json::array()}};
+  QTest::newRow("Repeat scalar count")
+      << "Repeat" << json{{"axis", 0}, {"repeats", json::array({3})}};
+  QTest::newRow("Repeat per element") << "Repeat" << json{{"axis", 1}, {"repeats", {1, 0, 2}}};
+  QTest::newRow("Subtensor slice and index")  // x[1:, 2]
+      << "Subtensor"
+      << json{{"idx_list", json::array({json{{"start", 1}, {"stop", nullptr}, {"step", nullptr}},
+                                       json{{"i", 2}}})}};
+  QTest::newRow("Subtensor symbolic")  // x[:, i, ::-1] with i an input
+      << "Subtensor"
+      << json{{"idx_list",
+               json::array({all, json{{"i", "?"}},
+                            json{{"start", nullptr}, {"stop", nullptr}, {"step", -1}}})}};
+  QTest::newRow("Subtensor empty") << "Subtensor" << json{{"idx_list", json::array()}};
+  QTest::newRow("IncSubtensor inc")
+      << "IncSubtensor"
+      << json{{"idx_list", json::array({json{{"start", "?"}, {"stop", "?"}, {"step", nullptr}}})},
+              {"inplace", false},
+              {"set_instead_of_inc", false}};
+  QTest::newRow("IncSubtensor set inplace")
+      << "IncSubtensor"
+      << json{{"idx_list", json::array({all, json{{"i", -1}}})},
+              {"inplace", true},
+              {"set_instead_of_inc", true}};
+  QTest::newRow("AdvancedSubtensor1") << "AdvancedSubtensor1" << json::object();
+  QTest::newRow("AdvancedIncSubtensor1")
+      << "AdvancedIncSubtensor1" << json{{"inplace", false}, {"set_instead_of_inc", false}};
+  QTest::newRow("AdvancedIncSubtensor1 set inplace")
+      << "AdvancedIncSubtensor1" << json{{"inplace", true}, {"set_instead_of_inc", true}};
+  QTest::newRow("AdvancedSubtensor arrays")  // x[i, :, j]
+      << "AdvancedSubtensor" << json{{"idx_list", json::array({"array", all, "array"})}};
+  QTest::newRow("AdvancedSubtensor slice")  // x[::2, i]
+      << "AdvancedSubtensor"
+      << json{{"idx_list",
+               json::array({json{{"start", nullptr}, {"stop", nullptr}, {"step", 2}}, "array"})}};
+  QTest::newRow("AdvancedIncSubtensor inc")
+      << "AdvancedIncSubtensor"
+      << json{{"idx_list", json::array({"array"})}, {"inplace", false}, {"set_instead_of_inc", false}};
+  QTest::newRow("AdvancedIncSubtensor set inplace")
+      << "AdvancedIncSubtensor"
+      << json{{"idx_list", json::array({json{{"start", 1}, {"stop", 4}, {"step", nullptr}}, "array"})},
+              {"inplace", true},
+              {"set_instead_of_inc", true}};
 }
 
 void TestOp::testRegistryRoundTrip() {
@@ -304,7 +362,10 @@ void TestOp::testRegistryCoversEveryOp() {
 "Softmax", "LogSoftmax", "SoftmaxGrad", "LogSoftmaxGrad", "OneHot", "CategoricalCrossEntropy",
   "SoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyGrad", "Conv2d", "Conv2dGradInputs",
   "Conv2dGradWeights", "MaxPool2d", "MaxPool2dGrad", "MaxPool2dGradGrad", "AvgPool2d", "AvgPool2dGrad",
-  "BatchNormTrain", "BatchNormInference", "RandomUniform", "RandomNormal", "RandomIntegers"};
+  "BatchNormTrain", "BatchNormInference", "RandomUniform", "RandomNormal", "RandomIntegers",
+  "Shape", "MakeVector", "SpecifyShape", "Reshape", "Join", "Split", "Alloc", "ARange", "Tile",
+  "Repeat", "Subtensor", "IncSubtensor", "AdvancedSubtensor1", "AdvancedIncSubtensor1",
+  "AdvancedSubtensor", "AdvancedIncSubtensor"};
   const std::vector<std::string> names = defaultOpRegistry().names();
   QVERIFY(!names.empty());
   for (const auto& n : names) QVERIFY2(tested.count(n), ("no round-trip rows for op " + n).c_str());
