@@ -28,6 +28,7 @@ struct Function::Impl {
   std::vector<VarPtr> userOutputs;  // graph outputs asked for by the caller
   // (graph output index, shared variable in the graph) per update
   std::vector<std::pair<std::size_t, SharedVariable*>> updates;
+  std::vector<const Variable*> updateInputs;  // the graph input of each update's shared variable
   std::vector<Tensor> args;  // reused between calls
 };
 
@@ -74,7 +75,12 @@ std::vector<Tensor> Function::operator()(const std::vector<Tensor>& args) {
   }
   std::vector<Tensor> values = vm.outputValues();
   // Every value is computed before any shared variable changes.
-  for (const auto& [outputIndex, shared] : impl.updates) shared->setValueBorrowed(std::move(values[outputIndex]));
+  for (std::size_t u = 0; u < impl.updates.size(); ++u) {
+    const auto& [outputIndex, shared] = impl.updates[u];
+    Tensor previous = shared->value();
+    shared->setValueBorrowed(std::move(values[outputIndex]));
+    vm.recycleBuffer(*impl.updateInputs[u], *impl.graph->outputs()[outputIndex], std::move(previous));
+  }
   values.resize(impl.nUserOutputs);
   return values;
 }
@@ -143,6 +149,7 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
     const auto inIndex = static_cast<std::size_t>(it - gIn.begin());
     impl->graph->setUpdate(outIndex, inIndex);
     impl->updates.emplace_back(outIndex, static_cast<SharedVariable*>(target.get()));
+    impl->updateInputs.push_back(target.get());
   }
   // Rewrites per mode arrive with the optimizer; until then every mode runs the graph as built.
   VMOptions vmOptions;

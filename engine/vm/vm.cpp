@@ -174,6 +174,12 @@ void VM::setValue(const Variable& var, const Tensor& value) {
   m_storage[slotOf(var)] = var.type().filter(value, "the new value of " + var.displayName());
 }
 
+void VM::recycleBuffer(const Variable& input, const Variable& computed, Tensor buffer) {
+  if (!m_options.keepBuffers || m_status != Status::Finished || computed.owner() == nullptr) return;
+  m_storage[slotOf(input)] = Tensor();
+  m_storage[slotOf(computed)] = std::move(buffer);
+}
+
 std::vector<Tensor> VM::outputValues() {
   if (m_status != Status::Finished)
     throw std::logic_error("VM::outputValues: the run has not finished (" + std::to_string(m_pc) + " of " +

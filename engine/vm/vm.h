@@ -67,6 +67,12 @@ class VM {
   const Tensor* value(const Variable& var) const;
   // Replaces a value (a monitored value at a pause); filtered against the variable's type.
   void setValue(const Variable& var, const Tensor& value);
+  // Note [Update double buffering]: after a finished run with keepBuffers, Function hands the
+  // buffer a shared variable held before its update back to the node that computes the update, so
+  // the next call writes the new value into it instead of allocating (reuseOrAllocate still checks
+  // that nothing else holds the buffer). `input` is the shared variable's graph input, whose slot
+  // lets go of the buffer; `computed` is the update's value.
+  void recycleBuffer(const Variable& input, const Variable& computed, Tensor buffer);
   // The graph outputs' values after a finished run (moved out of the storage unless keepBuffers).
   std::vector<Tensor> outputValues();
 

@@ -176,6 +176,32 @@ class TestFunction : public QObject {
     QCOMPARE(a[0].toDoubles(), (std::vector<double>{2, 2, 2}));
   }
 
+  // Note [Update double buffering]: with keepBuffers, an update writes into the buffer its shared
+  // variable held two calls before, and never into the value the caller can still see.
+  void testUpdatesReuseThePreviousBuffer() {
+    auto w = SharedVariable::create(Tensor::zeros(DType::Float32, {1000}), "w");
+    auto x = fvar("x", {1000});
+    CompileOptions opts;
+    opts.keepBuffers = true;
+    Function step = compile({x}, {}, {{w, w + x}}, opts);
+    const Tensor ones = Tensor::full(DType::Float32, {1000}, 1);
+    step({ones});
+    step({ones});
+    Tensor seen = w->value();  // the caller keeps this value: it must not change
+    step({ones});
+    step({ones});
+    QCOMPARE(seen.toDoubles()[0], 2.0);
+    QCOMPARE(w->value().toDoubles()[999], 4.0);
+    // Without an outside holder the buffers alternate.
+    seen = Tensor();
+    step({ones});
+    const void* a = w->value().rawData();
+    step({ones});
+    step({ones});
+    QCOMPARE(w->value().rawData(), a);
+    QCOMPARE(w->value().toDoubles()[0], 7.0);
+  }
+
   void testFailingNodeNamesOpAndSite() {
     auto boom = asOp("Boom", {TensorType(DType::Float32, {U})}, {TensorType(DType::Float32, {U})},
                      [](std::span<const Tensor>) -> std::vector<Tensor> { throw std::runtime_error("kaput"); });
