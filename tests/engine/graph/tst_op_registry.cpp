@@ -1,0 +1,187 @@
+// Every registered op rebuilds from its props: props -> op -> props is the identity, and the
+// rebuilt op is equal, hashes equal and prints the same. Each op family adds rows here.
+#include "engine/graph/op.h"
+#include "engine/graph/op_registry.h"
+#include "engine/ops/elemwise/scalar_op.h"
+#include "engine/ops/register_ops.h"
+#include "graph_test_support.h"
+#include "test_main.h"
+
+#include <set>
+#include <vector>
+
+using namespace tscope::engine;
+using namespace tscope::engine::testing;
+using json = nlohmann::json;
+
+Q_DECLARE_METATYPE(nlohmann::json)
+
+class TestOpRegistry : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void testRegistryRoundTrip_data();
+  void testRegistryRoundTrip();
+  void testRegistryCoversEveryOp();
+};
+
+void TestOpRegistry::testRegistryRoundTrip_data() {
+  QTest::addColumn<QString>("name");
+  QTest::addColumn<json>("props");
+  for (int i = 0; i < kScalarOpCount; ++i) {
+    const ScalarOpInfo& info = scalarOpInfo(static_cast<ScalarOp>(i));
+    if (info.op == ScalarOp::Cast) {
+      for (int d = 0; d < kDTypeCount; ++d) {
+        const std::string dt(dtypeName(static_cast<DType>(d)));
+        QTest::addRow("Elemwise cast %s", dt.c_str())
+            << "Elemwise" << json{{"scalar_op", "cast"}, {"dtype", dt}};
+      }
+      QTest::addRow("Elemwise cast inplace")
+          << "Elemwise"
+          << json{{"scalar_op", "cast"}, {"dtype", "float64"}, {"inplace", {{"0", 0}}}};
+      continue;
+    }
+    const std::string n(info.name);
+    QTest::addRow("Elemwise %s", n.c_str()) << "Elemwise" << json{{"scalar_op", n}};
+    QTest::addRow("Elemwise %s inplace 0", n.c_str())
+        << "Elemwise" << json{{"scalar_op", n}, {"inplace", {{"0", 0}}}};
+    if (info.arity != 1)
+      QTest::addRow("Elemwise %s inplace 1", n.c_str())
+          << "Elemwise" << json{{"scalar_op", n}, {"inplace", {{"0", 1}}}};
+  }
+  QTest::newRow("DimShuffle transpose")
+      << "DimShuffle" << json{{"input_ndim", 2}, {"order", {1, 0}}};
+  QTest::newRow("DimShuffle x") << "DimShuffle" << json{{"input_ndim", 2}, {"order", {1, 0, "x"}}};
+  QTest::newRow("DimShuffle scalar")
+      << "DimShuffle" << json{{"input_ndim", 0}, {"order", {"x", "x"}}};
+  QTest::newRow("DimShuffle drop") << "DimShuffle" << json{{"input_ndim", 3}, {"order", {2, 0}}};
+  QTest::newRow("DimShuffle none")
+      << "DimShuffle" << json{{"input_ndim", 1}, {"order", json::array()}};
+  QTest::newRow("Dot") << "Dot" << json::object();
+  QTest::newRow("ShapeI") << "ShapeI" << json{{"i", 1}};
+  QTest::newRow("SumToShape") << "SumToShape" << json::object();
+  QTest::newRow("CAReduce sum") << "CAReduce" << json{{"scalar_op", "add"}, {"axis", {0, 2}}};
+  QTest::newRow("CAReduce max all") << "CAReduce" << json{{"scalar_op", "maximum"}, {"axis", nullptr}};
+  QTest::newRow("Argmax") << "Argmax" << json{{"axis", 1}};
+  QTest::newRow("Argmin all") << "Argmin" << json{{"axis", nullptr}};
+  QTest::newRow("Gemm") << "Gemm" << json{{"inplace", false}};
+  QTest::newRow("Gemv inplace") << "Gemv" << json{{"inplace", true}};
+  QTest::newRow("Ger") << "Ger" << json{{"inplace", false}};
+  QTest::newRow("Softmax") << "Softmax" << json{{"axis", -1}};
+  QTest::newRow("LogSoftmax") << "LogSoftmax" << json{{"axis", 1}};
+  QTest::newRow("SoftmaxGrad") << "SoftmaxGrad" << json{{"axis", 0}};
+  QTest::newRow("LogSoftmaxGrad") << "LogSoftmaxGrad" << json{{"axis", -1}};
+  QTest::newRow("OneHot") << "OneHot" << json{{"dtype", "float32"}};
+  QTest::newRow("CategoricalCrossEntropy") << "CategoricalCrossEntropy" << json::object();
+  QTest::newRow("SoftmaxCrossEntropyWithLogits") << "SoftmaxCrossEntropyWithLogits" << json::object();
+  QTest::newRow("SoftmaxCrossEntropyGrad") << "SoftmaxCrossEntropyGrad" << json::object();
+  QTest::newRow("Conv2d") << "Conv2d" << json{{"dilation", {2, 1}}, {"groups", 2}, {"padding", {1, 0}}, {"stride", {2, 2}}};
+  QTest::newRow("Conv2dGradInputs") << "Conv2dGradInputs" << json{{"dilation", {1, 1}}, {"groups", 1}, {"padding", {1, 1}}, {"stride", {2, 1}}};
+  QTest::newRow("Conv2dGradWeights") << "Conv2dGradWeights" << json{{"dilation", {1, 1}}, {"groups", 1}, {"padding", {0, 0}}, {"stride", {1, 1}}};
+  QTest::newRow("MaxPool2d") << "MaxPool2d" << json{{"kernel", {3, 2}}, {"padding", {1, 1}}, {"stride", {2, 1}}};
+  QTest::newRow("MaxPool2dGrad") << "MaxPool2dGrad" << json{{"kernel", {2, 2}}, {"padding", {0, 0}}, {"stride", {2, 2}}};
+  QTest::newRow("MaxPool2dGradGrad") << "MaxPool2dGradGrad" << json{{"kernel", {2, 2}}, {"padding", {0, 0}}, {"stride", {2, 2}}};
+  QTest::newRow("AvgPool2d") << "AvgPool2d" << json{{"include_pad", false}, {"kernel", {3, 3}}, {"padding", {1, 1}}, {"stride", {2, 2}}};
+  QTest::newRow("AvgPool2dGrad") << "AvgPool2dGrad" << json{{"include_pad", true}, {"kernel", {2, 2}}, {"padding", {0, 0}}, {"stride", {2, 2}}};
+  QTest::newRow("BatchNormTrain") << "BatchNormTrain" << json{{"axes", {0, 2, 3}}, {"epsilon", 1e-5}};
+  QTest::newRow("BatchNormInference") << "BatchNormInference" << json{{"axes", {0}}, {"epsilon", 0.001}};
+  QTest::newRow("RandomUniform") << "RandomUniform" << json{{"dtype", "float32"}, {"ndim", 2}};
+  QTest::newRow("RandomNormal") << "RandomNormal" << json{{"dtype", "float64"}, {"ndim", 0}};
+  QTest::newRow("RandomIntegers") << "RandomIntegers" << json{{"dtype", "int64"}, {"ndim", 1}};
+  // Shape and indexing family. Index lists (Note [Index lists]): an index entry {"i": ...}, a
+  // slice entry {"start", "stop", "step"}, each part null, a constant or "?" (a symbolic input).
+  const json all{{"start", nullptr}, {"stop", nullptr}, {"step", nullptr}};
+  QTest::newRow("Shape") << "Shape" << json::object();
+  QTest::newRow("MakeVector int64") << "MakeVector" << json{{"dtype", "int64"}};
+  QTest::newRow("MakeVector float32") << "MakeVector" << json{{"dtype", "float32"}};
+  QTest::newRow("SpecifyShape") << "SpecifyShape" << json::object();
+  QTest::newRow("Reshape") << "Reshape" << json{{"ndim", 2}};
+  QTest::newRow("Reshape scalar") << "Reshape" << json{{"ndim", 0}};
+  QTest::newRow("Join") << "Join" << json{{"axis", 1}};
+  QTest::newRow("Split") << "Split" << json{{"axis", 0}, {"n_splits", 3}};
+  QTest::newRow("Alloc") << "Alloc" << json::object();
+  QTest::newRow("ARange int64") << "ARange" << json{{"dtype", "int64"}};
+  QTest::newRow("ARange float32") << "ARange" << json{{"dtype", "float32"}};
+  QTest::newRow("Tile") << "Tile" << json{{"reps", {2, 1, 3}}};
+  QTest::newRow("Tile none") << "Tile" << json{{"reps", json::array()}};
+  QTest::newRow("Repeat scalar count")
+      << "Repeat" << json{{"axis", 0}, {"repeats", json::array({3})}};
+  QTest::newRow("Repeat per element") << "Repeat" << json{{"axis", 1}, {"repeats", {1, 0, 2}}};
+  QTest::newRow("Subtensor slice and index")  // x[1:, 2]
+      << "Subtensor"
+      << json{{"idx_list", json::array({json{{"start", 1}, {"stop", nullptr}, {"step", nullptr}},
+                                       json{{"i", 2}}})}};
+  QTest::newRow("Subtensor symbolic")  // x[:, i, ::-1] with i an input
+      << "Subtensor"
+      << json{{"idx_list",
+               json::array({all, json{{"i", "?"}},
+                            json{{"start", nullptr}, {"stop", nullptr}, {"step", -1}}})}};
+  QTest::newRow("Subtensor empty") << "Subtensor" << json{{"idx_list", json::array()}};
+  QTest::newRow("IncSubtensor inc")
+      << "IncSubtensor"
+      << json{{"idx_list", json::array({json{{"start", "?"}, {"stop", "?"}, {"step", nullptr}}})},
+              {"inplace", false},
+              {"set_instead_of_inc", false}};
+  QTest::newRow("IncSubtensor set inplace")
+      << "IncSubtensor"
+      << json{{"idx_list", json::array({all, json{{"i", -1}}})},
+              {"inplace", true},
+              {"set_instead_of_inc", true}};
+  QTest::newRow("AdvancedSubtensor1") << "AdvancedSubtensor1" << json::object();
+  QTest::newRow("AdvancedIncSubtensor1")
+      << "AdvancedIncSubtensor1" << json{{"inplace", false}, {"set_instead_of_inc", false}};
+  QTest::newRow("AdvancedIncSubtensor1 set inplace")
+      << "AdvancedIncSubtensor1" << json{{"inplace", true}, {"set_instead_of_inc", true}};
+  QTest::newRow("AdvancedSubtensor arrays")  // x[i, :, j]
+      << "AdvancedSubtensor" << json{{"idx_list", json::array({"array", all, "array"})}};
+  QTest::newRow("AdvancedSubtensor slice")  // x[::2, i]
+      << "AdvancedSubtensor"
+      << json{{"idx_list",
+               json::array({json{{"start", nullptr}, {"stop", nullptr}, {"step", 2}}, "array"})}};
+  QTest::newRow("AdvancedIncSubtensor inc")
+      << "AdvancedIncSubtensor"
+      << json{{"idx_list", json::array({"array"})}, {"inplace", false}, {"set_instead_of_inc", false}};
+  QTest::newRow("AdvancedIncSubtensor set inplace")
+      << "AdvancedIncSubtensor"
+      << json{{"idx_list", json::array({json{{"start", 1}, {"stop", 4}, {"step", nullptr}}, "array"})},
+              {"inplace", true},
+              {"set_instead_of_inc", true}};
+}
+
+void TestOpRegistry::testRegistryRoundTrip() {
+  QFETCH(QString, name);
+  QFETCH(json, props);
+  const OpRegistry& registry = defaultOpRegistry();
+  const OpPtr op = registry.make(name.toStdString(), props);
+  QCOMPARE(qs(op->name()), name);
+  // props -> op -> props gives the same props, and those props give an equal op.
+  QCOMPARE(qs(op->props().dump()), qs(props.dump()));
+  const OpPtr again = registry.make(op->name(), op->props());
+  QVERIFY(again->equals(*op));
+  QCOMPARE(again->hash(), op->hash());
+  QCOMPARE(qs(again->str()), qs(op->str()));
+}
+
+void TestOpRegistry::testRegistryCoversEveryOp() {
+  // Every registered op is exercised by testRegistryRoundTrip: a new family must add rows there.
+  const std::set<std::string> tested{"Elemwise", "DimShuffle", "Dot", "ShapeI", "SumToShape", "CAReduce",
+                                     "Argmax", "Argmin", "Gemm", "Gemv", "Ger",
+"Softmax", "LogSoftmax", "SoftmaxGrad", "LogSoftmaxGrad", "OneHot", "CategoricalCrossEntropy",
+  "SoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyGrad", "Conv2d", "Conv2dGradInputs",
+  "Conv2dGradWeights", "MaxPool2d", "MaxPool2dGrad", "MaxPool2dGradGrad", "AvgPool2d", "AvgPool2dGrad",
+  "BatchNormTrain", "BatchNormInference", "RandomUniform", "RandomNormal", "RandomIntegers",
+  "Shape", "MakeVector", "SpecifyShape", "Reshape", "Join", "Split", "Alloc", "ARange", "Tile",
+  "Repeat", "Subtensor", "IncSubtensor", "AdvancedSubtensor1", "AdvancedIncSubtensor1",
+  "AdvancedSubtensor", "AdvancedIncSubtensor"};
+  const std::vector<std::string> names = defaultOpRegistry().names();
+  QVERIFY(!names.empty());
+  for (const auto& n : names) QVERIFY2(tested.count(n), ("no round-trip rows for op " + n).c_str());
+  QVERIFY(std::is_sorted(names.begin(), names.end()));
+  // registerAllOps fills a fresh registry with the same names.
+  OpRegistry fresh;
+  registerAllOps(fresh);
+  QCOMPARE(fresh.names(), names);
+}
+
+TSCOPE_TEST_MAIN(TestOpRegistry)
+#include "tst_op_registry.moc"
