@@ -455,29 +455,15 @@ std::vector<TensorType> AdvancedIncSubtensor::outputTypes(std::span<const VarPtr
   const TensorType& x = inputs[0]->type();
   const TensorType& y = inputs[1]->type();
   const std::vector<std::int64_t> region = m_index.outputShape(x, inputs.subspan(2), str());
-  if (y.device() != x.device())
-    throwInputError(inputs, 1, "a tensor on " + std::string(deviceName(x.device())));
-  if (promoteTypes(y.dtype(), x.dtype()) != x.dtype())
-    throwInputError(inputs, 1,
-                    "a tensor whose dtype converts to x's " + std::string(dtypeName(x.dtype())) +
-                        " without loss");
-  if (auto why = staticBroadcastError(y.shape(), region))
-    throwInputError(inputs, 1,
-                    "a tensor that broadcasts to x[" + m_index.str() + "] of shape " +
-                        staticShapeStr(region) + " (" + *why + ")");
+  if (auto expected = incValueMismatch(x, y, region, "x[" + m_index.str() + "]"))
+    throwInputError(inputs, 1, *expected);
   return {x};
 }
 
 void AdvancedIncSubtensor::perform(const Apply&, std::span<const Tensor* const> inputs,
                                    std::span<Tensor* const> outputs) const {
   const Tensor& x = *inputs[0];
-  Tensor& out = *outputs[0];
-  if (m_inplace) {
-    out = x;  // destroyMap: the output is x's buffer
-  } else {
-    reuseOrAllocate(&out, x.dtype(), x.shape());
-    out.copyFrom(x);
-  }
+  Tensor& out = prepareIncOutput(x, outputs[0], m_inplace);
   const Plan plan = makePlan(m_index, out, inputs.subspan(2), str());
   const Tensor y = broadcastOperand(*inputs[1], plan.indexedShape, str() + ": y");
   std::vector<std::int64_t> yOffsets;

@@ -144,13 +144,7 @@ std::vector<TensorType> AdvancedIncSubtensor1::outputTypes(std::span<const VarPt
 void AdvancedIncSubtensor1::perform(const Apply&, std::span<const Tensor* const> inputs,
                                     std::span<Tensor* const> outputs) const {
   const Tensor& x = *inputs[0];
-  Tensor& out = *outputs[0];
-  if (m_inplace) {
-    out = x;  // destroyMap: the output is x's buffer
-  } else {
-    reuseOrAllocate(&out, x.dtype(), x.shape());
-    out.copyFrom(x);
-  }
+  Tensor& out = prepareIncOutput(x, outputs[0], m_inplace);
   const std::vector<std::int64_t> rows = checkedRows(str(), *inputs[2], x.shape()[0]);
   Shape region = x.shape();
   region[0] = static_cast<std::int64_t>(rows.size());

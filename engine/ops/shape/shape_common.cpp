@@ -310,4 +310,25 @@ VarPtr sumToShapeOf(const VarPtr& g, const VarPtr& like, Site site) {
   return out;
 }
 
+std::optional<std::string> incValueMismatch(const TensorType& x, const TensorType& y,
+                                            std::span<const std::int64_t> region,
+                                            const std::string& regionText) {
+  if (y.device() != x.device()) return "a tensor on " + std::string(deviceName(x.device()));
+  if (promoteTypes(y.dtype(), x.dtype()) != x.dtype())
+    return "a tensor whose dtype converts to x's " + std::string(dtypeName(x.dtype())) + " without loss";
+  if (auto why = staticBroadcastError(y.shape(), region))
+    return "a tensor that broadcasts to " + regionText + " of shape " + staticShapeStr(region) + " (" + *why + ")";
+  return std::nullopt;
+}
+
+Tensor& prepareIncOutput(const Tensor& x, Tensor* out, bool inplace) {
+  if (inplace) {
+    *out = x;  // destroyMap: the output is x's buffer
+  } else {
+    reuseOrAllocate(out, x.dtype(), x.shape());
+    out->copyFrom(x);
+  }
+  return *out;
+}
+
 }  // namespace tscope::engine::shape_detail

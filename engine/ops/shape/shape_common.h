@@ -132,4 +132,13 @@ void copyBlock(D* dst, std::span<const std::int64_t> ds, const S* src,
 // g summed to the runtime shape of `like` (Note [Operand broadcasting]) and cast to like's dtype.
 VarPtr sumToShapeOf(const VarPtr& g, const VarPtr& like, Site site = Site::current());
 
+// The inc/set-subtensor family: what input y must be to go into x's region of shape `region`
+// (regionText names it in the message), or nullopt when it fits.
+std::optional<std::string> incValueMismatch(const TensorType& x, const TensorType& y,
+                                            std::span<const std::int64_t> region,
+                                            const std::string& regionText);
+// The output of an inc/set-subtensor op before the region is written: x itself when the op
+// destroys x (inplace), else a copy of x in the reused or a new buffer.
+Tensor& prepareIncOutput(const Tensor& x, Tensor* out, bool inplace);
+
 }  // namespace tscope::engine::shape_detail
