@@ -3,6 +3,7 @@
 #include "engine/graph/errors.h"
 #include "engine/graph/op.h"
 #include "engine/graph/traversal.h"
+#include "engine/rewrite/rewrite_db.h"
 #include "engine/vm/vm.h"
 
 #include <unordered_set>
@@ -30,6 +31,8 @@ struct Function::Impl {
   std::vector<std::pair<std::size_t, SharedVariable*>> updates;
   std::vector<const Variable*> updateInputs;  // the graph input of each update's shared variable
   std::vector<Tensor> args;  // reused between calls
+  std::vector<RewriteRecord> rewriteLog;
+  RewriteProfile rewriteProfile;
 };
 
 Function::Function(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
@@ -41,6 +44,8 @@ const FunctionGraph& Function::graph() const { return *m_impl->graph; }
 const std::vector<VarPtr>& Function::inputs() const { return m_impl->userInputs; }
 const std::vector<VarPtr>& Function::outputs() const { return m_impl->userOutputs; }
 VM& Function::vm() { return *m_impl->vm; }
+const std::vector<RewriteRecord>& Function::rewriteLog() const { return m_impl->rewriteLog; }
+const RewriteProfile& Function::rewriteProfile() const { return m_impl->rewriteProfile; }
 
 namespace {
 std::string argumentName(std::size_t i, const Variable& v) {
@@ -138,9 +143,22 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
   impl->graph = std::make_unique<FunctionGraph>(allInputs, graphOutputs, FunctionGraph::Ownership::Clone, &map);
   impl->nUserInputs = inputs.size();
   impl->nUserOutputs = outputs.size();
-  const auto& gIn = impl->graph->inputs();
+  FunctionGraph& fg = *impl->graph;
+  if (options.mode != Mode::None) {
+    RewriteQuery query = RewriteQuery::forMode(modeName(options.mode));
+    query.include.insert(options.include.begin(), options.include.end());
+    query.exclude.insert(options.exclude.begin(), options.exclude.end());
+    auto recorder = std::make_shared<RewriteRecorder>();
+    fg.attachFeature(recorder);
+    OptimizeOptions optimizeOptions;
+    optimizeOptions.checkEachChange = options.mode == Mode::Debug;
+    impl->rewriteProfile = optimize(fg, query, RewriteDb::standard(), optimizeOptions);
+    impl->rewriteLog = recorder->records();
+    fg.detachFeature(*recorder);
+  }
+  const auto& gIn = fg.inputs();
   impl->userInputs.assign(gIn.begin(), gIn.begin() + static_cast<std::ptrdiff_t>(inputs.size()));
-  const auto& gOut = impl->graph->outputs();
+  const auto& gOut = fg.outputs();
   impl->userOutputs.assign(gOut.begin(), gOut.begin() + static_cast<std::ptrdiff_t>(outputs.size()));
   for (std::size_t u = 0; u < updateTargets.size(); ++u) {
     const std::size_t outIndex = outputs.size() + u;
@@ -151,7 +169,6 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
     impl->updates.emplace_back(outIndex, static_cast<SharedVariable*>(target.get()));
     impl->updateInputs.push_back(target.get());
   }
-  // Rewrites per mode arrive with the optimizer; until then every mode runs the graph as built.
   VMOptions vmOptions;
   vmOptions.keepBuffers = options.keepBuffers;
   impl->vm = std::make_unique<VM>(*impl->graph, impl->graph->toposort(), vmOptions);

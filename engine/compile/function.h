@@ -2,6 +2,8 @@
 // compile(): turns a graph into a callable Function (DESIGN.md "From graph to Function").
 
 #include "engine/graph/function_graph.h"
+#include "engine/graph/rewrite_recorder.h"
+#include "engine/rewrite/rewriter.h"
 #include "engine/graph/variable.h"
 #include "engine/tensor/tensor.h"
 
@@ -33,6 +35,10 @@ std::string_view modeName(Mode mode);
 
 struct CompileOptions {
   Mode mode = Mode::None;
+  // Rewrite tags or names to add to / remove from the mode's selection (Note [Rewrite selection]
+  // in engine/rewrite/rewrite_db.h): exclude {"fusion"} keeps elementwise chains unfused.
+  std::vector<std::string> include;
+  std::vector<std::string> exclude;
   // Keep intermediate buffers between calls (reused when shapes repeat) instead of freeing each
   // after its last use.
   bool keepBuffers = false;
@@ -54,6 +60,9 @@ class Function {
   const FunctionGraph& graph() const;
   const std::vector<VarPtr>& inputs() const;   // the graph's inputs (clones of the given ones)
   const std::vector<VarPtr>& outputs() const;  // the graph's outputs
+  // What the optimizer did: every change in order, and the time per phase and per rewrite.
+  const std::vector<RewriteRecord>& rewriteLog() const;
+  const RewriteProfile& rewriteProfile() const;
   // The VM of this function: step()/run() control, storage inspection, observers.
   VM& vm();
 

@@ -339,6 +339,11 @@ void FunctionGraph::removeClient(Variable& first, const Client& firstClient, std
   std::vector<VarPtr> graveyard;  // orphans released only when the walk is over
   std::vector<ApplyPtr> prunedNodes;  // likewise: the walk still reads their inputs
   std::vector<std::pair<Variable*, Client>> work{{&first, firstClient}};
+  removeClients(work, graveyard, prunedNodes, reason);
+}
+
+void FunctionGraph::removeClients(std::vector<std::pair<Variable*, Client>>& work, std::vector<VarPtr>& graveyard,
+                                  std::vector<ApplyPtr>& prunedNodes, std::string_view reason) {
   while (!work.empty()) {
     auto [var, client] = work.back();
     work.pop_back();
@@ -358,23 +363,50 @@ void FunctionGraph::removeClient(Variable& first, const Client& firstClient, std
       continue;
     }
     if (node->fgraph() != this) continue;
+    pruneIfUnused(node, work, prunedNodes, reason);
+  }
+}
+
+bool FunctionGraph::pruneIfUnused(Apply* node, std::vector<std::pair<Variable*, Client>>& work,
+                                  std::vector<ApplyPtr>& prunedNodes, std::string_view reason) {
+  for (int o = 0; o < node->nOutputs(); ++o)
+    if (!node->outputRef(o).m_clients.empty()) return false;
+  // Prune: the node leaves the graph; its inputs lose a client each.
+  for (const auto& f : m_features) f->onPrune(*this, *node, reason);
+  Apply* lastNode = m_nodes.back();
+  prunedNodes.push_back(std::move(m_nodeRefs[node->m_slot]));  // released after the walk
+  m_nodeRefs[node->m_slot] = std::move(m_nodeRefs.back());
+  m_nodes[node->m_slot] = lastNode;
+  lastNode->m_slot = node->m_slot;
+  m_nodes.pop_back();
+  m_nodeRefs.pop_back();
+  if (Apply* const* found = m_nodeIds.find(node->m_id); found && *found == node) m_nodeIds.erase(node->m_id);
+  node->m_fgraph = nullptr;
+  for (int o = 0; o < node->nOutputs(); ++o) removeVariable(node->outputRef(o));
+  for (int i = node->nInputs() - 1; i >= 0; --i) work.emplace_back(node->input(i).get(), Client{node, i});
+  return true;
+}
+
+std::size_t FunctionGraph::pruneUnused(std::string_view reason) {
+  std::vector<Apply*> unused;
+  for (Apply* node : m_nodes) {
     bool used = false;
     for (int o = 0; o < node->nOutputs() && !used; ++o) used = !node->outputRef(o).m_clients.empty();
-    if (used) continue;
-    // Prune: the node leaves the graph; its inputs lose a client each.
-    for (const auto& f : m_features) f->onPrune(*this, *node, reason);
-    Apply* lastNode = m_nodes.back();
-    prunedNodes.push_back(std::move(m_nodeRefs[node->m_slot]));  // released after the walk
-    m_nodeRefs[node->m_slot] = std::move(m_nodeRefs.back());
-    m_nodes[node->m_slot] = lastNode;
-    lastNode->m_slot = node->m_slot;
-    m_nodes.pop_back();
-    m_nodeRefs.pop_back();
-    if (Apply* const* found = m_nodeIds.find(node->m_id); found && *found == node) m_nodeIds.erase(node->m_id);
-    node->m_fgraph = nullptr;
-    for (int o = 0; o < node->nOutputs(); ++o) removeVariable(node->outputRef(o));
-    for (int i = node->nInputs() - 1; i >= 0; --i) work.emplace_back(node->input(i).get(), Client{node, i});
+    if (!used) unused.push_back(node);
   }
+  if (unused.empty()) return 0;
+  const std::size_t before = m_nodes.size();
+  ChangeScope change(*this, reason);
+  std::vector<VarPtr> graveyard;
+  std::vector<ApplyPtr> prunedNodes;
+  std::vector<std::pair<Variable*, Client>> work;
+  for (Apply* node : unused) {
+    // The walks only prune nodes that lost their last client, never one without clients, so
+    // every node of `unused` is still in the graph here.
+    pruneIfUnused(node, work, prunedNodes, reason);
+    removeClients(work, graveyard, prunedNodes, reason);
+  }
+  return before - m_nodes.size();
 }
 
 // --- edits ---

@@ -77,6 +77,10 @@ class FunctionGraph {
   // Brings var (and every node it needs that the graph lacks) into the graph.
   void importVar(const VarPtr& var, std::string_view reason);
   void addInput(const VarPtr& var);
+  // Removes every node none of whose outputs is used (by a node or a graph output), and what
+  // only they needed; returns how many nodes left. Graph edits never leave such nodes behind, but
+  // importVar() of a variable nothing uses does.
+  std::size_t pruneUnused(std::string_view reason);
   //   before: outputs (y)      addOutput(z)      after: outputs (y, z)
   void addOutput(const VarPtr& var, std::string_view reason);
 
@@ -125,6 +129,11 @@ class FunctionGraph {
   void addVariable(Variable& var);
   void removeVariable(Variable& var);
   void removeClient(Variable& var, const Client& client, std::string_view reason);
+  // The walk of removeClient: drops each (variable, client) and prunes what is left unused.
+  void removeClients(std::vector<std::pair<Variable*, Client>>& work, std::vector<VarPtr>& graveyard,
+                     std::vector<ApplyPtr>& prunedNodes, std::string_view reason);
+  bool pruneIfUnused(Apply* node, std::vector<std::pair<Variable*, Client>>& work,
+                     std::vector<ApplyPtr>& prunedNodes, std::string_view reason);
   void changeInputImpl(Apply* node, int index, const VarPtr& newVar, std::string_view reason,
                        bool checkType = true);
   template <class Node> void assignId(Node& node);

@@ -20,6 +20,9 @@ class History final : public Feature {
   // future (one that a revert already passed).
   void revert(Checkpoint cp);
   std::size_t size() const { return m_changes.size(); }
+  // Drops every recorded change (and the replaced subgraphs it kept alive); checkpoints taken
+  // before are invalid afterwards. The rewrite driver calls it after each accepted change.
+  void forget() { m_changes.clear(); }
 
   void onAttach(FunctionGraph& fg) override;
   void onDetach(FunctionGraph& fg) override;

@@ -1,0 +1,151 @@
+// The merge family: common subexpression elimination (constants included), constant folding and
+// dead code removal.
+#include "engine/graph/op.h"
+#include "engine/rewrite/rewrite_db.h"
+#include "engine/tensor/tensor.h"
+
+#include <cstring>
+#include <unordered_map>
+
+namespace tscope::engine {
+
+namespace {
+
+// FNV-1a over the bytes of a constant, with its dtype and shape.
+std::size_t constantHash(const Tensor& t) {
+  std::size_t h = 1469598103934665603ull ^ static_cast<std::size_t>(t.dtype());
+  auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 1099511628211ull; };
+  for (std::int64_t d : t.shape()) mix(static_cast<std::uint64_t>(d));
+  const Tensor c = t.contiguous();
+  const auto* p = static_cast<const unsigned char*>(c.rawData());
+  const std::size_t n = c.nbytes();
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    mix(w);
+  }
+  for (; i < n; ++i) mix(p[i]);
+  return h;
+}
+
+bool sameConstant(const Constant& a, const Constant& b) {
+  return a.type() == b.type() && a.value().bitwiseEqual(b.value());
+}
+
+// Note [Merge in one sweep]: nodes are visited in topological order, so when a node is visited
+// its inputs are already the merged (canonical) variables; two nodes are equal when their ops are
+// equal and their inputs are the same variables. Each duplicate is replaced once (its clients move
+// to the canonical node) and nothing is re-validated globally: the cost is one toposort plus a
+// hash lookup per node, and one hash of each constant's bytes.
+std::size_t mergeGraph(RewriteContext& ctx, const std::string& reason) {
+  FunctionGraph& fg = ctx.graph();
+  std::size_t changes = 0;
+  std::unordered_map<std::size_t, std::vector<VarPtr>> constants;
+  std::unordered_map<std::size_t, std::vector<Apply*>> nodes;
+
+  auto canonicalConstant = [&](const VarPtr& var) -> VarPtr {
+    const auto& c = static_cast<const Constant&>(*var);
+    auto& bucket = constants[constantHash(c.value())];
+    for (const VarPtr& other : bucket) {
+      if (other == var) return nullptr;
+      if (other->fgraph() == &fg && sameConstant(static_cast<const Constant&>(*other), c)) return other;
+    }
+    bucket.push_back(var);
+    return nullptr;
+  };
+
+  for (Apply* node : fg.toposort()) {
+    if (node->fgraph() != &fg) continue;
+    for (int i = 0; i < node->nInputs(); ++i) {
+      const VarPtr in = node->input(i);
+      if (in->kind() != Variable::Kind::Constant) continue;
+      if (VarPtr canonical = canonicalConstant(in)) {
+        if (ctx.replace({{in, canonical}}, reason)) ++changes;
+      }
+    }
+    if (!node->op().isExecutable() || !node->op().destroyMap().empty()) continue;
+    std::size_t h = node->op().hash();
+    for (const VarPtr& in : node->inputs()) h = h * 1000003u ^ std::hash<const Variable*>()(in.get());
+    auto& bucket = nodes[h];
+    Apply* twin = nullptr;
+    for (Apply* other : bucket) {
+      if (other->fgraph() != &fg || other->nInputs() != node->nInputs() || !other->op().equals(node->op())) continue;
+      bool same = true;
+      for (int i = 0; i < node->nInputs() && same; ++i) same = other->input(i) == node->input(i);
+      if (same) {
+        twin = other;
+        break;
+      }
+    }
+    if (!twin) {
+      bucket.push_back(node);
+      continue;
+    }
+    Replacements pairs;
+    for (int o = 0; o < node->nOutputs(); ++o) pairs.emplace_back(node->output(o), twin->output(o));
+    if (ctx.replace(pairs, reason)) ++changes;
+    else bucket.push_back(node);  // a type mismatch: keep both
+  }
+  return changes;
+}
+
+bool foldable(const Apply& node) {
+  const Op& op = node.op();
+  if (node.nInputs() == 0 || !op.isExecutable() || !op.destroyMap().empty()) return false;
+  const std::string name = op.name();
+  // Alloc-like ops would turn a cheap broadcast into a big constant in the graph and the file;
+  // random ops are kept so the graph still shows where randomness comes from.
+  if (name == "Alloc" || name == "ARange" || name == "Tile" || name == "Repeat" || name.rfind("Random", 0) == 0)
+    return false;
+  for (const VarPtr& in : node.inputs())
+    if (in->kind() != Variable::Kind::Constant) return false;
+  return true;
+}
+
+// Outputs bigger than this stay computed at run time.
+constexpr std::int64_t kMaxFoldedElements = std::int64_t{1} << 20;
+
+Replacements foldConstants(RewriteContext&, Apply& node) {
+  if (!foldable(node)) return {};
+  for (int o = 0; o < node.nOutputs(); ++o) {
+    const TensorType& t = node.outputRef(o).type();
+    if (t.isFullyKnown() && shapeNumel(t.shape()) > kMaxFoldedElements) return {};
+  }
+  std::vector<const Tensor*> inputs;
+  for (const VarPtr& in : node.inputs()) inputs.push_back(&static_cast<const Constant&>(*in).value());
+  std::vector<Tensor> values(static_cast<std::size_t>(node.nOutputs()));
+  std::vector<Tensor*> outputs;
+  for (Tensor& v : values) outputs.push_back(&v);
+  try {
+    node.op().perform(node, inputs, outputs);
+  } catch (const std::exception&) {
+    return {};  // the error belongs to run time, where it names the node
+  }
+  Replacements r;
+  for (int o = 0; o < node.nOutputs(); ++o) {
+    Tensor& v = values[static_cast<std::size_t>(o)];
+    if (!v.defined() || v.numel() > kMaxFoldedElements) return {};
+    // A view of an input would tie the constant to another constant's storage.
+    const Variable& out = node.outputRef(o);
+    auto c = Constant::create(v.clone(), out.name());
+    r.emplace_back(node.output(o), c);
+  }
+  return r;
+}
+
+}  // namespace
+
+void registerMergeRewrites(RewriteDb& db) {
+  const std::vector<std::string> tags{"fast_run", "fast_compile", "merge"};
+  db.add(Phase::Merge, graphRewriter("merge", [](RewriteContext& ctx) { return mergeGraph(ctx, "merge"); }), tags);
+  db.add(Phase::Merge, graphRewriter("dead_code_elimination",
+                                     [](RewriteContext& ctx) { return ctx.graph().pruneUnused("dead_code_elimination"); }),
+         tags);
+  db.add(Phase::Canonicalize, nodeRewriter("constant_folding", {}, foldConstants),
+         {"fast_run", "fast_compile", "canonicalize"});
+  db.add(Phase::FinalMerge, graphRewriter("final_merge", [](RewriteContext& ctx) { return mergeGraph(ctx, "final_merge"); }),
+         tags);
+}
+
+}  // namespace tscope::engine
