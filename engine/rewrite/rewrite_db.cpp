@@ -125,21 +125,23 @@ RewriteProfile optimize(FunctionGraph& fg, const RewriteQuery& query, const Rewr
     const auto tp = Clock::now();
     PhaseStats ps{name, 0, fg.nodeCount(), 0, 0};
     for (const auto* e : graphEntries) {
-      RewriterStats& st = ctx.stats(e->graph->name(), name);
-      ++st.tried;
+      // The stats entry is looked up again after apply(): a graph rewriter may add entries.
+      ++ctx.stats(e->graph->name(), name).tried;
       const auto tg = Clock::now();
+      std::size_t n = 0;
       try {
-        const std::size_t n = e->graph->apply(ctx);
-        st.applied += n;
-        ps.changes += n;
+        n = e->graph->apply(ctx);
       } catch (const std::exception& ex) {
-        st.seconds += std::chrono::duration<double>(Clock::now() - tg).count();
+        ctx.stats(e->graph->name(), name).seconds += std::chrono::duration<double>(Clock::now() - tg).count();
         if (options.checkEachChange) throw;
         warn("rewrite '" + e->graph->name() + "' failed in phase " + name + ": " + ex.what() +
              "; the graph keeps the changes made before the failure");
         continue;
       }
+      RewriterStats& st = ctx.stats(e->graph->name(), name);
       st.seconds += std::chrono::duration<double>(Clock::now() - tg).count();
+      st.applied += n;
+      ps.changes += n;
     }
     ps.changes += runEquilibrium(ctx, name, nodeRewriters);
     ps.nodesAfter = fg.nodeCount();

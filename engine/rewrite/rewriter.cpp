@@ -197,6 +197,8 @@ std::size_t runEquilibrium(RewriteContext& ctx, std::string_view phase, const st
   };
   std::vector<Slot> slots;
   slots.reserve(rewriters.size());
+  // Entries first, pointers after: stats() may grow the vector.
+  for (const auto& r : rewriters) ctx.stats(r->name(), phaseName);
   for (const auto& r : rewriters) slots.push_back(Slot{r.get(), &ctx.stats(r->name(), phaseName)});
   // Op name -> the slots that look at it, in registration order (built on first sight of a name).
   std::unordered_map<std::string, std::vector<Slot*>> byOp;

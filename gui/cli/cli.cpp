@@ -2,6 +2,7 @@
 
 #include "engine/io/graph_text.h"
 #include "engine/io/npy.h"
+#include "engine/io/optimize_graph.h"
 #include "engine/io/run_graph.h"
 #include "gui/cli/graph_file.h"
 
@@ -10,6 +11,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 
 namespace tscope::gui {
 
@@ -115,11 +117,54 @@ int runRun(const QCommandLineParser& p, const std::string& file, std::string& ou
   return kExitOk;
 }
 
+int runOptimize(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
+  if (!p.isSet("output")) throw std::invalid_argument("-o OUT.tsg is required");
+  const std::filesystem::path target = p.value("output").toStdString();
+  if (target.extension() != ".tsg")
+    throw std::invalid_argument("-o expects a .tsg path, found '" + target.string() + "'");
+  const std::string mode = p.isSet("mode") ? p.value("mode").toStdString() : std::string("fast_run");
+  engine::RewriteQuery query = engine::RewriteQuery::forMode(mode);
+  const std::set<std::string> known = engine::RewriteDb::standard().knownTags();
+  auto checkTag = [&](const std::string& option, const std::string& tag) {
+    if (known.count(tag)) return;
+    std::string list;
+    for (const std::string& k : {"fast_run", "fast_compile", "merge", "canonicalize", "stabilize", "specialize",
+                                 "fusion", "inplace", "final_merge"})
+      if (known.count(k)) list += (list.empty() ? "" : ", ") + k;
+    throw std::invalid_argument("--" + option + " " + tag + ": no rewrite or tag has this name (tags include " + list +
+                                "; any rewrite's name works too)");
+  };
+  for (const QString& t : p.values("include")) {
+    checkTag("include", t.toStdString());
+    query.include.insert(t.toStdString());
+  }
+  for (const QString& t : p.values("exclude")) {
+    checkTag("exclude", t.toStdString());
+    query.exclude.insert(t.toStdString());
+  }
+  engine::io::TsgDocument doc = openGraphFile(file);
+  const engine::RewriteProfile profile = engine::io::optimizeDocument(doc, query);
+  engine::io::saveTsg(doc, target);
+  out += file + " (" + mode + "):\n" + engine::io::rewriteProfileText(profile);
+  out += "wrote " + target.string() + " (original, optimized, " + std::to_string(doc.rewrites.size()) +
+         " logged changes)\n";
+  return kExitOk;
+}
+
 const std::map<std::string, SubCommand>& subCommands() {
   static const std::map<std::string, SubCommand> commands = {
       {"info",
        {"counts, inputs and outputs with types, op histogram", "info FILE [--json]", &runInfo,
         [](QCommandLineParser& p) { p.addOption(QCommandLineOption("json", "Print the summary as JSON.")); }}},
+      {"optimize",
+       {"optimizes the original graph; writes it with the optimized graph and the rewrite log",
+        "optimize FILE -o OUT.tsg [--mode M] [--include TAG]... [--exclude TAG]...", &runOptimize,
+        [](QCommandLineParser& p) {
+          p.addOption(QCommandLineOption({"o", "output"}, "Where the optimized file is written (.tsg).", "OUT"));
+          p.addOption(QCommandLineOption("mode", "fast_run (default), fast_compile, none or debug.", "M"));
+          p.addOption(QCommandLineOption("include", "Also run the rewrites with this tag or name (repeatable).", "TAG"));
+          p.addOption(QCommandLineOption("exclude", "Skip the rewrites with this tag or name (repeatable).", "TAG"));
+        }}},
       {"print",
        {"a debugprint-style text tree of a graph", "print FILE [--graph original|optimized]", &runPrint,
         [](QCommandLineParser& p) {
@@ -170,7 +215,7 @@ int runCli(const std::vector<std::string>& args, std::string& out, std::string& 
   }
   auto it = subCommands().find(args[0]);
   if (it == subCommands().end()) {
-    err += "tensorscope: unknown command '" + args[0] + "'; expected one of info, print, run, validate (see tensorscope --help)\n";
+    err += "tensorscope: unknown command '" + args[0] + "'; expected one of info, optimize, print, run, validate (see tensorscope --help)\n";
     return kExitUsage;
   }
   const SubCommand& cmd = it->second;

@@ -1,0 +1,120 @@
+// `tensorscope optimize`: writes the original and the optimized graph with the rewrite log and the
+// rewriter profile, prints the summary, honours --mode/--include/--exclude, refuses bad options;
+// the optimized graph computes what the original computes.
+
+#include "engine/io/run_graph.h"
+#include "engine/io/tsg.h"
+#include "gui/cli/cli.h"
+#include "test_main.h"
+
+#include <QTemporaryDir>
+
+using namespace tscope;
+using namespace tscope::engine;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result cli(std::vector<std::string> args) {
+  Result r;
+  r.code = gui::runCli(args, r.out, r.err);
+  return r;
+}
+
+std::string example(const char* name) { return std::string(TSCOPE_SOURCE_DIR) + "/examples/graphs/" + name; }
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+class TestCliOptimize : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void optimizesTheExampleGraphs() {
+    for (const char* name : {"mlp.tsg", "logistic_regression.tsg", "mlp_forward.tsg"}) {
+      QTemporaryDir dir;
+      const std::string out = dir.filePath("opt.tsg").toStdString();
+      Result r = cli({"optimize", example(name), "-o", out});
+      QVERIFY2(r.code == 0, r.err.c_str());
+      QVERIFY2(contains(r.out, "nodes: ") && contains(r.out, "phases:") && contains(r.out, "canonicalize"), r.out.c_str());
+      QVERIFY2(contains(r.out, "top rewrites:"), r.out.c_str());
+      io::TsgDocument doc = io::loadTsg(out);
+      QVERIFY(doc.optimized);
+      QVERIFY(!doc.rewrites.empty());
+      QVERIFY(doc.optimized->nodeCount() <= doc.original->nodeCount());
+      // The training graphs have duplicated subexpressions and dot + add forms to rewrite.
+      if (std::string(name) != "mlp_forward.tsg") QVERIFY(doc.optimized->nodeCount() < doc.original->nodeCount());
+      bool hasProfile = false;
+      for (const auto& p : doc.profiles) hasProfile = hasProfile || p.value("kind", "") == "rewriter";
+      QVERIFY(hasProfile);
+      // Every logged change names a phase and a rewriter, in order.
+      for (std::size_t i = 0; i < doc.rewrites.size(); ++i) {
+        QCOMPARE(doc.rewrites[i].order, i);
+        QVERIFY(!doc.rewrites[i].phase.empty());
+        QVERIFY(!doc.rewrites[i].reason.empty());
+      }
+      // The optimized graph computes what the original does.
+      io::RunInputs inputs;
+      inputs.randomSeed = 7;
+      const auto before = io::runGraph(*doc.original, inputs);
+      const auto after = io::runGraph(*doc.optimized, inputs);
+      QCOMPARE(before.outputs.size(), after.outputs.size());
+      for (std::size_t i = 0; i < before.outputs.size(); ++i)
+        QVERIFY2(after.outputs[i].allClose(before.outputs[i], 1e-4, 1e-5), name);
+      // print shows the optimized graph.
+      Result p = cli({"print", out, "--graph", "optimized"});
+      QVERIFY2(p.code == 0, p.err.c_str());
+    }
+  }
+
+  void modesAndTags() {
+    QTemporaryDir dir;
+    const std::string out = dir.filePath("opt.tsg").toStdString();
+    Result none = cli({"optimize", example("mlp.tsg"), "-o", out, "--mode", "none"});
+    QVERIFY2(none.code == 0, none.err.c_str());
+    io::TsgDocument doc = io::loadTsg(out);
+    QVERIFY(doc.rewrites.empty());
+    QCOMPARE(doc.optimized->nodeCount(), doc.original->nodeCount());
+
+    Result fc = cli({"optimize", example("mlp.tsg"), "-o", out, "--mode", "fast_compile"});
+    QVERIFY2(fc.code == 0, fc.err.c_str());
+    for (const auto& rec : io::loadTsg(out).rewrites)
+      QVERIFY2(rec.phase == "merge" || rec.phase == "canonicalize" || rec.phase == "final_merge", rec.phase.c_str());
+
+    Result ex = cli({"optimize", example("mlp.tsg"), "-o", out, "--exclude", "canonicalize"});
+    QVERIFY2(ex.code == 0, ex.err.c_str());
+    for (const auto& rec : io::loadTsg(out).rewrites) QVERIFY(rec.phase != "canonicalize");
+
+    // --include adds to the mode's selection: none + merge runs merge only.
+    Result in = cli({"optimize", example("mlp.tsg"), "-o", out, "--mode", "none", "--include", "merge"});
+    QVERIFY2(in.code == 0, in.err.c_str());
+    for (const auto& rec : io::loadTsg(out).rewrites) QCOMPARE(rec.phase, std::string("merge"));
+  }
+
+  void refusesBadOptions() {
+    QTemporaryDir dir;
+    const std::string out = dir.filePath("opt.tsg").toStdString();
+    Result noOut = cli({"optimize", example("mlp.tsg")});
+    QCOMPARE(noOut.code, int(gui::kExitUsage));
+    QVERIFY2(contains(noOut.err, "-o OUT.tsg is required"), noOut.err.c_str());
+    Result badMode = cli({"optimize", example("mlp.tsg"), "-o", out, "--mode", "fastest"});
+    QCOMPARE(badMode.code, int(gui::kExitUsage));
+    QVERIFY2(contains(badMode.err, "fastest") && contains(badMode.err, "fast_run"), badMode.err.c_str());
+    Result badTag = cli({"optimize", example("mlp.tsg"), "-o", out, "--exclude", "no_such_tag"});
+    QCOMPARE(badTag.code, int(gui::kExitUsage));
+    QVERIFY2(contains(badTag.err, "no_such_tag"), badTag.err.c_str());
+    Result badExt = cli({"optimize", example("mlp.tsg"), "-o", dir.filePath("x.json").toStdString()});
+    QCOMPARE(badExt.code, int(gui::kExitUsage));
+    Result missing = cli({"optimize", dir.filePath("none.tsg").toStdString(), "-o", out});
+    QCOMPARE(missing.code, int(gui::kExitFailure));
+    QVERIFY(!QFile::exists(QString::fromStdString(out)));  // nothing half-written
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCliOptimize)
+#include "tst_cli_optimize.moc"
