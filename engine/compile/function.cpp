@@ -6,6 +6,7 @@
 #include "engine/rewrite/rewrite_db.h"
 #include "engine/vm/vm.h"
 
+#include <unordered_map>
 #include <unordered_set>
 
 namespace tscope::engine {
@@ -48,6 +49,35 @@ const std::vector<RewriteRecord>& Function::rewriteLog() const { return m_impl->
 const RewriteProfile& Function::rewriteProfile() const { return m_impl->rewriteProfile; }
 
 namespace {
+// The structure of a graph independent of ids and addresses: per node in topological order, its
+// op and where each input comes from (an earlier node's output, a graph input, a constant).
+std::vector<std::string> structureOf(const FunctionGraph& fg) {
+  std::unordered_map<const Variable*, std::string> names;
+  for (std::size_t i = 0; i < fg.inputs().size(); ++i) names[fg.inputs()[i].get()] = "in" + std::to_string(i);
+  std::vector<std::string> lines;
+  for (const Apply* node : fg.toposort()) {
+    std::string line = node->op().str() + "(";
+    for (const VarPtr& in : node->inputs()) {
+      auto it = names.find(in.get());
+      line += (it != names.end() ? it->second
+                                 : in->kind() == Variable::Kind::Constant
+                                       ? "const " + static_cast<const Constant&>(*in).value().toString(2)
+                                       : "?") + ",";
+    }
+    line += ")";
+    for (int o = 0; o < node->nOutputs(); ++o)
+      names[&node->outputRef(o)] = "n" + std::to_string(lines.size()) + "." + std::to_string(o);
+    lines.push_back(std::move(line));
+  }
+  std::string outs = "outputs(";
+  for (const VarPtr& out : fg.outputs()) {
+    auto it = names.find(out.get());
+    outs += (it != names.end() ? it->second : std::string("const")) + ",";
+  }
+  lines.push_back(outs + ")");
+  return lines;
+}
+
 std::string argumentName(std::size_t i, const Variable& v) {
   std::string s = "argument " + std::to_string(i);
   if (!v.name().empty()) s += " ('" + v.name() + "')";
@@ -148,13 +178,28 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
     RewriteQuery query = RewriteQuery::forMode(modeName(options.mode));
     query.include.insert(options.include.begin(), options.include.end());
     query.exclude.insert(options.exclude.begin(), options.exclude.end());
+    const bool debug = options.mode == Mode::Debug;
+    // Debug: rewrite a second copy too; the rewrites must not depend on ids, addresses or hash order.
+    std::unique_ptr<FunctionGraph> second = debug ? fg.clone() : nullptr;
     auto recorder = std::make_shared<RewriteRecorder>();
     fg.attachFeature(recorder);
     OptimizeOptions optimizeOptions;
-    optimizeOptions.checkEachChange = options.mode == Mode::Debug;
+    optimizeOptions.checkEachChange = debug;
     impl->rewriteProfile = optimize(fg, query, RewriteDb::standard(), optimizeOptions);
     impl->rewriteLog = recorder->records();
     fg.detachFeature(*recorder);
+    if (second) {
+      optimize(*second, query, RewriteDb::standard(), optimizeOptions);
+      const auto a = structureOf(fg), b = structureOf(*second);
+      if (a != b) {
+        std::size_t k = 0;
+        while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+        throw GraphError("DebugMode: rewriting the same graph twice gave different graphs (a rewrite depends on "
+                         "something other than the graph); first difference at node " + std::to_string(k) + ": '" +
+                         (k < a.size() ? a[k] : std::string("<end>")) + "' vs '" +
+                         (k < b.size() ? b[k] : std::string("<end>")) + "'");
+      }
+    }
   }
   const auto& gIn = fg.inputs();
   impl->userInputs.assign(gIn.begin(), gIn.begin() + static_cast<std::ptrdiff_t>(inputs.size()));
@@ -172,6 +217,7 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
   VMOptions vmOptions;
   vmOptions.keepBuffers = options.keepBuffers;
   impl->vm = std::make_unique<VM>(*impl->graph, impl->graph->toposort(), vmOptions);
+  if (options.mode == Mode::Debug) impl->vm->addObserver(std::make_shared<DebugModeObserver>(options.debug));
   for (auto& obs : options.observers) impl->vm->addObserver(obs);
   return Function(std::move(impl));
 }

@@ -1,6 +1,7 @@
 #pragma once
 // compile(): turns a graph into a callable Function (DESIGN.md "From graph to Function").
 
+#include "engine/compile/debug_mode.h"
 #include "engine/graph/function_graph.h"
 #include "engine/graph/rewrite_recorder.h"
 #include "engine/rewrite/rewriter.h"
@@ -39,6 +40,9 @@ struct CompileOptions {
   // in engine/rewrite/rewrite_db.h): exclude {"fusion"} keeps elementwise chains unfused.
   std::vector<std::string> include;
   std::vector<std::string> exclude;
+  // Mode::Debug: the checks each node gets at run time (a DebugModeObserver with these options is
+  // attached to the VM). The graph is also rewritten twice; different results are an error.
+  DebugModeOptions debug;
   // Keep intermediate buffers between calls (reused when shapes repeat) instead of freeing each
   // after its last use.
   bool keepBuffers = false;

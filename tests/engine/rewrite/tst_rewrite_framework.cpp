@@ -293,6 +293,25 @@ class TestRewriteFramework : public QObject {
     Function f0 = compile({x, w}, {out}, {}, none);
     QVERIFY(f0.rewriteLog().empty());
   }
+
+  void debugModeChecksEveryNode() {
+    auto x = fvar("x"), w = fvar("w");
+    auto out = tanh(x * w + 1.0f) * 2.0f;
+    CompileOptions o;
+    o.mode = Mode::Debug;
+    Function f = compile({x, w}, {out}, {}, o);
+    DebugModeObserver* observer = nullptr;
+    for (const auto& obs : f.vm().observers())
+      if (auto* d = dynamic_cast<DebugModeObserver*>(obs.get())) observer = d;
+    QVERIFY(observer);
+    f({randomTensor(DType::Float32, {4, 3}, 5), randomTensor(DType::Float32, {4, 3}, 6)});
+    QCOMPARE(observer->nodesChecked(), f.graph().nodeCount());
+    QVERIFY(observer->findings().empty());
+    // A NaN produced from finite inputs is reported with the node that produced it.
+    auto bad = log(x - 2.0f);
+    Function g = compile({x}, {bad}, {}, o);
+    QVERIFY_THROWS_EXCEPTION(DebugModeError, g({randomTensor(DType::Float32, {2, 2}, 7)}));
+  }
 };
 
 QTEST_APPLESS_MAIN(TestRewriteFramework)

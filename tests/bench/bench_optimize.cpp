@@ -1,0 +1,100 @@
+// Compile time of fast_run on synthetic graphs (issue 4): stacked MLP layers with elementwise tails
+// and many shared constants, at about 1k, 10k and 100k nodes. Prints the time of each size, the
+// ratio time(100k)/time(10k) (linear would be 10; the target is under 12) and the time per phase.
+//
+//   bench_optimize [--max-nodes N] [--repeat R]
+#include "engine/compile/function.h"
+#include "engine/io/optimize_graph.h"
+#include "engine/ops/basic.h"
+#include "engine/ops/blas/dot.h"
+#include "engine/tensor/tensor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace tscope::engine;
+
+namespace {
+
+struct Synthetic {
+  VarPtr x;
+  VarPtr out;
+  std::size_t nodes = 0;
+};
+
+// One layer: h = tanh(dot(h, W) + b); a tail of elementwise ops with fresh scalar constants (the
+// same values every layer, so merge has constants to merge), a duplicated subexpression (merge),
+// x * 1 (canonicalize) and log(1 + u) (stabilize). About 16 nodes per layer.
+Synthetic build(std::size_t targetNodes) {
+  Synthetic s;
+  s.x = Variable::create(TensorType(DType::Float32, {kUnknownDim, 16}), "x");
+  VarPtr h = s.x;
+  std::size_t layer = 0;
+  const std::size_t perLayer = 16;
+  for (; layer * perLayer < targetNodes; ++layer) {
+    auto W = SharedVariable::create(Tensor::full(DType::Float32, {16, 16}, 0.01), "W" + std::to_string(layer));
+    auto b = SharedVariable::create(Tensor::full(DType::Float32, {16}, 0.0), "b" + std::to_string(layer));
+    VarPtr a = dot(h, W) + b;
+    VarPtr t = tanh(a);
+    VarPtr u = t * 0.5f + 0.25f;
+    VarPtr v = t * 0.5f + 0.25f;  // the same expression again
+    VarPtr w = log(1.0f + sqr(u)) * 1.0f;
+    h = (w - v * 0.125f) / 2.0f + exp(neg(neg(u))) * 0.01f;
+  }
+  s.out = h;
+  s.nodes = layer * perLayer;
+  return s;
+}
+
+double secondsOf(auto&& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::size_t maxNodes = 100000;
+  int repeat = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--max-nodes")) maxNodes = std::stoul(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--repeat")) repeat = std::stoi(argv[i + 1]);
+  }
+  std::printf("fast_run compile of synthetic MLP stacks (median of %d)\n", repeat);
+  std::printf("%10s %10s %10s %12s %12s\n", "nodes", "after", "build s", "compile s", "us/node");
+  std::vector<std::pair<std::size_t, double>> results;
+  for (std::size_t n = 1000; n <= maxNodes; n *= 10) {
+    std::vector<double> times;
+    RewriteProfile last;
+    std::size_t after = 0;
+    double buildSeconds = 0;
+    for (int r = 0; r < repeat; ++r) {
+      Synthetic s;
+      buildSeconds = secondsOf([&] { s = build(n); });
+      CompileOptions o;
+      o.mode = Mode::FastRun;
+      o.keepBuffers = true;
+      std::optional<Function> f;
+      times.push_back(secondsOf([&] { f.emplace(compile({s.x}, {s.out}, {}, o)); }));
+      last = f->rewriteProfile();
+      after = f->graph().nodeCount();
+    }
+    std::sort(times.begin(), times.end());
+    const double median = times[times.size() / 2];
+    std::printf("%10zu %10zu %10.3f %12.3f %12.2f\n", last.nodesBefore, after, buildSeconds, median,
+                1e6 * median / static_cast<double>(last.nodesBefore));
+    results.emplace_back(last.nodesBefore, median);
+    if (n == maxNodes || n * 10 > maxNodes) std::printf("\nprofile of the largest graph:\n%s", io::rewriteProfileText(last, 20).c_str());
+  }
+  for (std::size_t i = 1; i < results.size(); ++i)
+    std::printf("time(%zu)/time(%zu) = %.2f (linear: %.1f)\n", results[i].first, results[i - 1].first,
+                results[i].second / results[i - 1].second,
+                static_cast<double>(results[i].first) / static_cast<double>(results[i - 1].first));
+  return 0;
+}
