@@ -58,8 +58,8 @@ class ShapeFeature final : public Feature {
   void onAttach(FunctionGraph& fg) override;
   void onDetach(FunctionGraph& fg) override;
   void onPrune(FunctionGraph& fg, Apply& node, std::string_view reason) override;
-  void onChangeInput(FunctionGraph& fg, Apply* node, int index, const VarPtr& oldVar, const VarPtr& newVar,
-                     std::string_view reason) override;
+  void onChangeInput(FunctionGraph& fg, Apply* node, int index, const VarPtr& oldVar,
+                     const VarPtr& newVar, std::string_view reason) override;
   void onChangeEnd(FunctionGraph& fg, std::string_view reason) override;
   std::size_t cacheSize() const { return m_cache.size(); }
   bool cached(const Variable& var) const { return m_cache.contains(&var); }

@@ -3,6 +3,7 @@
 #include "engine/graph/errors.h"
 #include "engine/graph/op_registry.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/elemwise/composite.h"
 #include "engine/ops/elemwise/elemwise_kernels.h"
 #include "engine/ops/elemwise/sum_to_shape.h"
 #include "engine/tensor/tensor.h"
@@ -270,19 +271,19 @@ void Elemwise::compute(Tensor& dest, std::span<const Tensor* const> inputs) cons
 
 // --- Shapes ----------------------------------------------------------------------------------------
 
-std::vector<ShapeExpr> Elemwise::inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const {
-  const TensorType& outType = node.outputRef(0).type();
+ShapeExpr broadcastShapeExpr(const TensorType& outType, std::span<const ShapeExpr> shapes,
+                             std::span<const std::vector<std::int64_t>* const> staticShapes) {
   const std::size_t ndim = static_cast<std::size_t>(outType.ndim());
   ShapeExpr out;
   out.reserve(ndim);
   for (std::size_t axis = 0; axis < ndim; ++axis) {
     std::int64_t known = outType.shape()[axis] != 1 ? outType.shape()[axis] : kUnknownDim;
     std::vector<VarPtr> candidates;
-    for (std::size_t k = 0; k < inputShapes.size() && known == kUnknownDim; ++k) {
-      const ShapeExpr& s = inputShapes[k];
+    for (std::size_t k = 0; k < shapes.size() && known == kUnknownDim; ++k) {
+      const ShapeExpr& s = shapes[k];
       if (axis + s.size() < ndim) continue;  // the input lacks this axis: it broadcasts
       const VarPtr& d = s[axis + s.size() - ndim];
-      const std::vector<std::int64_t>& typeShape = node.input(static_cast<int>(k))->type().shape();
+      const std::vector<std::int64_t>& typeShape = *staticShapes[k];
       std::int64_t value = constantIntValue(d).value_or(kUnknownDim);
       if (value == kUnknownDim && typeShape.size() == s.size()) value = typeShape[axis + s.size() - ndim];
       if (value == 1) continue;
@@ -302,7 +303,15 @@ std::vector<ShapeExpr> Elemwise::inferShape(const Apply& node, std::span<const S
       out.push_back(elemwise(ScalarOp::Maximum, std::move(candidates)));
     }
   }
-  return {out};
+  return out;
+}
+
+std::vector<ShapeExpr> Elemwise::inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const {
+  std::vector<const std::vector<std::int64_t>*> staticShapes;
+  staticShapes.reserve(inputShapes.size());
+  for (std::size_t k = 0; k < inputShapes.size(); ++k)
+    staticShapes.push_back(&node.input(static_cast<int>(k))->type().shape());
+  return {broadcastShapeExpr(node.outputRef(0).type(), inputShapes, staticShapes)};
 }
 
 DestroyMap Elemwise::destroyMap() const {
@@ -355,6 +364,7 @@ VarPtr cast(const VarPtr& x, DType dtype, std::source_location site) {
 
 void registerElemwiseOps(OpRegistry& registry) {
   registry.add("Elemwise", &Elemwise::fromProps);
+  registry.add("Composite", &Composite::fromProps);
   registry.add("SumToShape", &SumToShape::fromProps);
 }
 

@@ -62,6 +62,11 @@ class Elemwise final : public Op {
 // than 1 disagree on an axis.
 std::optional<std::vector<std::int64_t>> broadcastStaticShapes(std::span<const std::vector<std::int64_t>> shapes);
 
+// Elemwise::inferShape's rule for one output of type outType over operands whose symbolic shapes
+// are `shapes` and whose static shapes are *staticShapes[k] (Composite applies it per output).
+ShapeExpr broadcastShapeExpr(const TensorType& outType, std::span<const ShapeExpr> shapes,
+                             std::span<const std::vector<std::int64_t>* const> staticShapes);
+
 // Builders: elemwise(ScalarOp::Add, {x, y}) == Elemwise(Add)({x, y}).
 VarPtr elemwise(ScalarOp op, std::vector<VarPtr> inputs,
                 std::source_location site = std::source_location::current());

@@ -49,6 +49,20 @@ void TestOpRegistry::testRegistryRoundTrip_data() {
       QTest::addRow("Elemwise %s inplace 1", n.c_str())
           << "Elemwise" << json{{"scalar_op", n}, {"inplace", {{"0", 1}}}};
   }
+  // Composite: tanh(i0 * i1) with an int32 input, a cast and two outputs; and an inplace one.
+  const json compositeProgram =
+      json::array({json{{"args", {0, 1}}, {"op", "mul"}}, json{{"args", {2}}, {"op", "tanh"}},
+                   json{{"args", {3}}, {"dtype", "float32"}, {"op", "cast"}}});
+  QTest::newRow("Composite")
+      << "Composite"
+      << json{{"inputs", {"float32", "int32"}}, {"outputs", {3, 4}}, {"program", compositeProgram}};
+  QTest::newRow("Composite inplace")
+      << "Composite"
+      << json{{"inplace", {{"0", 0}}},
+              {"inputs", {"float64", "float64"}},
+              {"outputs", {3}},
+              {"program",
+               json::array({json{{"args", {0, 1}}, {"op", "add"}}, json{{"args", {2}}, {"op", "exp"}}})}};
   QTest::newRow("DimShuffle transpose")
       << "DimShuffle" << json{{"input_ndim", 2}, {"order", {1, 0}}};
   QTest::newRow("DimShuffle x") << "DimShuffle" << json{{"input_ndim", 2}, {"order", {1, 0, "x"}}};
@@ -164,8 +178,8 @@ void TestOpRegistry::testRegistryRoundTrip() {
 
 void TestOpRegistry::testRegistryCoversEveryOp() {
   // Every registered op is exercised by testRegistryRoundTrip: a new family must add rows there.
-  const std::set<std::string> tested{"Elemwise", "DimShuffle", "Dot", "ShapeI", "SumToShape", "CAReduce",
-                                     "Argmax", "Argmin", "Gemm", "Gemv", "Ger",
+  const std::set<std::string> tested{"Elemwise", "Composite", "DimShuffle", "Dot", "ShapeI", "SumToShape",
+                                     "CAReduce", "Argmax", "Argmin", "Gemm", "Gemv", "Ger",
 "Softmax", "LogSoftmax", "SoftmaxGrad", "LogSoftmaxGrad", "OneHot", "CategoricalCrossEntropy",
   "SoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyGrad", "Conv2d", "Conv2dGradInputs",
   "Conv2dGradWeights", "MaxPool2d", "MaxPool2dGrad", "MaxPool2dGradGrad", "AvgPool2d", "AvgPool2dGrad",
