@@ -174,6 +174,11 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
   impl->nUserInputs = inputs.size();
   impl->nUserOutputs = outputs.size();
   FunctionGraph& fg = *impl->graph;
+  std::vector<VarPtr> clonedTargets;
+  for (const VarPtr& t : updateTargets) clonedTargets.push_back(map[t.get()]);
+  // The map holds every cloned variable: released now, the nodes the rewrites prune are freed as
+  // they go instead of all at once at the end (and the graph's working set stays small).
+  map = CloneMap{};
   if (options.mode != Mode::None) {
     RewriteQuery query = RewriteQuery::forMode(modeName(options.mode));
     query.include.insert(options.include.begin(), options.include.end());
@@ -207,7 +212,7 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
   impl->userOutputs.assign(gOut.begin(), gOut.begin() + static_cast<std::ptrdiff_t>(outputs.size()));
   for (std::size_t u = 0; u < updateTargets.size(); ++u) {
     const std::size_t outIndex = outputs.size() + u;
-    const VarPtr target = map[updateTargets[u].get()];
+    const VarPtr& target = clonedTargets[u];
     const auto it = std::find(gIn.begin(), gIn.end(), target);
     const auto inIndex = static_cast<std::size_t>(it - gIn.begin());
     impl->graph->setUpdate(outIndex, inIndex);

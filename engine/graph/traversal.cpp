@@ -1,23 +1,26 @@
 #include "engine/graph/traversal.h"
 
-#include <unordered_set>
+#include "engine/graph/flat_hash_map.h"
 
 namespace tscope::engine {
 
 std::vector<VarPtr> graphInputs(std::span<const VarPtr> outputs) {
+  // Open-addressing sets and a stack of borrowed handles: no allocation and no reference-count
+  // traffic per visited node (this walk runs over the whole user graph at every compile).
   std::vector<VarPtr> found;
-  std::unordered_set<const Variable*> seenVars;
-  std::unordered_set<const Apply*> seenNodes;
-  std::vector<VarPtr> stack(outputs.rbegin(), outputs.rend());
+  FlatHashMap<const Variable*, bool> seenFree;
+  FlatHashMap<const Apply*, bool> seenNodes;
+  std::vector<const VarPtr*> stack;
+  for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) stack.push_back(&*it);
   while (!stack.empty()) {
-    VarPtr v = std::move(stack.back());
+    const VarPtr& v = *stack.back();
     stack.pop_back();
-    if (!seenVars.insert(v.get()).second) continue;
     if (Apply* node = v->owner()) {
-      if (!seenNodes.insert(node).second) continue;
-      for (auto it = node->inputs().rbegin(); it != node->inputs().rend(); ++it) stack.push_back(*it);
-    } else if (v->kind() != Variable::Kind::Constant) {
-      found.push_back(std::move(v));
+      if (!seenNodes.tryEmplace(node, true).second) continue;
+      const auto& ins = node->inputs();
+      for (auto it = ins.rbegin(); it != ins.rend(); ++it) stack.push_back(&*it);
+    } else if (v->kind() != Variable::Kind::Constant && seenFree.tryEmplace(v.get(), true).second) {
+      found.push_back(v);
     }
   }
   return found;
@@ -25,12 +28,12 @@ std::vector<VarPtr> graphInputs(std::span<const VarPtr> outputs) {
 
 std::vector<Apply*> ancestorNodes(std::span<const VarPtr> outputs, const std::function<bool(const Variable&)>& stop) {
   std::vector<Apply*> order;
-  std::unordered_set<const Apply*> seen;
+  FlatHashMap<const Apply*, bool> seen;
   // (node, next input to visit)
   std::vector<std::pair<Apply*, std::size_t>> stack;
   auto push = [&](const Variable& v) {
     Apply* node = v.owner();
-    if (node == nullptr || (stop && stop(v)) || !seen.insert(node).second) return;
+    if (node == nullptr || (stop && stop(v)) || !seen.tryEmplace(node, true).second) return;
     stack.emplace_back(node, 0);
   };
   for (const VarPtr& out : outputs) {

@@ -247,6 +247,30 @@ class TestComposite : public QObject {
     QCOMPARE(fused[0].shape(), Shape(shape));
   }
 
+  // Outputs of 8 MiB and more are written with non-temporal stores (Note [Composite streaming]),
+  // also into an input's buffer that does not start on a 16-byte boundary.
+  void testStreamedOutputs() {
+    const std::int64_t n = (std::int64_t{8} << 20) / 4 + 37;
+    std::vector<Tensor> values;
+    for (std::uint64_t k = 0; k < 4; ++k) values.push_back(rnd(F32, {n}, 90 + k));
+    auto [fused, unfused] = fusedAndUnfused(chainOfFive(F32), values);
+    QVERIFY(bitwiseSame(fused, unfused));
+
+    const Tensor storage = rnd(F32, {n + 1}, 94);
+    values[0] = storage.slice(0, 1, n + 1);  // contiguous, 4 bytes past an aligned start
+    const Tensor expected = fusedAndUnfused(chainOfFive(F32), values).second[0];
+    auto inplace = chainOfFive(F32)->withInplace({{0, 0}});
+    std::vector<VarPtr> vars = varsFor(values);
+    ApplyPtr node = inplace->makeNode(vars);
+    std::vector<const Tensor*> in;
+    for (const Tensor& v : values) in.push_back(&v);
+    Tensor out;
+    Tensor* outs[] = {&out};
+    inplace->perform(*node, in, outs);
+    QVERIFY(out.sharesStorageWith(storage));
+    QVERIFY(out.bitwiseEqual(expected));
+  }
+
   // A transcendental applied straight to a gathered input may take another code path than the
   // unfused strided loop (Note [Composite results]): close, not necessarily equal.
   void testTranscendentalOfTransposedInput() {
