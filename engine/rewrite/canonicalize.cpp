@@ -201,56 +201,6 @@ Replacements composeReshape(RewriteContext& ctx, Apply& node) {
   return replaceWith(ctx, node, built);
 }
 
-// The entries of a 1-d shape vector when they are visible: a Constant vector's values, or the
-// scalars of a MakeVector.
-std::optional<std::vector<VarPtr>> shapeEntries(const VarPtr& shape) {
-  if (shape->kind() == Variable::Kind::Constant) {
-    std::vector<VarPtr> entries;
-    for (double v : static_cast<const Constant&>(*shape).value().toDoubles())
-      entries.push_back(constantInt(static_cast<std::int64_t>(v)));
-    return entries;
-  }
-  const Apply* owner = shape->owner();
-  if (owner && dynamic_cast<const MakeVector*>(&owner->op())) return owner->inputs();
-  return std::nullopt;
-}
-
-// Reshape(x, s) -> x when s is x's own shape: each entry is ShapeI{i}(x) or x's static size on
-// axis i, or the ShapeFeature proves the shapes equal. One entry may be -1 when every other axis
-// has a static nonzero size: it can then only be the remaining size (with a zero-size axis the
-// -1 is ambiguous and Reshape raises, which the rewrite must not hide).
-Replacements dropIdentityReshape(RewriteContext& ctx, Apply& node) {
-  const auto* reshape = dynamic_cast<const Reshape*>(&node.op());
-  const VarPtr& x = node.input(0);
-  if (!reshape || x->type().ndim() != reshape->ndim()) return {};
-  const VarPtr out = node.output(0);
-  if (!x->type().isSubtypeOf(out->type())) return {};
-  bool same = false;
-  if (const auto entries = shapeEntries(node.input(1));
-      entries && static_cast<int>(entries->size()) == x->type().ndim()) {
-    same = true;
-    int inferred = 0;
-    bool othersStaticNonZero = true;
-    for (int i = 0; i < x->type().ndim() && same; ++i) {
-      const VarPtr& e = (*entries)[static_cast<std::size_t>(i)];
-      const auto value = constantIntValue(e);
-      if (value && *value == -1) {
-        ++inferred;
-        continue;
-      }
-      const Apply* owner = e->owner();
-      const auto* shapeI = owner ? dynamic_cast<const ShapeI*>(&owner->op()) : nullptr;
-      const bool own = shapeI && shapeI->axis() == i && owner->input(0) == x;
-      const std::int64_t dim = x->type().shape()[static_cast<std::size_t>(i)];
-      same = own || (value && dim != kUnknownDim && *value == dim);
-      othersStaticNonZero = othersStaticNonZero && dim != kUnknownDim && dim > 0;
-    }
-    same = same && (inferred == 0 || (inferred == 1 && othersStaticNonZero));
-  }
-  if (!same && !ctx.shapes().sameShape(x, out)) return {};
-  return {{out, x}};
-}
-
 }  // namespace
 
 void registerCanonicalizeRewrites(RewriteDb& db) {
@@ -271,7 +221,6 @@ void registerCanonicalizeRewrites(RewriteDb& db) {
   add(nodeRewriter("dimshuffle_compose", {"DimShuffle"}, &composeDimShuffle));
   add(nodeRewriter("dimshuffle_identity", {"DimShuffle"}, &dropIdentityDimShuffle));
   add(nodeRewriter("reshape_compose", {"Reshape"}, &composeReshape));
-  add(nodeRewriter("reshape_identity", {"Reshape"}, &dropIdentityReshape));
 }
 
 }  // namespace tscope::engine

@@ -1,6 +1,8 @@
 // Elementwise fusion figures (issue 4: a fused chain of 5 ops on 10M float32 elements at least 3x
 // faster than unfused; fusion linear in graph size).
-//   - y = tanh(x * a + b) * c - x on 10M float32 elements, unfused (the graph compile() builds in
+//   - y = tanh(x * a + b) * c - x (a transcendental in the chain: compute-bound once fused) and
+//     y = relu(x * a + b) * c - x (the usual scale/shift/activation/residual tail: memory-bound)
+//     on 10M float32 elements, unfused (the graph compile() builds in
 //     mode none) and after fuseElementwise, both run by a VM as compile() runs them: with fresh
 //     buffers each call (compile's default: every 40 MB buffer is a new allocation, paid in page
 //     faults) and with kept buffers (CompileOptions::keepBuffers: only the arithmetic and the
@@ -50,13 +52,14 @@ struct Chain {
 
   bool keep;
 
-  Chain(bool fused, bool scalarParameters, bool keepBuffers) : keep(keepBuffers) {
+  Chain(bool fused, bool scalarParameters, bool keepBuffers, bool transcendental = true) : keep(keepBuffers) {
     const Shape param = scalarParameters ? Shape{} : Shape{kElements};
     auto x = Variable::create(TensorType(DType::Float32, {kElements}), "x");
     std::vector<VarPtr> inputs{x};
     for (const char* name : {"a", "b", "c"})
       inputs.push_back(Variable::create(TensorType(DType::Float32, param), name));
-    auto y = tanh(x * inputs[1] + inputs[2]) * inputs[3] - x;
+    const VarPtr pre = x * inputs[1] + inputs[2];
+    auto y = (transcendental ? tanh(pre) : relu(pre)) * inputs[3] - x;
     graph = std::make_unique<FunctionGraph>(inputs, std::vector<VarPtr>{y});
     if (fused && fuseElementwise(*graph) != 1)
       throw std::logic_error("bench_fusion: expected one Composite");
@@ -139,17 +142,20 @@ int main(int argc, char** argv) {
   bool filtered = false;
   for (int i = 1; i < argc; ++i)
     filtered = filtered || std::string_view(argv[i]).starts_with("--benchmark_filter");
-  for (bool keep : {false, true}) {
-    if (filtered) break;
-    for (bool scalarParameters : {true, false}) {
-      Chain unfused(false, scalarParameters, keep), fused(true, scalarParameters, keep);
-      const auto [u, f] = medianMs(unfused, fused, 9);
-      std::printf(
-          "tanh(x*a+b)*c-x, 10M float32, a/b/c %s, %s buffers: unfused %.1f ms (%zu nodes), "
-          "fused %.1f ms (%zu node), %.2fx\n",
-          scalarParameters ? "0-d" : "10M", keep ? "kept" : "fresh", u, unfused.graph->nodeCount(),
-          f, fused.graph->nodeCount(), u / f);
-      std::fflush(stdout);
+  for (bool transcendental : {true, false}) {
+    for (bool keep : {false, true}) {
+      if (filtered) break;
+      for (bool scalarParameters : {true, false}) {
+        Chain unfused(false, scalarParameters, keep, transcendental),
+            fused(true, scalarParameters, keep, transcendental);
+        const auto [u, f] = medianMs(unfused, fused, 9);
+        std::printf(
+            "%s(x*a+b)*c-x, 10M float32, a/b/c %s, %s buffers: unfused %.1f ms (%zu nodes), "
+            "fused %.1f ms (%zu node), %.2fx\n",
+            transcendental ? "tanh" : "relu", scalarParameters ? "0-d" : "10M", keep ? "kept" : "fresh", u,
+            unfused.graph->nodeCount(), f, fused.graph->nodeCount(), u / f);
+        std::fflush(stdout);
+      }
     }
   }
   benchmark::Initialize(&argc, argv);

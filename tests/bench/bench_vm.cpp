@@ -62,6 +62,7 @@ void BM_MlpSgdStep(benchmark::State& state) {
                               {b2, b2 - g[3] * 0.01}};
   CompileOptions opts;
   opts.keepBuffers = true;
+  opts.mode = state.range(0) == 0 ? Mode::None : Mode::FastRun;  // /0: as built, /1: fast_run
   Function step = compile({x, y}, {loss}, updates, opts);
   Tensor xb = uniform(rng, {kBatch, kIn}, 1.0f);
   Tensor yb = Tensor::empty(DType::Int64, {kBatch});
@@ -71,7 +72,7 @@ void BM_MlpSgdStep(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(step(args));
   state.counters["nodes"] = static_cast<double>(step.graph().nodeCount());
 }
-BENCHMARK(BM_MlpSgdStep)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_MlpSgdStep)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 }  // namespace
 
