@@ -347,6 +347,16 @@ void DebugModeObserver::checkNode(const Apply& node, std::span<const Tensor> vmO
     compareWithReference(node, DebugCheck::PerformAgain,
                          "a re-run of perform on copies of the inputs with fresh outputs",
                          reference, fresh);
+  // An in-place kernel against the same computation out of place: a kernel that reads what it
+  // already overwrote agrees with itself on every re-run, but not with this reference.
+  if (m_options.checkPerformAgain)
+    if (const OpPtr outOfPlace = node.op().outOfPlace()) {
+      std::vector<Tensor> inputs = inputCopies(node, m_snapshot, Layout::Contiguous);
+      const std::string what = "the out-of-place form " + outOfPlace->str();
+      std::vector<Tensor> outputs =
+          rerun(node, DebugCheck::PerformAgain, what, inputs, std::vector<Tensor>(nOut), outOfPlace.get());
+      compareWithReference(node, DebugCheck::PerformAgain, what, reference, outputs);
+    }
 
   if (m_options.checkGarbageOutputs) {
     std::vector<Tensor> prefilled(nOut);
@@ -480,14 +490,14 @@ void DebugModeObserver::checkInputsUnchanged(const Apply& node) {
 std::vector<Tensor> DebugModeObserver::rerun(const Apply& node, DebugCheck check,
                                              const std::string& what,
                                              std::span<const Tensor> inputs,
-                                             std::vector<Tensor> outputs) {
+                                             std::vector<Tensor> outputs, const Op* op) {
   std::vector<const Tensor*> in(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) in[i] = &inputs[i];
   std::vector<Tensor*> out(outputs.size());
   for (std::size_t o = 0; o < outputs.size(); ++o) out[o] = &outputs[o];
   ++m_reruns;
   try {
-    node.op().perform(node, in, out);
+    (op ? *op : node.op()).perform(node, in, out);
   } catch (const std::exception& e) {
     std::string shapes;
     for (std::size_t i = 0; i < inputs.size(); ++i) shapes += (i ? ", " : "") + describe(inputs[i]);

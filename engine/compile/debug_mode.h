@@ -144,8 +144,10 @@ class DebugModeObserver final : public ExecutionObserver {
   void checkInputsUnchanged(const Apply& node);
   // Runs perform on `inputs` with `outputs` as the prior output storage; returns the outputs, or
   // records a finding under `check` and returns an empty vector when perform throws.
+  // `op` runs instead of the node's own op when given (the out-of-place reference).
   std::vector<Tensor> rerun(const Apply& node, DebugCheck check, const std::string& what,
-                            std::span<const Tensor> inputs, std::vector<Tensor> outputs);
+                            std::span<const Tensor> inputs, std::vector<Tensor> outputs,
+                            const Op* op = nullptr);
   void compareWithReference(const Apply& node, DebugCheck check, const std::string& what,
                             std::span<const Tensor> reference, std::span<const Tensor> outputs);
   void addFinding(const Apply& node, DebugCheck check, int output, int input, std::string detail);

@@ -120,6 +120,10 @@ class Op : public std::enable_shared_from_this<Op> {
   virtual DestroyMap destroyMap() const { return {}; }
   // pattern[i][o]: does output o depend on input i? Default: every output on every input.
   virtual std::vector<std::vector<bool>> connectionPattern(const Apply& node) const;
+  // For an op that overwrites an input (destroyMap), the same computation out of place
+  // (Elemwise{add,inplace} -> Elemwise{add}); null otherwise. DebugMode checks the in-place
+  // kernel against it.
+  virtual OpPtr outOfPlace() const { return nullptr; }
   // False for ops that can be drawn and inspected but not run (opaque ops from files).
   virtual bool isExecutable() const { return true; }
 

@@ -10,6 +10,7 @@
 #include "engine/tensor/tensor.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <cstdint>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -67,6 +68,25 @@ NodeRewriterPtr nodeRewriter(std::string name, std::vector<std::string> tracks, 
 
 GraphRewriterPtr graphRewriter(std::string name, GraphRewriteFn fn) {
   return std::make_shared<FnGraphRewriter>(std::move(name), std::move(fn));
+}
+
+GraphRewriterPtr sequence(std::string name, std::vector<GraphRewriterPtr> steps) {
+  for (const auto& step : steps)
+    if (!step) throw std::invalid_argument("sequence '" + name + "': a step is null");
+  return graphRewriter(std::move(name), [steps = std::move(steps)](RewriteContext& ctx) {
+    std::size_t changes = 0;
+    for (const auto& step : steps) changes += step->apply(ctx);
+    return changes;
+  });
+}
+
+GraphRewriterPtr equilibrium(std::string name, std::vector<NodeRewriterPtr> rewriters) {
+  for (const auto& r : rewriters)
+    if (!r) throw std::invalid_argument("equilibrium '" + name + "': a rewriter is null");
+  auto label = name;
+  return graphRewriter(std::move(name), [label = std::move(label), rewriters = std::move(rewriters)](RewriteContext& ctx) {
+    return runEquilibrium(ctx, label, rewriters);
+  });
 }
 
 // --- RewriteContext ------------------------------------------------------------------------------

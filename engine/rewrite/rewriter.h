@@ -78,6 +78,12 @@ using GraphRewriterPtr = std::shared_ptr<GraphRewriter>;
 
 using GraphRewriteFn = std::function<std::size_t(RewriteContext&)>;
 GraphRewriterPtr graphRewriter(std::string name, GraphRewriteFn fn);
+// Runs the graph rewriters one after the other, once each (Theano's SequenceDB); returns the sum
+// of their changes.
+GraphRewriterPtr sequence(std::string name, std::vector<GraphRewriterPtr> steps);
+// Node rewriters to a fixed point as one graph rewriter (Note [Equilibrium worklist]), so an
+// equilibrium can be a step of a sequence.
+GraphRewriterPtr equilibrium(std::string name, std::vector<NodeRewriterPtr> rewriters);
 
 // Per-rewriter figures of one optimize() run.
 struct RewriterStats {

@@ -40,6 +40,7 @@ class Gemm final : public BlasOp {
  public:
   using BlasOp::BlasOp;
   std::string name() const override { return "Gemm"; }
+  OpPtr outOfPlace() const override { return inplace() ? std::make_shared<Gemm>(false) : nullptr; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
@@ -51,6 +52,7 @@ class Gemv final : public BlasOp {
  public:
   using BlasOp::BlasOp;
   std::string name() const override { return "Gemv"; }
+  OpPtr outOfPlace() const override { return inplace() ? std::make_shared<Gemv>(false) : nullptr; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
@@ -62,6 +64,7 @@ class Ger final : public BlasOp {
  public:
   using BlasOp::BlasOp;
   std::string name() const override { return "Ger"; }
+  OpPtr outOfPlace() const override { return inplace() ? std::make_shared<Ger>(false) : nullptr; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;

@@ -56,6 +56,7 @@ class Composite final : public Op {
   }
   // The same program with another inplace pattern (the inplace phase switches Composites this way).
   std::shared_ptr<const Composite> withInplace(std::map<int, int> inplace) const;
+  OpPtr outOfPlace() const override;
 
   std::string name() const override { return "Composite"; }
   // {"inputs": [dtype names], "program": [{"op", "args"[, "dtype"]}], "outputs": [registers]}

@@ -320,6 +320,10 @@ DestroyMap Elemwise::destroyMap() const {
   return m;
 }
 
+OpPtr Elemwise::outOfPlace() const {
+  return m_inplace.empty() ? nullptr : std::make_shared<Elemwise>(m_scalar, std::map<int, int>{}, m_target);
+}
+
 OpPtr Elemwise::fromProps(const nlohmann::json& props) {
   if (!props.contains("scalar_op") || !props["scalar_op"].is_string())
     throw std::invalid_argument("Elemwise: props need \"scalar_op\" (a string such as \"add\")");

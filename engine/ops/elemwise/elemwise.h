@@ -41,6 +41,7 @@ class Elemwise final : public Op {
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
   std::optional<std::vector<VarPtr>> pushforward(const Apply& node, std::span<const VarPtr> tangents) const override;
   DestroyMap destroyMap() const override;
+  OpPtr outOfPlace() const override;
 
   static OpPtr fromProps(const nlohmann::json& props);
 

@@ -51,6 +51,35 @@ class WritesInputOp final : public UnaryTestOp {
   }
 };
 
+// y[i] = x[i] + x[i - 1] (y[0] = x[0]) over the flattened values. In place, the loop reads x[i - 1]
+// after overwriting it (a running sum: the bug); out of place it is right. Every re-run of the
+// in-place op repeats the bug, so only the out-of-place reference (Op::outOfPlace) can see it.
+class NeighbourSumOp final : public UnaryTestOp {
+ public:
+  explicit NeighbourSumOp(bool inplace) : m_inplace(inplace) {}
+  std::string name() const override { return "NeighbourSum"; }
+  nlohmann::json props() const override { return {{"inplace", m_inplace}}; }
+  DestroyMap destroyMap() const override { return m_inplace ? DestroyMap{{0, {0}}} : DestroyMap{}; }
+  OpPtr outOfPlace() const override { return m_inplace ? std::make_shared<NeighbourSumOp>(false) : nullptr; }
+  void perform(const Apply&, std::span<const Tensor* const> in,
+               std::span<Tensor* const> out) const override {
+    std::vector<double> v = in[0]->toDoubles();
+    if (m_inplace) {
+      for (std::size_t i = 1; i < v.size(); ++i) v[i] += v[i - 1];  // reads the overwritten v[i - 1]
+      Tensor alias = *in[0];
+      alias.copyFrom(Tensor::fromDoubles(alias.dtype(), alias.shape(), v));
+      *out[0] = alias;
+    } else {
+      std::vector<double> y(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) y[i] = v[i] + (i ? v[i - 1] : 0.0);
+      *out[0] = Tensor::fromDoubles(in[0]->dtype(), in[0]->shape(), y);
+    }
+  }
+
+ private:
+  bool m_inplace;
+};
+
 // Bug: returns its input itself without a viewMap entry.
 class ViewWithoutViewMapOp final : public UnaryTestOp {
  public:
@@ -245,6 +274,21 @@ class TestDebugMode : public QObject {
     QVERIFY2(has(msg, "input 0 (x)") && has(msg, "destroyMap"), e->what());
     QVERIFY2(has(msg, "4 of 4 elements differ") && has(msg, "[0, 1]: before 2, after 0"),
              e->what());
+  }
+
+  void testInplaceKernelAgainstOutOfPlaceForm() {
+    auto x = fvar("x", {U, U});
+    const Tensor value = Tensor::fromDoubles(DType::Float32, {2, 3}, {1, 2, 3, 4, 5, 6});
+    const auto e = expectFinding(std::make_shared<NeighbourSumOp>(true), x, value,
+                                 DebugCheck::PerformAgain, 0, -1);
+    QVERIFY(e);
+    QVERIFY2(has(e->what(), "out-of-place form NeighbourSum{inplace=false}"), e->what());
+    // The out-of-place op itself is fine.
+    auto checks = std::make_shared<DebugModeObserver>();
+    auto y = std::make_shared<NeighbourSumOp>(false)->makeNode({x})->output(0);
+    Function f = compile({x}, {y + 1.0}, {}, debugOptions(checks, false));
+    f({value});
+    QVERIFY(checks->findings().empty());
   }
 
   void testViewWithoutViewMap() {
@@ -472,9 +516,10 @@ class TestDebugMode : public QObject {
     }
     QVERIFY(checks->findings().empty());
     QCOMPARE(checks->nodesChecked(), 2 * debug.graph().nodeCount());
-    // perform again + garbage for every node, strided and transposed layouts where they differ.
+    // perform again + garbage for every node, strided and transposed layouts where they differ,
+    // and the out-of-place form for the one in-place node (two calls).
     QVERIFY(checks->reruns() >= 2 * checks->nodesChecked());
-    QVERIFY(checks->reruns() <= 4 * checks->nodesChecked());
+    QVERIFY(checks->reruns() <= 4 * checks->nodesChecked() + 2);
   }
 
   void testFindingMessage() {

@@ -142,6 +142,30 @@ class TestRewriteFramework : public QObject {
     QVERIFY(!ctx.replace({}, "empty"));
   }
 
+  void sequencesAndEquilibriaCompose() {
+    auto x = fvar("x");
+    auto out = neg(neg(exp(x) * 1.0f)) + neg(neg(exp(x) * 1.0f));
+    FunctionGraph fg({x}, {out});
+    RewriteContext ctx(fg);
+    std::vector<std::string> ran;
+    auto first = graphRewriter("first", [&](RewriteContext&) {
+      ran.push_back("first");
+      return std::size_t{0};
+    });
+    auto merge = graphRewriter("merge_step", [&](RewriteContext& c) {
+      ran.push_back("merge_step");
+      return optimize(c.graph(), only({"merge"})).phases.at(0).changes;
+    });
+    auto seq = sequence("seq", {first, equilibrium("eq", {nodeRewriter("double_neg", {"Elemwise"}, doubleNeg)}), merge});
+    QCOMPARE(seq->name(), std::string("seq"));
+    const std::size_t changes = seq->apply(ctx);
+    QCOMPARE(ran, (std::vector<std::string>{"first", "merge_step"}));
+    QVERIFY(changes >= 3);  // two double negations, then the two exp(x) * 1 branches merged
+    QCOMPARE(countOps(fg, "Elemwise{exp}"), 1);
+    QCOMPARE(ctx.stats("double_neg", "eq").applied, std::size_t{2});
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, sequence("bad", {nullptr}));
+  }
+
   void dbSelectionFollowsTagsAndNames() {
     RewriteDb db;
     db.add(Phase::Canonicalize, nodeRewriter("a", {}, doubleNeg), {"fast_run", "fast_compile"});
