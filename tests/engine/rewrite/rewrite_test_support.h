@@ -35,16 +35,23 @@ inline RewriteQuery only(std::initializer_list<const char*> names) {
 // Clones inputs -> outputs into a FunctionGraph with a RewriteRecorder, optimizes it with the
 // query (checking integrity after every change) and returns it.
 inline Rewritten rewrite(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& outputs,
-                         const RewriteQuery& query) {
+                         const RewriteQuery& query, const RewriteDb& db = RewriteDb::standard()) {
   Rewritten r;
   r.graph = std::make_unique<FunctionGraph>(inputs, outputs);
   r.recorder = std::make_shared<RewriteRecorder>();
   r.graph->attachFeature(r.recorder);
   OptimizeOptions options;
   options.checkEachChange = true;
-  r.profile = optimize(*r.graph, query, RewriteDb::standard(), options);
+  r.profile = optimize(*r.graph, query, db, options);
   r.graph->checkIntegrity();
   return r;
+}
+
+// True when the rewrite log has a change made by the rewrite `name`.
+inline bool logged(const Rewritten& r, const std::string& name) {
+  for (const RewriteRecord& rec : r.recorder->records())
+    if (rec.reason == name) return true;
+  return false;
 }
 
 // Runs a FunctionGraph (inputs in the graph's order) on values.

@@ -25,24 +25,9 @@ Rewritten rewriteWith(const NodeRewriterPtr& rewriter, const std::vector<VarPtr>
                       const std::vector<VarPtr>& outputs) {
   RewriteDb db;
   db.add(Phase::Canonicalize, rewriter, {"test"});
-  Rewritten r;
-  r.graph = std::make_unique<FunctionGraph>(inputs, outputs);
-  r.recorder = std::make_shared<RewriteRecorder>();
-  r.graph->attachFeature(r.recorder);
-  OptimizeOptions options;
-  options.checkEachChange = true;
-  RewriteQuery q;
-  q.include.insert("test");
-  r.profile = optimize(*r.graph, q, db, options);
-  r.graph->checkIntegrity();
-  return r;
+  return rewrite(inputs, outputs, only({"test"}), db);
 }
 
-bool logged(const Rewritten& r, const std::string& name) {
-  for (const RewriteRecord& rec : r.recorder->records())
-    if (rec.reason == name) return true;
-  return false;
-}
 
 // Matches a pattern against the first output of a graph built on inputs.
 struct Matched {

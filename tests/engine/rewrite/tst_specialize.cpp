@@ -18,11 +18,6 @@ namespace {
 
 constexpr std::int64_t U = kUnknownDim;
 
-bool logged(const Rewritten& r, const std::string& name) {
-  const auto& records = r.recorder->records();
-  return std::any_of(records.begin(), records.end(),
-                     [&](const RewriteRecord& rec) { return rec.reason == name; });
-}
 
 struct Case {
   std::vector<VarPtr> inputs;

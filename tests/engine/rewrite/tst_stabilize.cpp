@@ -22,11 +22,6 @@ VarPtr var(const std::string& name, DType d = DType::Float32,
   return Variable::create(TensorType(d, std::move(shape)), name);
 }
 
-bool logged(const Rewritten& r, const std::string& name) {
-  for (const RewriteRecord& rec : r.recorder->records())
-    if (rec.reason == name) return true;
-  return false;
-}
 
 int countNamed(const FunctionGraph& fg, const std::string& opName) {
   return countNodes(fg, [&](const Apply& a) { return a.op().name() == opName; });
