@@ -1,6 +1,7 @@
 // The command-line front end: info, print and validate on the fixtures, and clean refusals.
 
 #include "engine/io/tsg.h"
+#include "cli_test_support.h"
 #include "gui/cli/cli.h"
 #include "test_main.h"
 
@@ -15,16 +16,8 @@ namespace {
 
 const std::string kExample = std::string(TSCOPE_SOURCE_DIR) + "/examples/graphs/mlp_forward.tsg";
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result cli(std::vector<std::string> args) {
-  Result r;
-  r.code = gui::runCli(args, r.out, r.err);
-  return r;
-}
+using Result = test::CliResult;
+using test::cli;
 
 std::string writeTemp(const QTemporaryDir& dir, const char* name, const std::string& text) {
   std::string path = dir.filePath(name).toStdString();

@@ -4,6 +4,7 @@
 
 #include "engine/io/run_graph.h"
 #include "engine/io/tsg.h"
+#include "cli_test_support.h"
 #include "gui/cli/cli.h"
 #include "test_main.h"
 
@@ -14,16 +15,8 @@ using namespace tscope::engine;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result cli(std::vector<std::string> args) {
-  Result r;
-  r.code = gui::runCli(args, r.out, r.err);
-  return r;
-}
+using Result = test::CliResult;
+using test::cli;
 
 std::string example(const char* name) { return std::string(TSCOPE_SOURCE_DIR) + "/examples/graphs/" + name; }
 

@@ -7,6 +7,7 @@
 #include "engine/io/tsg.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
+#include "cli_test_support.h"
 #include "gui/cli/cli.h"
 #include "test_main.h"
 
@@ -20,16 +21,8 @@ using namespace tscope::engine;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result cli(std::vector<std::string> args) {
-  Result r;
-  r.code = gui::runCli(args, r.out, r.err);
-  return r;
-}
+using Result = test::CliResult;
+using test::cli;
 
 // y = tanh(x . W) + b with x: float32[?, 3] (test value 2x3), W shared 3x4, b: float32[4] (no value).
 struct SmallGraph {
