@@ -126,9 +126,10 @@ Replacements foldConstants(RewriteContext&, Apply& node) {
   for (int o = 0; o < node.nOutputs(); ++o) {
     Tensor& v = values[static_cast<std::size_t>(o)];
     if (!v.defined() || v.numel() > kMaxFoldedElements) return {};
-    // A view of an input would tie the constant to another constant's storage.
-    const Variable& out = node.outputRef(o);
-    auto c = Constant::create(v.clone(), out.name());
+    // A view of an input would tie the new constant to another constant's storage: copy only then.
+    bool view = false;
+    for (const Tensor* in : inputs) view = view || v.sharesStorageWith(*in);
+    auto c = Constant::create(view ? v.clone() : std::move(v), node.outputRef(o).name());
     r.emplace_back(node.output(o), c);
   }
   return r;
