@@ -8,6 +8,7 @@ packages=(
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl1-mesa-dev
   libgraphviz-dev graphviz
   libeigen3-dev nlohmann-json3-dev libbenchmark-dev libopenblas-dev
+  libonnx-dev libprotobuf-dev
   xvfb xauth
   clang libclang-rt-14-dev
   fonts-dejavu-core

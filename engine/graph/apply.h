@@ -45,6 +45,8 @@ class Apply : public std::enable_shared_from_this<Apply> {
   const std::string& scope() const { return m_scope; }
   void setScope(SharedString scope) { m_scope = std::move(scope); }
   const SourceSite& site() const { return m_site; }
+  // Importers point the site at the model file and node they read the node from.
+  void setSite(SourceSite site) { m_site = std::move(site); }
   // See Note [Node ids] in variable.h.
   std::int64_t id() const { return m_id; }
   FunctionGraph* fgraph() const { return m_fgraph; }

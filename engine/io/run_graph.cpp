@@ -74,7 +74,9 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
                                   "=FILE.npy, or pass --random-inputs SEED");
     }
   }
-  Function f = compile(inputs, graph.outputs());
+  CompileOptions options;
+  options.mode = given.mode;
+  Function f = compile(inputs, graph.outputs(), {}, options);
   result.outputs = f(args);
   return result;
 }

@@ -2,6 +2,7 @@
 // Running a loaded graph on given values: what `tensorscope run` does, as an engine function so
 // scripts, tests and the GUI share it.
 
+#include "engine/compile/function.h"
 #include "engine/graph/function_graph.h"
 #include "engine/tensor/tensor.h"
 
@@ -19,6 +20,8 @@ struct RunInputs {
   // When set, an input with neither a given value nor a test value gets uniform random values
   // (floats in [-1, 1), integers in [0, 10), bools) of its static shape from this seed.
   std::optional<std::uint64_t> randomSeed;
+  // How the graph is compiled (Mode::FastRun rewrites a copy first; the given graph is unchanged).
+  Mode mode = Mode::None;
 };
 
 struct RunResult {
@@ -26,7 +29,7 @@ struct RunResult {
   std::vector<std::string> inputSource;  // per non-shared graph input: "given", "test value", "random"
 };
 
-// Compiles the graph (mode none) and runs it once. Throws std::invalid_argument for a name that is
+// Compiles the graph (inputs.mode) and runs it once. Throws std::invalid_argument for a name that is
 // not a graph input (listing the inputs), an input without a value (naming it and saying how to
 // give one), a value that does not fit its input; ExecutionError when a node fails.
 RunResult runGraph(const FunctionGraph& graph, const RunInputs& inputs);

@@ -1,0 +1,156 @@
+// ONNX's indexing ops: Slice (a Subtensor; bounds constant or computed), Gather (a Subtensor for
+// a scalar index, an AdvancedSubtensor1/AdvancedSubtensor for index arrays) and GatherElements
+// (an AdvancedSubtensor with index grids on the other axes).
+
+#include "engine/graph/apply.h"
+#include "engine/io/onnx/onnx_ops_common.h"
+#include "engine/ops/shape/shape.h"
+
+#include <algorithm>
+
+namespace tscope::engine::io::onnx_import {
+
+namespace {
+
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
+
+// One bound per sliced axis: constants (clamped, Note [Huge bounds]) or computed 0-d scalars.
+std::vector<IdxBound> boundsInput(const NodeContext& ctx, int input, std::string_view what) {
+  std::vector<IdxBound> out;
+  for (const VarPtr& e : vectorInputEntries(ctx, input, what)) out.emplace_back(e);
+  return out;
+}
+
+std::vector<IdxBound> boundsAttr(const NodeContext& ctx, std::string_view name) {
+  std::vector<IdxBound> out;
+  for (std::int64_t v : ctx.attrInts(name)) out.emplace_back(clampHugeBound(v));
+  return out;
+}
+
+// Note [ONNX Slice is numpy's]: ONNX clamps starts to [0, d] and ends to [-1, d] ([0, d - 1]
+// and [-1, d - 1] for negative steps) after adding d to negative ones, which is Python's
+// slice.indices(), what Subtensor does: INT64_MAX ends mean "to the end", INT64_MIN ends with a
+// negative step "through index 0". Starts, ends and axes are attributes before opset 10, inputs
+// (axes and steps optional) from it on; axes must be constants, the bounds may be computed.
+std::vector<VarPtr> convertSlice(NodeContext& ctx) {
+  const VarPtr& x = ctx.input(0);
+  const int rank = ctx.rank(0);
+  std::vector<IdxBound> starts, ends, steps;
+  std::optional<std::vector<std::int64_t>> axes;
+  if (ctx.opset() < 10) {
+    starts = boundsAttr(ctx, "starts");
+    ends = boundsAttr(ctx, "ends");
+    if (ctx.hasAttr("axes")) axes = ctx.attrInts("axes");
+  } else {
+    starts = boundsInput(ctx, 1, "the starts");
+    ends = boundsInput(ctx, 2, "the ends");
+    if (ctx.hasInput(3)) axes = ctx.constantInts(3, "the axes");
+    if (ctx.hasInput(4)) steps = boundsInput(ctx, 4, "the steps");
+  }
+  const std::size_t n = starts.size();
+  if (!axes) {
+    axes.emplace();
+    for (std::size_t i = 0; i < n; ++i) axes->push_back(static_cast<std::int64_t>(i));
+  }
+  if (steps.empty()) steps.assign(n, IdxBound(std::int64_t{1}));
+  if (ends.size() != n || axes->size() != n || steps.size() != n)
+    ctx.fail("expected starts, ends, axes and steps of one length, found " +
+             str(static_cast<std::int64_t>(n)) + ", " +
+             str(static_cast<std::int64_t>(ends.size())) + ", " +
+             str(static_cast<std::int64_t>(axes->size())) + ", " +
+             str(static_cast<std::int64_t>(steps.size())));
+  std::vector<Idx> index(static_cast<std::size_t>(rank), Idx::all());
+  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+  for (std::size_t i = 0; i < n; ++i) {
+    const int axis = ctx.axis((*axes)[i], rank);
+    if (seen[static_cast<std::size_t>(axis)])
+      ctx.fail("expected distinct axes, found axis " + str(axis) + " twice");
+    seen[static_cast<std::size_t>(axis)] = true;
+    if (steps[i].value() == 0) ctx.fail("expected non-zero steps, found 0 for axis " + str(axis));
+    index[static_cast<std::size_t>(axis)] = Idx::slice(starts[i], ends[i], steps[i]);
+  }
+  return {subtensor(x, index)};
+}
+
+// The variable x is the shape of (x = ShapeOp(y)), or null.
+VarPtr shapeSource(const VarPtr& x) {
+  const Apply* node = x->owner();
+  if (!node || !dynamic_cast<const ShapeOp*>(&node->op())) return nullptr;
+  return node->inputs()[0];
+}
+
+// Note [Gather]: ONNX's Gather is numpy's take with an index array of any rank: the output is
+// x.shape[:axis] + indices.shape + x.shape[axis + 1:], negative indices counting from the end.
+// A scalar index is a Subtensor (the axis goes); a 1-d index on axis 0 an AdvancedSubtensor1 (an
+// embedding lookup); anything else one AdvancedSubtensor with full slices before the axis (a single
+// index array keeps its place, Note [Advanced index layout]). Gather of Shape(y) with constant
+// indices reads y's dimensions (ShapeI), so shapes computed from it stay static where y's are.
+std::vector<VarPtr> convertGather(NodeContext& ctx) {
+  const VarPtr& x = ctx.input(0);
+  const VarPtr& indices = ctx.input(1);
+  const TensorType& t = x->type();
+  const int axis = ctx.axis(ctx.attrInt("axis", 0), t.ndim());
+  if (!isInteger(indices->type().dtype()))
+    ctx.fail("expected integer indices, found " + indices->type().str());
+  const std::int64_t dim = t.shape()[static_cast<std::size_t>(axis)];
+  const std::optional<Tensor> known = ctx.constantInput(1);
+  std::vector<std::int64_t> values;
+  if (known) {
+    values = tensorInts(*known);
+    for (std::int64_t& v : values) {
+      if (dim != kUnknownDim && (v < -dim || v >= dim))
+        ctx.fail("index " + str(v) + " is out of range for axis " + str(axis) + " of " + t.str());
+      if (v < 0 && dim != kUnknownDim) v += dim;
+    }
+  }
+  if (const VarPtr y = shapeSource(x); y && known && known->ndim() <= 1) {
+    std::vector<VarPtr> dims;
+    for (std::int64_t v : values) dims.push_back(shapeI(y, static_cast<int>(v)));
+    if (known->ndim() == 0) return {dims[0]};
+    return {makeVector(dims, DType::Int64)};
+  }
+  if (indices->type().ndim() == 0)
+    return {select(x, axis, known ? IdxBound(values[0]) : IdxBound(asInt64(indices)))};
+  if (axis == 0 && indices->type().ndim() == 1) return {advancedSubtensor1(x, indices)};
+  std::vector<AdvIdx> index(static_cast<std::size_t>(axis), AdvIdx(Idx::all()));
+  index.emplace_back(indices);
+  return {advancedSubtensor(x, index)};
+}
+
+// Note [GatherElements]: out[i][j][k] = x[i][indices[i][j][k]][k] for axis 1: an advanced index
+// with `indices` on the axis and on every other axis a grid arange(d) shaped to broadcast along
+// its own axis only, so the arrays broadcast to indices' shape, which is the output's.
+std::vector<VarPtr> convertGatherElements(NodeContext& ctx) {
+  const VarPtr& x = ctx.input(0);
+  const VarPtr& indices = ctx.input(1);
+  const int rank = ctx.rank(0);
+  if (indices->type().ndim() != rank)
+    ctx.fail("expected indices of x's rank " + str(rank) + ", found " + indices->type().str());
+  if (!isInteger(indices->type().dtype()))
+    ctx.fail("expected integer indices, found " + indices->type().str());
+  const int axis = ctx.axis(ctx.attrInt("axis", 0), rank);
+  if (rank == 1) return {advancedSubtensor1(x, indices)};
+  std::vector<AdvIdx> index;
+  for (int a = 0; a < rank; ++a) {
+    if (a == axis) {
+      index.emplace_back(indices);
+      continue;
+    }
+    std::vector<int> order(static_cast<std::size_t>(rank), DimShuffle::kNewAxis);
+    order[static_cast<std::size_t>(a)] = 0;
+    index.emplace_back(dimshuffle(arange(shapeI(indices, a)), order));
+  }
+  return {advancedSubtensor(x, index)};
+}
+
+}  // namespace
+
+void registerIndexConverters(ConverterTable& table) {
+  table.add("Slice", &convertSlice);
+  table.add("Gather", &convertGather);
+  table.add("GatherElements", &convertGatherElements);
+}
+
+}  // namespace tscope::engine::io::onnx_import
