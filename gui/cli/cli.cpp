@@ -6,6 +6,10 @@
 #include "engine/io/run_graph.h"
 #include "gui/cli/graph_file.h"
 
+#ifdef TSCOPE_HAVE_ONNX
+#include "engine/io/onnx/onnx_export.h"
+#endif
+
 #include <QCommandLineParser>
 #include <QStringList>
 
@@ -38,9 +42,13 @@ const engine::FunctionGraph& pickGraph(const engine::io::TsgDocument& doc, const
 }
 
 int runInfo(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
-  engine::io::TsgDocument doc = openGraphFile(file);
-  json info = {{"file", file}, {"producer", doc.producer}, {"original", engine::io::graphSummary(*doc.original)},
+  GraphFileInfo fileInfo;
+  engine::io::TsgDocument doc = openGraphFile(file, &fileInfo);
+  json info = {{"file", file}, {"format", fileInfo.format}, {"producer", doc.producer},
+               {"original", engine::io::graphSummary(*doc.original)},
                {"rewrites", doc.rewrites.size()}, {"profiles", doc.profiles.size()}};
+  if (fileInfo.format == "onnx")
+    info["onnx"] = {{"opset", fileInfo.onnxOpset}, {"warnings", fileInfo.warnings}, {"opaque_ops", fileInfo.opaqueOps}};
   if (doc.optimized) info["optimized"] = engine::io::graphSummary(*doc.optimized);
   if (p.isSet("json")) {
     out += info.dump(2) + "\n";
@@ -51,6 +59,15 @@ int runInfo(const QCommandLineParser& p, const std::string& file, std::string& o
     out += "  written by " + doc.producer["name"].get<std::string>() +
            (doc.producer.contains("version") && doc.producer["version"].is_string()
                 ? " " + doc.producer["version"].get<std::string>() : std::string()) + "\n";
+  if (fileInfo.format == "onnx") {
+    out += "  ONNX model, opset " + std::to_string(fileInfo.onnxOpset) + "\n";
+    if (!fileInfo.opaqueOps.empty()) {
+      std::string ops;
+      for (const std::string& op : fileInfo.opaqueOps) ops += (ops.empty() ? "" : ", ") + op;
+      out += "  opaque (not executable) ops: " + ops + "\n";
+    }
+    for (const std::string& w : fileInfo.warnings) out += "  warning: " + w + "\n";
+  }
   out += "original graph:\n" + engine::io::graphSummaryText(info["original"]);
   if (doc.optimized) out += "optimized graph:\n" + engine::io::graphSummaryText(info["optimized"]);
   else out += "optimized graph: none\n";
@@ -93,6 +110,14 @@ int runRun(const QCommandLineParser& p, const std::string& file, std::string& ou
     if (!ok) throw std::invalid_argument("--random-inputs expects a non-negative integer seed, found '" +
                                          p.value("random-inputs").toStdString() + "'");
     inputs.randomSeed = seed;
+  }
+  if (p.isSet("mode")) {
+    const std::string mode = p.value("mode").toStdString();
+    if (mode == "none") inputs.mode = engine::Mode::None;
+    else if (mode == "fast_compile") inputs.mode = engine::Mode::FastCompile;
+    else if (mode == "fast_run") inputs.mode = engine::Mode::FastRun;
+    else if (mode == "debug") inputs.mode = engine::Mode::Debug;
+    else throw std::invalid_argument("--mode expects none, fast_compile, fast_run or debug, found '" + mode + "'");
   }
   const std::filesystem::path dir = p.isSet("output-dir") ? p.value("output-dir").toStdString() : std::string(".");
   engine::io::RunResult result = engine::io::runGraph(*doc.original, inputs);
@@ -151,8 +176,70 @@ int runOptimize(const QCommandLineParser& p, const std::string& file, std::strin
   return kExitOk;
 }
 
+// `tensorscope export`: one writer per output format, chosen by the extension of -o.
+struct ExportFormat {
+  const char* extension;
+  const char* description;
+  // Writes the graph to path; returns what the command prints.
+  std::string (*write)(const QCommandLineParser&, const engine::FunctionGraph&, const std::filesystem::path&);
+};
+
+std::string writeOnnxFile(const QCommandLineParser& p, const engine::FunctionGraph& graph,
+                          const std::filesystem::path& path) {
+#ifdef TSCOPE_HAVE_ONNX
+  engine::io::OnnxExportOptions options;
+  if (p.isSet("opset")) {
+    bool ok = false;
+    options.opset = p.value("opset").toInt(&ok);
+    if (!ok) throw std::invalid_argument("--opset expects an integer, found '" + p.value("opset").toStdString() + "'");
+  }
+  engine::io::saveOnnx(graph, path, options);
+  return "wrote " + path.string() + " (ONNX, opset " + std::to_string(options.opset) + ", " +
+         std::to_string(graph.nodeCount()) + " applies exported)\n";
+#else
+  (void)p, (void)graph, (void)path;
+  throw std::runtime_error("this build of tensorscope has no ONNX support (it needs libonnx-dev and libprotobuf-dev)");
+#endif
+}
+
+const std::vector<ExportFormat>& exportFormats() {
+  static const std::vector<ExportFormat> formats = {
+      {".onnx", "an ONNX model", &writeOnnxFile},
+  };
+  return formats;
+}
+
+int runExport(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
+  std::string supported;
+  for (const ExportFormat& f : exportFormats())
+    supported += (supported.empty() ? "" : ", ") + std::string(f.extension) + " (" + f.description + ")";
+  if (!p.isSet("output")) throw std::invalid_argument("-o OUT is required; supported outputs: " + supported);
+  const std::filesystem::path target = p.value("output").toStdString();
+  const ExportFormat* format = nullptr;
+  for (const ExportFormat& f : exportFormats())
+    if (target.extension() == f.extension) format = &f;
+  if (!format)
+    throw std::invalid_argument("cannot export to '" + target.string() + "': unknown extension '" +
+                                target.extension().string() + "'; supported: " + supported);
+  const std::string which = p.isSet("graph") ? p.value("graph").toStdString() : "original";
+  if (which != "original" && which != "optimized")
+    throw std::invalid_argument("--graph expects original or optimized, found '" + which + "'");
+  engine::io::TsgDocument doc = openGraphFile(file);
+  out += format->write(p, pickGraph(doc, which), target);
+  return kExitOk;
+}
+
 const std::map<std::string, SubCommand>& subCommands() {
   static const std::map<std::string, SubCommand> commands = {
+      {"export",
+       {"writes a graph in another format, chosen by the extension of OUT (.onnx)",
+        "export FILE -o OUT.onnx [--graph original|optimized] [--opset N]", &runExport,
+        [](QCommandLineParser& p) {
+          p.addOption(QCommandLineOption({"o", "output"}, "Where the graph is written; the extension picks the format.",
+                                         "OUT"));
+          p.addOption(QCommandLineOption("graph", "Which graph: original (default) or optimized.", "which"));
+          p.addOption(QCommandLineOption("opset", "The ONNX opset to write, 13 to 17 (default 17).", "N"));
+        }}},
       {"info",
        {"counts, inputs and outputs with types, op histogram", "info FILE [--json]", &runInfo,
         [](QCommandLineParser& p) { p.addOption(QCommandLineOption("json", "Print the summary as JSON.")); }}},
@@ -172,8 +259,10 @@ const std::map<std::string, SubCommand>& subCommands() {
         }}},
       {"run",
        {"executes the graph; writes output i as DIR/output_<i>.npy",
-        "run FILE [--input NAME=x.npy]... [--random-inputs SEED] [--output-dir DIR]", &runRun,
+        "run FILE [--input NAME=x.npy]... [--random-inputs SEED] [--output-dir DIR] [--mode M]", &runRun,
         [](QCommandLineParser& p) {
+          p.addOption(QCommandLineOption("mode", "How the graph is compiled: none (default), fast_compile, "
+                                                 "fast_run or debug.", "M"));
           p.addOption(QCommandLineOption("input", "The value of graph input NAME, from a NumPy .npy file (repeatable).",
                                          "NAME=FILE"));
           p.addOption(QCommandLineOption("random-inputs",
@@ -215,7 +304,9 @@ int runCli(const std::vector<std::string>& args, std::string& out, std::string& 
   }
   auto it = subCommands().find(args[0]);
   if (it == subCommands().end()) {
-    err += "tensorscope: unknown command '" + args[0] + "'; expected one of info, optimize, print, run, validate (see tensorscope --help)\n";
+    std::string names;
+    for (const auto& [name, cmd] : subCommands()) names += (names.empty() ? "" : ", ") + name;
+    err += "tensorscope: unknown command '" + args[0] + "'; expected one of " + names + " (see tensorscope --help)\n";
     return kExitUsage;
   }
   const SubCommand& cmd = it->second;

@@ -83,10 +83,13 @@ class ModelBuilder {
     const std::vector<std::byte> bytes = t.toBytes();
     p->set_raw_data(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   }
-  void output(const std::string& name, DType dtype) {
+  // A graph output; dims, when given, declare its shape (as exporters write it).
+  void output(const std::string& name, DType dtype, const Ints& dims = {}) {
     auto* o = m_model.mutable_graph()->add_output();
     o->set_name(name);
-    o->mutable_type()->mutable_tensor_type()->set_elem_type(onnxType(dtype));
+    auto* t = o->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnxType(dtype));
+    for (std::int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
   }
   ::onnx::NodeProto& node(const std::string& type, const std::vector<std::string>& ins,
                           const std::vector<std::string>& outs) {

@@ -5,8 +5,8 @@
 // Note [ONNX fixture layout]: a fixture NAME in a directory is
 //   NAME.onnx                the model
 //   NAME.in0.npy, in1, ...   values of the model's graph inputs that are not initializers, in order
-//   NAME.out0.npy, ...       the reference outputs (numpy or PyTorch), in the order of graph outputs
-//   NAME.json (optional)     {"rtol": 1e-4, "atol": 1e-5, "export": true, "note": "..."}
+//   NAME.out0.npy, ...       the reference outputs (numpy or PyTorch), in the order of graph
+//   outputs NAME.json (optional)     {"rtol": 1e-4, "atol": 1e-5, "export": true, "note": "..."}
 // Missing sidecar fields take the defaults below (float32 within 1e-4 relative, as issue 5 asks).
 #include "engine/compile/function.h"
 #include "engine/graph/function_graph.h"
@@ -14,12 +14,11 @@
 #include "engine/io/run_graph.h"
 #include "engine/tensor/tensor.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -35,14 +34,14 @@ inline constexpr double kDefaultRtol = 1e-4;
 inline constexpr double kDefaultAtol = 1e-5;
 
 struct Fixture {
-  std::string name;                   // NAME, e.g. "conv_3d_group2_dil2"
-  std::filesystem::path onnxPath;     // DIR/NAME.onnx
-  std::vector<Tensor> inputs;         // NAME.in<i>.npy
-  std::vector<Tensor> expected;       // NAME.out<i>.npy
+  std::string name;                // NAME, e.g. "conv_3d_group2_dil2"
+  std::filesystem::path onnxPath;  // DIR/NAME.onnx
+  std::vector<Tensor> inputs;      // NAME.in<i>.npy
+  std::vector<Tensor> expected;    // NAME.out<i>.npy
   double rtol = kDefaultRtol;
   double atol = kDefaultAtol;
-  bool exportable = true;             // a round trip through export applies
-  std::string note;                   // the sidecar's "note", if any
+  bool exportable = true;  // a round trip through export applies
+  std::string note;        // the sidecar's "note", if any
 };
 
 // DIR/NAME.in0.npy, DIR/NAME.in1.npy, ... up to the first missing index.
@@ -67,7 +66,8 @@ inline Fixture loadFixture(const std::filesystem::path& onnxPath) {
   f.inputs = loadNumbered(dir, f.name, "in");
   f.expected = loadNumbered(dir, f.name, "out");
   if (f.expected.empty())
-    throw std::runtime_error(onnxPath.string() + ": no reference outputs (" + f.name + ".out0.npy)");
+    throw std::runtime_error(onnxPath.string() + ": no reference outputs (" + f.name +
+                             ".out0.npy)");
   const std::filesystem::path sidecar = dir / (f.name + ".json");
   if (std::filesystem::exists(sidecar)) {
     std::ifstream in(sidecar);
@@ -89,7 +89,8 @@ inline std::vector<std::filesystem::path> fixturePaths(const std::filesystem::pa
   std::vector<std::filesystem::path> models;
   if (std::filesystem::is_directory(dir))
     for (const auto& entry : std::filesystem::directory_iterator(dir))
-      if (entry.is_regular_file() && entry.path().extension() == ".onnx") models.push_back(entry.path());
+      if (entry.is_regular_file() && entry.path().extension() == ".onnx")
+        models.push_back(entry.path());
   std::sort(models.begin(), models.end(),
             [](const auto& a, const auto& b) { return a.stem().string() < b.stem().string(); });
   return models;
@@ -115,12 +116,14 @@ inline std::vector<Tensor> runFixture(const engine::FunctionGraph& graph, const 
     if (in->kind() == engine::Variable::Kind::Shared) continue;
     if (i >= fixture.inputs.size())
       throw std::runtime_error(fixture.name + ": the graph has more inputs than the fixture's " +
-                               std::to_string(fixture.inputs.size()) + " (next: '" + in->name() + "')");
+                               std::to_string(fixture.inputs.size()) + " (next: '" + in->name() +
+                               "')");
     run.byName[in->name()] = fixture.inputs[i++];
   }
   if (i != fixture.inputs.size())
     throw std::runtime_error(fixture.name + ": the graph has " + std::to_string(i) +
-                             " non-shared inputs, the fixture " + std::to_string(fixture.inputs.size()));
+                             " non-shared inputs, the fixture " +
+                             std::to_string(fixture.inputs.size()));
   return engine::io::runGraph(graph, run).outputs;
 }
 
@@ -148,7 +151,8 @@ inline std::optional<std::string> compareOutputs(const std::vector<Tensor>& actu
                                                  const std::vector<Tensor>& expected, double rtol,
                                                  double atol) {
   if (actual.size() != expected.size())
-    return "expected " + std::to_string(expected.size()) + " outputs, found " + std::to_string(actual.size());
+    return "expected " + std::to_string(expected.size()) + " outputs, found " +
+           std::to_string(actual.size());
   for (std::size_t k = 0; k < actual.size(); ++k) {
     const Tensor& a = actual[k];
     const Tensor& e = expected[k];
@@ -175,15 +179,17 @@ inline std::optional<std::string> compareOutputs(const std::vector<Tensor>& actu
         excess = std::abs(x - y) - (atol + rtol * std::abs(y));
       if (excess > 0) {
         ++bad;
-        if (worst < 0 || excess > worstExcess) worst = static_cast<std::int64_t>(i), worstExcess = excess;
+        if (worst < 0 || excess > worstExcess)
+          worst = static_cast<std::int64_t>(i), worstExcess = excess;
       }
     }
     if (worst >= 0) {
       const double x = av[static_cast<std::size_t>(worst)], y = ev[static_cast<std::size_t>(worst)];
       return out + std::to_string(bad) + " of " + std::to_string(av.size()) +
              " elements differ; worst at " + formatIndex(worst, e.shape()) + ": actual " +
-             formatValue(x) + ", expected " + formatValue(y) + " (|diff| " + formatValue(std::abs(x - y)) +
-             ", rtol " + formatValue(rtol) + ", atol " + formatValue(atol) + ")";
+             formatValue(x) + ", expected " + formatValue(y) + " (|diff| " +
+             formatValue(std::abs(x - y)) + ", rtol " + formatValue(rtol) + ", atol " +
+             formatValue(atol) + ")";
     }
   }
   return std::nullopt;

@@ -338,7 +338,6 @@ class TestOnnxModels : public QObject {
     QCOMPARE(convs, 20);
   }
 
-#ifdef TSCOPE_TEST_ONNX_EXPORT
   // Export, import the export again and run it: PyTorch's outputs within the tolerance, and the
   // same scopes. Both the imported graph and its fast_run optimization (fused ops written as the
   // chains they stand for) go through.
@@ -351,6 +350,9 @@ class TestOnnxModels : public QObject {
     }
   }
   void testExportRoundTrip() {
+#ifndef TSCOPE_TEST_ONNX_EXPORT
+    QSKIP("the ONNX exporter (engine/io/onnx/onnx_export.h) is not in this build");
+#else
     QFETCH(QString, name);
     QFETCH(Mode, mode);
     const fx::Fixture f = fx::loadFixture(modelPath(name));
@@ -388,8 +390,8 @@ class TestOnnxModels : public QObject {
     }
     const auto diff = fx::compareOutputs(outputs, f.expected, f.rtol, f.atol);
     QVERIFY2(!diff, diff ? (f.name + " after export: " + *diff).c_str() : "");
-  }
 #endif
+  }
 };
 
 TSCOPE_TEST_MAIN(TestOnnxModels)

@@ -56,7 +56,8 @@ Tensor positive(const Shape& shape, std::uint64_t seed) {
 Tensor refMatMul(const Tensor& a, const Tensor& b) {
   const Tensor a2 = a.ndim() == 1 ? a.reshape({1, a.shape()[0]}) : a;
   const Tensor b2 = b.ndim() == 1 ? b.reshape({b.shape()[0], 1}) : b;
-  const std::int64_t m = a2.shape()[a2.ndim() - 2], k = a2.shape()[a2.ndim() - 1], n = b2.shape()[b2.ndim() - 1];
+  const std::int64_t m = a2.shape()[a2.ndim() - 2], k = a2.shape()[a2.ndim() - 1],
+                     n = b2.shape()[b2.ndim() - 1];
   Shape ab(a2.shape().begin(), a2.shape().end() - 2), bb(b2.shape().begin(), b2.shape().end() - 2);
   Shape batch(std::max(ab.size(), bb.size()), 1);
   for (std::size_t i = 0; i < ab.size(); ++i) batch[batch.size() - ab.size() + i] = ab[i];
@@ -125,6 +126,7 @@ class TestOnnxNnDense : public QObject {
   void testBatchNormalization();
   void testLayerNormalization();
   void testInstanceNormalization();
+  void testRefused();
 };
 
 void TestOnnxNnDense::testMatMul_data() {
@@ -169,20 +171,20 @@ void TestOnnxNnDense::testGemm_data() {
   QTest::addColumn<double>("beta");
   QTest::addColumn<int>("opset");
   QTest::addColumn<QString>("directOp");
-  QTest::newRow("linear (bias row)") << Shape{3, 4} << Shape{5, 4} << true << Shape{5} << false << true << 1.0
-                                     << 1.0 << 13 << "Dot";
-  QTest::newRow("full C one Gemm") << Shape{4, 3} << Shape{4, 5} << true << Shape{3, 5} << true << false << 0.5
-                                   << 2.0 << 13 << "Gemm";
-  QTest::newRow("C column") << Shape{3, 4} << Shape{4, 5} << true << Shape{3, 1} << false << false << 2.0 << 0.5
-                            << 13 << "Dot";
-  QTest::newRow("C scalar both transposed") << Shape{4, 3} << Shape{5, 4} << true << Shape{} << true << true
-                                            << 1.0 << -1.0 << 13 << "Dot";
-  QTest::newRow("no C opset 11") << Shape{3, 4} << Shape{4, 5} << false << Shape{} << false << false << 1.5
-                                 << 1.0 << 11 << "Dot";
-  QTest::newRow("beta 0") << Shape{3, 4} << Shape{4, 5} << true << Shape{3, 5} << false << false << 1.0 << 0.0
-                          << 13 << "Dot";
-  QTest::newRow("opset 6") << Shape{3, 4} << Shape{4, 5} << true << Shape{3, 5} << false << false << 1.0 << 1.0
-                           << 6 << "Gemm";
+  QTest::newRow("linear (bias row)") << Shape{3, 4} << Shape{5, 4} << true << Shape{5} << false
+                                     << true << 1.0 << 1.0 << 13 << "Dot";
+  QTest::newRow("full C one Gemm") << Shape{4, 3} << Shape{4, 5} << true << Shape{3, 5} << true
+                                   << false << 0.5 << 2.0 << 13 << "Gemm";
+  QTest::newRow("C column") << Shape{3, 4} << Shape{4, 5} << true << Shape{3, 1} << false << false
+                            << 2.0 << 0.5 << 13 << "Dot";
+  QTest::newRow("C scalar both transposed") << Shape{4, 3} << Shape{5, 4} << true << Shape{} << true
+                                            << true << 1.0 << -1.0 << 13 << "Dot";
+  QTest::newRow("no C opset 11") << Shape{3, 4} << Shape{4, 5} << false << Shape{} << false << false
+                                 << 1.5 << 1.0 << 11 << "Dot";
+  QTest::newRow("beta 0") << Shape{3, 4} << Shape{4, 5} << true << Shape{3, 5} << false << false
+                          << 1.0 << 0.0 << 13 << "Dot";
+  QTest::newRow("opset 6") << Shape{3, 4} << Shape{4, 5} << true << Shape{3, 5} << false << false
+                           << 1.0 << 1.0 << 6 << "Gemm";
 }
 
 void TestOnnxNnDense::testGemm() {
@@ -208,7 +210,8 @@ void TestOnnxNnDense::testGemm() {
   attrFloat(n, "alpha", alpha);
   attrFloat(n, "beta", beta);
   m.output("y", DType::Float32);
-  const Tensor ta = transA ? av.transpose().contiguous() : av, tb = transB ? bv.transpose().contiguous() : bv;
+  const Tensor ta = transA ? av.transpose().contiguous() : av,
+               tb = transB ? bv.transpose().contiguous() : bv;
   Tensor y = refMatMul(ta.astype(DType::Float64), tb.astype(DType::Float64));
   forEachIndex(y.shape(), [&](const Shape& i) {
     double v = alpha * y.at(i);
@@ -252,15 +255,18 @@ void TestOnnxNnDense::testSoftmax() {
   if (a < 0) a += 3;
   Tensor expected;
   if (opset < 13) {  // rows: the axes before `axis`; columns: the rest
-    expected = refSoftmaxRows(x, std::accumulate(shape.begin() + a, shape.end(), std::int64_t{1},
-                                                 std::multiplies<>()), logarithm);
+    expected = refSoftmaxRows(
+        x, std::accumulate(shape.begin() + a, shape.end(), std::int64_t{1}, std::multiplies<>()),
+        logarithm);
   } else {  // `axis` moved last and back
     std::vector<int> perm{0, 1, 2};
     perm.erase(perm.begin() + a);
     perm.push_back(a);
     std::vector<int> inverse(3);
-    for (int i = 0; i < 3; ++i) inverse[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])] = i;
-    expected = refSoftmaxRows(x.transpose(perm).contiguous(), shape[static_cast<std::size_t>(a)], logarithm)
+    for (int i = 0; i < 3; ++i)
+      inverse[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])] = i;
+    expected = refSoftmaxRows(x.transpose(perm).contiguous(), shape[static_cast<std::size_t>(a)],
+                              logarithm)
                    .transpose(inverse)
                    .contiguous();
   }
@@ -286,8 +292,8 @@ void TestOnnxNnDense::testBatchNormalization() {
   QFETCH(bool, perActivation);
   QFETCH(bool, training);
   const Shape stat = perActivation ? Shape(x.begin() + 1, x.end()) : Shape{x[1]};
-  const Tensor xv = randomTensor(x, 1), scale = randomTensor(stat, 2), shift = randomTensor(stat, 3),
-               mean = randomTensor(stat, 4), var = positive(stat, 5);
+  const Tensor xv = randomTensor(x, 1), scale = randomTensor(stat, 2),
+               shift = randomTensor(stat, 3), mean = randomTensor(stat, 4), var = positive(stat, 5);
   ModelBuilder m(opset);
   m.input("x", xv);
   m.initializer("scale", scale);
@@ -301,13 +307,17 @@ void TestOnnxNnDense::testBatchNormalization() {
   if (opset >= 14 && training) attrInt(n, "training_mode", 1);
   m.output("y", DType::Float32);
   // The statistic's index of an element: its channel, or (channel, spatial...) per activation.
-  const auto statIndex = [&](const Shape& i) { return perActivation ? Shape(i.begin() + 1, i.end()) : Shape{i[1]}; };
+  const auto statIndex = [&](const Shape& i) {
+    return perActivation ? Shape(i.begin() + 1, i.end()) : Shape{i[1]};
+  };
   Tensor mu(DType::Float64, stat), sigma2(DType::Float64, stat);
   if (training) {  // the batch's statistics, biased variance
     const double count = double(shapeNumel(x)) / double(shapeNumel(stat));
-    forEachIndex(x, [&](const Shape& i) { mu.set(statIndex(i), mu.at(statIndex(i)) + xv.at(i) / count); });
+    forEachIndex(
+        x, [&](const Shape& i) { mu.set(statIndex(i), mu.at(statIndex(i)) + xv.at(i) / count); });
     forEachIndex(x, [&](const Shape& i) {
-      sigma2.set(statIndex(i), sigma2.at(statIndex(i)) + std::pow(xv.at(i) - mu.at(statIndex(i)), 2) / count);
+      sigma2.set(statIndex(i),
+                 sigma2.at(statIndex(i)) + std::pow(xv.at(i) - mu.at(statIndex(i)), 2) / count);
     });
   } else {
     mu = mean.astype(DType::Float64);
@@ -334,8 +344,8 @@ void TestOnnxNnDense::testLayerNormalization() {
     m.initializer("scale", scale);
     std::vector<std::string> ins{"x", "scale"};
     if (withBias) m.initializer("b", bias), ins.push_back("b");
-    const std::vector<std::string> outs = withBias ? std::vector<std::string>{"y"}
-                                                   : std::vector<std::string>{"y", "mean", "inv"};
+    const std::vector<std::string> outs =
+        withBias ? std::vector<std::string>{"y"} : std::vector<std::string>{"y", "mean", "inv"};
     auto& n = m.node("LayerNormalization", ins, outs);
     attrInt(n, "axis", axis);
     attrFloat(n, "epsilon", 1e-3);
@@ -343,14 +353,17 @@ void TestOnnxNnDense::testLayerNormalization() {
     const std::vector<double> s = scale.toDoubles(), b = bias.toDoubles();
     std::vector<Tensor> expected{refNormalizeRows(
         x, cols, 1e-3, [&](std::int64_t, std::int64_t c) { return s[static_cast<std::size_t>(c)]; },
-        [&](std::int64_t, std::int64_t c) { return withBias ? b[static_cast<std::size_t>(c)] : 0.0; })};
+        [&](std::int64_t, std::int64_t c) {
+          return withBias ? b[static_cast<std::size_t>(c)] : 0.0;
+        })};
     if (!withBias) {  // Mean and InvStdDev, shaped (2, 1, 1)
       const Tensor rows = x.reshape({-1, cols});
       Tensor mu(DType::Float32, {2, 1, 1}), inv(DType::Float32, {2, 1, 1});
       for (std::int64_t r = 0; r < 2; ++r) {
         double sum = 0, sq = 0;
         for (std::int64_t c = 0; c < cols; ++c) sum += rows.at({r, c});
-        for (std::int64_t c = 0; c < cols; ++c) sq += std::pow(rows.at({r, c}) - sum / double(cols), 2);
+        for (std::int64_t c = 0; c < cols; ++c)
+          sq += std::pow(rows.at({r, c}) - sum / double(cols), 2);
         mu.set({r, 0, 0}, sum / double(cols));
         inv.set({r, 0, 0}, 1.0 / std::sqrt(sq / double(cols) + 1e-3));
       }
@@ -363,15 +376,49 @@ void TestOnnxNnDense::testLayerNormalization() {
 
 void TestOnnxNnDense::testInstanceNormalization() {
   const Shape shape{2, 3, 4, 5};
-  const Tensor x = randomTensor(shape, 1), scale = randomTensor({3}, 2), bias = randomTensor({3}, 3);
+  const Tensor x = randomTensor(shape, 1), scale = randomTensor({3}, 2),
+               bias = randomTensor({3}, 3);
   ModelBuilder m(13);
   m.input("x", x);
   m.initializer("scale", scale);
   m.initializer("b", bias);
   attrFloat(m.node("InstanceNormalization", {"x", "scale", "b"}, {"y"}), "epsilon", 1e-3);
   m.output("y", DType::Float32);
-  checkModel(m, {refNormalizeRows(x, 20, 1e-3, [&](std::int64_t r, std::int64_t) { return scale.at({r % 3}); },
-                                  [&](std::int64_t r, std::int64_t) { return bias.at({r % 3}); })});
+  checkModel(m, {refNormalizeRows(
+                    x, 20, 1e-3, [&](std::int64_t r, std::int64_t) { return scale.at({r % 3}); },
+                    [&](std::int64_t r, std::int64_t) { return bias.at({r % 3}); })});
+}
+
+void TestOnnxNnDense::testRefused() {
+  {
+    ModelBuilder m(15);
+    m.input("x", randomTensor({2, 3, 4}, 1));
+    for (const char* name : {"scale", "b", "mean"}) m.initializer(name, randomTensor({3}, 2));
+    m.initializer("var", positive({3}, 3));
+    attrInt(m.node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"y", "rm", "rv"}),
+            "training_mode", 1);
+    for (const char* name : {"y", "rm", "rv"}) m.output(name, DType::Float32);
+    checkRefused(
+        m,
+        "BatchNormalization in training mode with its running statistics outputs is not supported");
+  }
+  {
+    ModelBuilder m(13);
+    m.input("a", randomTensor({4}, 1));
+    m.initializer("b", randomTensor({4, 2}, 2));
+    m.node("Gemm", {"a", "b"}, {"y"});
+    m.output("y", DType::Float32);
+    checkRefused(m,
+                 "(Gemm): expected matrices A and B, found TensorType(float32, (4,)) and "
+                 "TensorType(float32, (4, 2))");
+  }
+  {
+    ModelBuilder m(13);
+    m.input("x", values({2, 3}, 1, DType::Int64));
+    m.node("Softmax", {"x"}, {"y"});
+    m.output("y", DType::Int64);
+    checkRefused(m, "Softmax on int64 tensors is not supported");
+  }
 }
 
 TSCOPE_TEST_MAIN(TestOnnxNnDense)

@@ -3,19 +3,8 @@
 // compared with naive references written below (a step loop per cell, pad and nearest-index
 // loops, a stable sort), one row per variant: directions, layouts, optional inputs, activations,
 // clip, opsets. Error rows check that what is not supported yet says so, naming the op.
-#include "onnx_fixture.h"
+#include "onnx_builder.h"
 #include "test_main.h"
-
-#include "engine/io/onnx/onnx_import.h"
-
-// ONNX's compile definitions do not reach the tests (tscope_onnx links ONNX privately).
-#ifndef ONNX_NAMESPACE
-#define ONNX_NAMESPACE onnx
-#endif
-#ifndef ONNX_ML
-#define ONNX_ML 1
-#endif
-#include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <cctype>
@@ -26,102 +15,23 @@
 
 using namespace tscope::engine;
 using namespace tscope::engine::io;
-namespace fx = tscope::test::onnx;
+using namespace tscope::test::onnx;
 
 namespace {
 
-// --- A small model builder -----------------------------------------------------------------------
+// --- Helpers (onnx_builder.h has the rest) ---------------------------------------------------
 
-class ModelBuilder {
- public:
-  explicit ModelBuilder(int opset) {
-    m_model.set_ir_version(8);
-    m_model.set_producer_name("tst_onnx_rnn_misc");
-    auto* op = m_model.add_opset_import();
-    op->set_domain("");
-    op->set_version(opset);
-    m_model.mutable_graph()->set_name("test");
-  }
-  // dims: kUnknownDim becomes a symbolic dim "n<i>".
-  void input(const std::string& name, const Tensor& like, std::vector<std::int64_t> dims = {}) {
-    if (dims.empty()) dims = like.shape();
-    auto* in = m_model.mutable_graph()->add_input();
-    in->set_name(name);
-    auto* t = in->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnxType(like.dtype()));
-    auto* shape = t->mutable_shape();
-    for (std::size_t i = 0; i < dims.size(); ++i) {
-      if (dims[i] == kUnknownDim) shape->add_dim()->set_dim_param("n" + std::to_string(i));
-      else shape->add_dim()->set_dim_value(dims[i]);
-    }
-    m_values[name] = like;
-  }
-  void output(const std::string& name, DType dtype) {
-    auto* o = m_model.mutable_graph()->add_output();
-    o->set_name(name);
-    o->mutable_type()->mutable_tensor_type()->set_elem_type(onnxType(dtype));
-  }
-  void initializer(const std::string& name, const Tensor& t) {
-    auto* p = m_model.mutable_graph()->add_initializer();
-    p->set_name(name);
-    p->set_data_type(onnxType(t.dtype()));
-    for (std::int64_t d : t.shape()) p->add_dims(d);
-    const std::vector<std::byte> bytes = t.toBytes();
-    p->set_raw_data(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  }
-  onnx::NodeProto& node(const std::string& type, const std::vector<std::string>& ins,
-                        const std::vector<std::string>& outs) {
-    auto* n = m_model.mutable_graph()->add_node();
-    n->set_op_type(type);
-    n->set_name("/" + type);
-    for (const auto& i : ins) n->add_input(i);
-    for (const auto& o : outs) n->add_output(o);
-    return *n;
-  }
-  std::string bytes() const { return m_model.SerializeAsString(); }
-  const std::map<std::string, Tensor>& values() const { return m_values; }
-
-  static int onnxType(DType d) {
-    switch (d) {
-      case DType::Float32: return onnx::TensorProto::FLOAT;
-      case DType::Int64: return onnx::TensorProto::INT64;
-      case DType::Int32: return onnx::TensorProto::INT32;
-      default: return onnx::TensorProto::DOUBLE;
-    }
-  }
-
- private:
-  onnx::ModelProto m_model;
-  std::map<std::string, Tensor> m_values;  // graph inputs' values
-};
-
-onnx::AttributeProto& newAttr(onnx::NodeProto& n, const std::string& name, onnx::AttributeProto::AttributeType type) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(type);
-  return *a;
-}
-void attrInt(onnx::NodeProto& n, const std::string& name, std::int64_t v) { newAttr(n, name, onnx::AttributeProto::INT).set_i(v); }
-void attrFloat(onnx::NodeProto& n, const std::string& name, double v) {
-  newAttr(n, name, onnx::AttributeProto::FLOAT).set_f(static_cast<float>(v));
-}
-void attrString(onnx::NodeProto& n, const std::string& name, const std::string& v) {
-  newAttr(n, name, onnx::AttributeProto::STRING).set_s(v);
-}
-void attrInts(onnx::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
-  auto& a = newAttr(n, name, onnx::AttributeProto::INTS);
-  for (auto x : v) a.add_ints(x);
-}
-void attrFloats(onnx::NodeProto& n, const std::string& name, const std::vector<double>& v) {
-  auto& a = newAttr(n, name, onnx::AttributeProto::FLOATS);
+void attrFloats(::onnx::NodeProto& n, const std::string& name, const std::vector<double>& v) {
+  auto& a = newAttr(n, name, ::onnx::AttributeProto::FLOATS);
   for (auto x : v) a.add_floats(static_cast<float>(x));
 }
-void attrStrings(onnx::NodeProto& n, const std::string& name, const std::vector<std::string>& v) {
-  auto& a = newAttr(n, name, onnx::AttributeProto::STRINGS);
+void attrStrings(::onnx::NodeProto& n, const std::string& name, const std::vector<std::string>& v) {
+  auto& a = newAttr(n, name, ::onnx::AttributeProto::STRINGS);
   for (const auto& x : v) a.add_strings(x);
 }
 
-Tensor randomTensor(Shape shape, std::uint64_t seed, double scale = 1.0) {
+// Uniform float32 values in [-scale, scale).
+Tensor uniform(Shape shape, std::uint64_t seed, double scale = 1.0) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> dist(-scale, scale);
   std::vector<double> v(static_cast<std::size_t>(shapeNumel(shape)));
@@ -131,33 +41,6 @@ Tensor randomTensor(Shape shape, std::uint64_t seed, double scale = 1.0) {
 
 Tensor ints(DType dtype, Shape shape, const std::vector<std::int64_t>& v) {
   return Tensor::fromDoubles(dtype, std::move(shape), std::vector<double>(v.begin(), v.end()));
-}
-
-// Imports the model and runs it in modes none and fast_run; fails the test naming the mode and the
-// first output out of tolerance.
-void checkModel(const ModelBuilder& model, const std::vector<Tensor>& expected, double rtol = 1e-4,
-                double atol = 1e-5) {
-  OnnxImportResult imported;
-  try {
-    imported = readOnnx(model.bytes(), "test.onnx");
-  } catch (const std::exception& e) {
-    QFAIL(e.what());
-  }
-  QVERIFY2(imported.opaqueOps.empty(), "the model loaded with opaque ops");
-  for (Mode mode : {Mode::None, Mode::FastRun}) {
-    RunInputs run;
-    run.byName = model.values();
-    run.mode = mode;
-    std::vector<Tensor> outputs;
-    try {
-      outputs = runGraph(*imported.document.original, run).outputs;
-    } catch (const std::exception& e) {
-      QFAIL(e.what());
-    }
-    const auto diff = fx::compareOutputs(outputs, expected, rtol, atol);
-    const std::string where = std::string(mode == Mode::None ? "mode none: " : "mode fast_run: ") + diff.value_or("");
-    QVERIFY2(!diff, where.c_str());
-  }
 }
 
 // --- Recurrent layers ----------------------------------------------------------------------------
@@ -177,18 +60,25 @@ struct RecurrentCase {
 constexpr std::int64_t kS = 3, kB = 2, kI = 3, kH = 4;  // steps, batch, inputs, hidden
 
 // An activation by name, taking alpha/beta in order as it uses them (the defaults of the ONNX ops).
-std::function<double(double)> refActivation(std::string name, const std::vector<double>& alphas, std::size_t& na,
-                                            const std::vector<double>& betas, std::size_t& nb) {
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  auto take = [](const std::vector<double>& l, std::size_t& i, double d) { return i < l.size() ? l[i++] : d; };
+std::function<double(double)> refActivation(std::string name, const std::vector<double>& alphas,
+                                            std::size_t& na, const std::vector<double>& betas,
+                                            std::size_t& nb) {
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  auto take = [](const std::vector<double>& l, std::size_t& i, double d) {
+    return i < l.size() ? l[i++] : d;
+  };
   if (name == "sigmoid") return [](double x) { return 1 / (1 + std::exp(-x)); };
   if (name == "tanh") return [](double x) { return std::tanh(x); };
   if (name == "relu") return [](double x) { return std::max(x, 0.0); };
   if (name == "softsign") return [](double x) { return x / (1 + std::abs(x)); };
   if (name == "softplus") return [](double x) { return std::log1p(std::exp(x)); };
-  if (name == "leakyrelu") return [a = take(alphas, na, 0.01)](double x) { return x >= 0 ? x : a * x; };
-  if (name == "thresholdedrelu") return [a = take(alphas, na, 1.0)](double x) { return x > a ? x : 0; };
-  if (name == "elu") return [a = take(alphas, na, 1.0)](double x) { return x >= 0 ? x : a * (std::exp(x) - 1); };
+  if (name == "leakyrelu")
+    return [a = take(alphas, na, 0.01)](double x) { return x >= 0 ? x : a * x; };
+  if (name == "thresholdedrelu")
+    return [a = take(alphas, na, 1.0)](double x) { return x > a ? x : 0; };
+  if (name == "elu")
+    return [a = take(alphas, na, 1.0)](double x) { return x >= 0 ? x : a * (std::exp(x) - 1); };
   const double a = take(alphas, na, name == "hardsigmoid" ? 0.2 : 1.0);
   const double b = take(betas, nb, name == "hardsigmoid" ? 0.5 : name == "scaledtanh" ? 1.0 : 0.0);
   if (name == "hardsigmoid") return [a, b](double x) { return std::clamp(a * x + b, 0.0, 1.0); };
@@ -207,18 +97,20 @@ std::vector<Tensor> referenceRecurrent(const RecurrentCase& c, const RecurrentDa
   const std::size_t per = c.cell == "LSTM" ? 3 : c.cell == "GRU" ? 2 : 1;
   std::vector<std::string> names = c.activations;
   if (names.empty())
-    names = c.cell == "LSTM" ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+    names = c.cell == "LSTM"  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
             : c.cell == "GRU" ? std::vector<std::string>{"Sigmoid", "Tanh"}
                               : std::vector<std::string>{"Tanh"};
   if (names.size() == per && dirs == 2) {
     const std::vector<std::string> once = names;
     names.insert(names.end(), once.begin(), once.end());
   }
+  if (names.size() != per * dirs) return {};  // a model the importer must refuse
   std::size_t na = 0, nb = 0;
   std::vector<std::function<double(double)>> acts;
   for (const auto& n : names) acts.push_back(refActivation(n, c.alphas, na, c.betas, nb));
   auto clip = [&](double v) { return c.clip ? std::clamp(v, -*c.clip, *c.clip) : v; };
-  Tensor y(DType::Float64, {kS, dirs, kB, kH}), yh(DType::Float64, {dirs, kB, kH}), yc(DType::Float64, {dirs, kB, kH});
+  Tensor y(DType::Float64, {kS, dirs, kB, kH}), yh(DType::Float64, {dirs, kB, kH}),
+      yc(DType::Float64, {dirs, kB, kH});
   const std::int64_t G = nGates * kH;
   for (int dir = 0; dir < dirs; ++dir) {
     const bool reverse = c.direction == "reverse" || dir == 1;
@@ -256,16 +148,21 @@ std::vector<Tensor> referenceRecurrent(const RecurrentCase& c, const RecurrentDa
               cand += rg[j] * hr[2 * kH + j];
             } else {
               cand += rb(2 * kH + j);
-              for (std::int64_t k = 0; k < kH; ++k) cand += rg[k] * h[b][k] * d.r.at({dir, 2 * kH + j, k});
+              for (std::int64_t k = 0; k < kH; ++k)
+                cand += rg[k] * h[b][k] * d.r.at({dir, 2 * kH + j, k});
             }
             hn[j] = (1 - z[j]) * act(1, clip(cand)) + z[j] * h[b][j];
           }
         } else {  // LSTM gates i, o, f, c; peepholes i, o, f
-          auto peep = [&](int k, std::int64_t j) { return c.peepholes ? d.p.at({dir, k * kH + j}) : 0.0; };
+          auto peep = [&](int k, std::int64_t j) {
+            return c.peepholes ? d.p.at({dir, k * kH + j}) : 0.0;
+          };
           for (std::int64_t j = 0; j < kH; ++j) {
             const double cPrev = cs[b][j];
             const double i = act(0, clip(xw[j] + hr[j] + peep(0, j) * cPrev));
-            const double f = c.inputForget ? 1 - i : act(0, clip(xw[2 * kH + j] + hr[2 * kH + j] + peep(2, j) * cPrev));
+            const double f =
+                c.inputForget ? 1 - i
+                              : act(0, clip(xw[2 * kH + j] + hr[2 * kH + j] + peep(2, j) * cPrev));
             const double cell = f * cPrev + i * act(1, clip(xw[3 * kH + j] + hr[3 * kH + j]));
             const double o = act(0, clip(xw[kH + j] + hr[kH + j] + peep(1, j) * cell));
             cs[b][j] = cell;
@@ -286,16 +183,22 @@ std::vector<Tensor> referenceRecurrent(const RecurrentCase& c, const RecurrentDa
 }
 
 // The model of a case and its expected outputs (in the node's layout).
-ModelBuilder recurrentModel(const RecurrentCase& c, std::vector<Tensor>& expected, std::int64_t seqDim = kS) {
+ModelBuilder recurrentModel(const RecurrentCase& c, std::vector<Tensor>& expected,
+                            std::int64_t seqDim = kS) {
   const int dirs = c.direction == "bidirectional" ? 2 : 1;
   const std::int64_t G = (c.cell == "LSTM" ? 4 : c.cell == "GRU" ? 3 : 1) * kH;
-  RecurrentData d{randomTensor({kS, kB, kI}, 1), randomTensor({dirs, G, kI}, 2, 0.6), randomTensor({dirs, G, kH}, 3, 0.6),
-                  randomTensor({dirs, 2 * G}, 4, 0.5), randomTensor({dirs, kB, kH}, 5), randomTensor({dirs, kB, kH}, 6),
-                  randomTensor({dirs, 3 * kH}, 7, 0.5)};
+  RecurrentData d{uniform({kS, kB, kI}, 1),       uniform({dirs, G, kI}, 2, 0.6),
+                  uniform({dirs, G, kH}, 3, 0.6), uniform({dirs, 2 * G}, 4, 0.5),
+                  uniform({dirs, kB, kH}, 5),     uniform({dirs, kB, kH}, 6),
+                  uniform({dirs, 3 * kH}, 7, 0.5)};
   const bool bm = c.layout == 1;
-  auto batchMajor = [&](const Tensor& t, std::vector<int> perm) { return bm ? t.transpose(perm).contiguous() : t; };
+  auto batchMajor = [&](const Tensor& t, std::vector<int> perm) {
+    return bm ? t.transpose(perm).contiguous() : t;
+  };
   ModelBuilder m(c.opset);
-  m.input("X", batchMajor(d.x, {1, 0, 2}), bm ? std::vector<std::int64_t>{kB, seqDim, kI} : std::vector<std::int64_t>{seqDim, kB, kI});
+  m.input(
+      "X", batchMajor(d.x, {1, 0, 2}),
+      bm ? std::vector<std::int64_t>{kB, seqDim, kI} : std::vector<std::int64_t>{seqDim, kB, kI});
   m.initializer("W", d.w);
   m.initializer("R", d.r);
   std::vector<std::string> ins{"X", "W", "R", c.bias ? "B" : "", c.seqLens ? "lens" : ""};
@@ -327,7 +230,8 @@ ModelBuilder recurrentModel(const RecurrentCase& c, std::vector<Tensor>& expecte
   for (std::size_t k = 0; k < outs.size(); ++k) {
     if (outs[k].empty()) continue;
     m.output(outs[k], DType::Float32);
-    expected.push_back(k == 0 ? batchMajor(ref[0], {2, 0, 1, 3}) : batchMajor(ref[k], {1, 0, 2}));
+    if (!ref.empty())
+      expected.push_back(k == 0 ? batchMajor(ref[0], {2, 0, 1, 3}) : batchMajor(ref[k], {1, 0, 2}));
   }
   return m;
 }
@@ -336,8 +240,8 @@ ModelBuilder recurrentModel(const RecurrentCase& c, std::vector<Tensor>& expecte
 
 // Every element of the padded tensor from its source position: out - begin, mapped into range by
 // the mode (constant: the value outside; edge: clamped; reflect: mirrored without the edge).
-Tensor referencePad(const Tensor& x, const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& end,
-                    const std::string& mode, double value) {
+Tensor referencePad(const Tensor& x, const std::vector<std::int64_t>& begin,
+                    const std::vector<std::int64_t>& end, const std::string& mode, double value) {
   Shape shape = x.shape();
   for (std::size_t a = 0; a < shape.size(); ++a) shape[a] += begin[a] + end[a];
   Tensor out(x.dtype(), shape);
@@ -362,8 +266,9 @@ Tensor referencePad(const Tensor& x, const std::vector<std::int64_t>& begin, con
 
 // Nearest resize, one axis at a time: output position o reads the input position that ONNX's
 // coordinate transformation and rounding mode give, clamped to the axis.
-Tensor referenceResize(const Tensor& x, const std::vector<double>& scales, const std::vector<std::int64_t>& outShape,
-                       const std::string& transform, const std::string& rounding) {
+Tensor referenceResize(const Tensor& x, const std::vector<double>& scales,
+                       const std::vector<std::int64_t>& outShape, const std::string& transform,
+                       const std::string& rounding) {
   Tensor cur = x;
   for (std::size_t a = 0; a < outShape.size(); ++a) {
     const std::int64_t in = cur.shape()[a], out = outShape[a];
@@ -375,7 +280,8 @@ Tensor referenceResize(const Tensor& x, const std::vector<double>& scales, const
       if (transform == "half_pixel") orig = (xo + 0.5f) / scale - 0.5f;
       if (transform == "pytorch_half_pixel") orig = out > 1 ? (xo + 0.5f) / scale - 0.5f : 0.0f;
       if (transform == "tf_half_pixel_for_nn") orig = (xo + 0.5f) / scale;
-      if (transform == "align_corners") orig = out == 1 ? 0.0f : xo * float(in - 1) / float(out - 1);
+      if (transform == "align_corners")
+        orig = out == 1 ? 0.0f : xo * float(in - 1) / float(out - 1);
       double idx = std::floor(orig);
       const double frac = orig - std::floor(orig);
       if (rounding == "ceil" || (rounding == "round_prefer_ceil" && frac >= 0.5) ||
@@ -417,18 +323,6 @@ std::pair<Tensor, Tensor> referenceTopk(const Tensor& x, std::int64_t k, bool la
   return {values, indices};
 }
 
-// A model's expected error: readOnnx must throw OnnxError with `expected` in its message.
-void checkRefused(const ModelBuilder& model, const std::string& expected) {
-  try {
-    readOnnx(model.bytes(), "bad.onnx");
-  } catch (const OnnxError& e) {
-    const std::string what = e.what();
-    QVERIFY2(what.find(expected) != std::string::npos, ("expected '" + expected + "' in: " + what).c_str());
-    return;
-  }
-  QFAIL(("expected an OnnxError containing '" + expected + "', the model imported").c_str());
-}
-
 }  // namespace
 
 Q_DECLARE_METATYPE(RecurrentCase)
@@ -453,19 +347,44 @@ void TestOnnxRnnMisc::testRecurrent_data() {
   QTest::addColumn<RecurrentCase>("c");
   auto row = [](const char* name, RecurrentCase c) { QTest::newRow(name) << c; };
   row("lstm forward, defaults, opset 7", {.opset = 7});
-  row("lstm reverse, initial states, sequence_lens", {.direction = "reverse", .initialH = true, .initialC = true, .seqLens = true});
-  row("lstm bidirectional, peepholes, no bias", {.direction = "bidirectional", .bias = false, .initialH = true, .initialC = true, .peepholes = true});
+  row("lstm reverse, initial states, sequence_lens",
+      {.direction = "reverse", .initialH = true, .initialC = true, .seqLens = true});
+  row("lstm bidirectional, peepholes, no bias", {.direction = "bidirectional",
+                                                 .bias = false,
+                                                 .initialH = true,
+                                                 .initialC = true,
+                                                 .peepholes = true});
   row("lstm clip, input_forget", {.opset = 13, .clip = 0.3, .inputForget = true});
-  row("lstm layout 1, bidirectional", {.opset = 14, .direction = "bidirectional", .layout = 1, .initialH = true, .initialC = true});
-  row("lstm activations, both directions", {.direction = "bidirectional", .activations = {"HardSigmoid", "LeakyRelu", "Softsign", "sigmoid", "Elu", "ScaledTanh"}, .alphas = {0.3, 0.1, 0.7, 1.2}, .betas = {0.4, 0.9}});
+  row("lstm layout 1, bidirectional",
+      {.opset = 14, .direction = "bidirectional", .layout = 1, .initialH = true, .initialC = true});
+  row("lstm activations, both directions",
+      {.direction = "bidirectional",
+       .activations = {"HardSigmoid", "LeakyRelu", "Softsign", "sigmoid", "Elu", "ScaledTanh"},
+       .alphas = {0.3, 0.1, 0.7, 1.2},
+       .betas = {0.4, 0.9}});
   row("lstm only Y_h, opset 18", {.opset = 18, .peepholes = true, .wantY = false});
   row("gru forward, opset 7", {.cell = "GRU", .opset = 7});
-  row("gru linear_before_reset, bidirectional", {.cell = "GRU", .direction = "bidirectional", .initialH = true, .linearBeforeReset = true});
-  row("gru reverse, clip, no bias", {.cell = "GRU", .direction = "reverse", .bias = false, .clip = 0.5});
-  row("gru layout 1, activations", {.cell = "GRU", .opset = 17, .layout = 1, .initialH = true, .activations = {"Relu", "Softplus"}});
+  row("gru linear_before_reset, bidirectional",
+      {.cell = "GRU", .direction = "bidirectional", .initialH = true, .linearBeforeReset = true});
+  row("gru reverse, clip, no bias",
+      {.cell = "GRU", .direction = "reverse", .bias = false, .clip = 0.5});
+  row("gru layout 1, activations", {.cell = "GRU",
+                                    .opset = 17,
+                                    .layout = 1,
+                                    .initialH = true,
+                                    .activations = {"Relu", "Softplus"}});
   row("rnn forward", {.cell = "RNN", .opset = 9});
-  row("rnn bidirectional relu + affine", {.cell = "RNN", .direction = "bidirectional", .initialH = true, .activations = {"Relu", "Affine"}, .alphas = {0.5}, .betas = {0.25}});
-  row("rnn reverse, thresholded relu, layout 1", {.cell = "RNN", .direction = "reverse", .layout = 1, .activations = {"ThresholdedRelu"}, .alphas = {0.1}});
+  row("rnn bidirectional relu + affine", {.cell = "RNN",
+                                          .direction = "bidirectional",
+                                          .initialH = true,
+                                          .activations = {"Relu", "Affine"},
+                                          .alphas = {0.5},
+                                          .betas = {0.25}});
+  row("rnn reverse, thresholded relu, layout 1", {.cell = "RNN",
+                                                  .direction = "reverse",
+                                                  .layout = 1,
+                                                  .activations = {"ThresholdedRelu"},
+                                                  .alphas = {0.1}});
 }
 
 void TestOnnxRnnMisc::testRecurrent() {
@@ -484,16 +403,36 @@ void TestOnnxRnnMisc::testPad_data() {
   QTest::addColumn<double>("value");
   QTest::addColumn<bool>("int64");
   QTest::addColumn<bool>("symbolicFirst");  // axis 0 of the input is a symbolic dim
-  QTest::newRow("opset 2 attribute, value") << 2 << "constant" << QVector<qint64>{3, 4} << QVector<qint64>{1, 0, 2, 1} << QVector<qint64>{} << 1.5 << false << false;
-  QTest::newRow("opset 11 constant input, 3-d") << 11 << "constant" << QVector<qint64>{2, 3, 4} << QVector<qint64>{0, 1, 2, 1, 0, 3} << QVector<qint64>{} << -2.0 << false << false;
-  QTest::newRow("opset 13 crop and pad") << 13 << "constant" << QVector<qint64>{4, 5} << QVector<qint64>{-1, 2, 1, -2} << QVector<qint64>{} << 0.0 << false << false;
-  QTest::newRow("opset 11 reflect") << 11 << "reflect" << QVector<qint64>{3, 4} << QVector<qint64>{2, 1, 2, 3} << QVector<qint64>{} << 0.0 << false << false;
-  QTest::newRow("opset 13 edge, 3-d") << 13 << "edge" << QVector<qint64>{2, 3, 2} << QVector<qint64>{1, 0, 2, 0, 3, 1} << QVector<qint64>{} << 0.0 << false << false;
-  QTest::newRow("opset 11 edge with a crop") << 11 << "edge" << QVector<qint64>{3, 5} << QVector<qint64>{2, -1, 0, 2} << QVector<qint64>{} << 0.0 << false << false;
-  QTest::newRow("opset 18 axes, reflect") << 18 << "reflect" << QVector<qint64>{2, 3, 4} << QVector<qint64>{1, 2, 2, 0} << QVector<qint64>{-1, 1} << 0.0 << false << false;
-  QTest::newRow("opset 11 int64 constant") << 11 << "constant" << QVector<qint64>{2, 3} << QVector<qint64>{1, 1, 0, 2} << QVector<qint64>{} << 7.0 << true << false;
-  QTest::newRow("symbolic axis, constant") << 13 << "constant" << QVector<qint64>{3, 2} << QVector<qint64>{2, 1, 1, 0} << QVector<qint64>{} << 0.5 << false << true;
-  QTest::newRow("symbolic axis, edge") << 13 << "edge" << QVector<qint64>{3, 2} << QVector<qint64>{0, 2, 0, 1} << QVector<qint64>{} << 0.0 << false << true;
+  QTest::newRow("opset 7 attribute, value")
+      << 7 << "constant" << QVector<qint64>{3, 4} << QVector<qint64>{1, 0, 2, 1}
+      << QVector<qint64>{} << 1.5 << false << false;
+  QTest::newRow("opset 11 constant input, 3-d")
+      << 11 << "constant" << QVector<qint64>{2, 3, 4} << QVector<qint64>{0, 1, 2, 1, 0, 3}
+      << QVector<qint64>{} << -2.0 << false << false;
+  QTest::newRow("opset 13 crop and pad")
+      << 13 << "constant" << QVector<qint64>{4, 5} << QVector<qint64>{-1, 2, 1, -2}
+      << QVector<qint64>{} << 0.0 << false << false;
+  QTest::newRow("opset 11 reflect")
+      << 11 << "reflect" << QVector<qint64>{3, 4} << QVector<qint64>{2, 1, 2, 3}
+      << QVector<qint64>{} << 0.0 << false << false;
+  QTest::newRow("opset 13 edge, 3-d")
+      << 13 << "edge" << QVector<qint64>{2, 3, 2} << QVector<qint64>{1, 0, 2, 0, 3, 1}
+      << QVector<qint64>{} << 0.0 << false << false;
+  QTest::newRow("opset 11 edge with a crop")
+      << 11 << "edge" << QVector<qint64>{3, 5} << QVector<qint64>{2, -1, 0, 2} << QVector<qint64>{}
+      << 0.0 << false << false;
+  QTest::newRow("opset 18 axes, reflect")
+      << 18 << "reflect" << QVector<qint64>{2, 3, 4} << QVector<qint64>{1, 2, 2, 0}
+      << QVector<qint64>{-1, 1} << 0.0 << false << false;
+  QTest::newRow("opset 11 int64 constant")
+      << 11 << "constant" << QVector<qint64>{2, 3} << QVector<qint64>{1, 1, 0, 2}
+      << QVector<qint64>{} << 7.0 << true << false;
+  QTest::newRow("symbolic axis, constant")
+      << 13 << "constant" << QVector<qint64>{3, 2} << QVector<qint64>{2, 1, 1, 0}
+      << QVector<qint64>{} << 0.5 << false << true;
+  QTest::newRow("symbolic axis, edge")
+      << 13 << "edge" << QVector<qint64>{3, 2} << QVector<qint64>{0, 2, 0, 1} << QVector<qint64>{}
+      << 0.0 << false << true;
 }
 
 void TestOnnxRnnMisc::testPad() {
@@ -507,7 +446,7 @@ void TestOnnxRnnMisc::testPad() {
   QFETCH(bool, symbolicFirst);
   const Shape xShape(shape.begin(), shape.end());
   const int rank = static_cast<int>(xShape.size());
-  Tensor x = randomTensor(xShape, 11, 5.0);
+  Tensor x = uniform(xShape, 11, 5.0);
   if (int64) x = x.astype(DType::Int64);
   std::vector<std::int64_t> begin(rank, 0), end(rank, 0);
   const std::vector<std::int64_t> padList(pads.begin(), pads.end());
@@ -530,7 +469,8 @@ void TestOnnxRnnMisc::testPad() {
     ins.push_back("pads");
     ins.push_back(mode == "constant" ? "value" : "");
     if (!axes.empty()) {
-      m.initializer("axes", ints(DType::Int64, {axes.size()}, std::vector<std::int64_t>(axes.begin(), axes.end())));
+      m.initializer("axes", ints(DType::Int64, {axes.size()},
+                                 std::vector<std::int64_t>(axes.begin(), axes.end())));
       ins.push_back("axes");
     }
     while (ins.back().empty()) ins.pop_back();
@@ -551,18 +491,37 @@ void TestOnnxRnnMisc::testResize_data() {
   QTest::addColumn<QVector<double>>("scales");  // empty: sizes
   QTest::addColumn<QVector<qint64>>("sizes");
   QTest::addColumn<QString>("transform");
-  QTest::addColumn<QString>("rounding");       // nearest_mode, or "legacy" (Upsample, Resize-10)
-  QTest::addColumn<QVector<qint64>>("axes");   // opset 18's axes attribute
+  QTest::addColumn<QString>("rounding");      // nearest_mode, or "legacy" (Upsample, Resize-10)
+  QTest::addColumn<QVector<qint64>>("axes");  // opset 18's axes attribute
   const QVector<qint64> none;
-  QTest::newRow("upsample 7 attribute") << "Upsample" << 7 << QVector<double>{1, 1, 2, 3} << none << "asymmetric" << "legacy" << none;
-  QTest::newRow("upsample 9 input") << "Upsample" << 9 << QVector<double>{1, 2, 1.5, 2} << none << "asymmetric" << "legacy" << none;
-  QTest::newRow("resize 10 downsample") << "Resize" << 10 << QVector<double>{1, 1, 0.6, 0.8} << none << "asymmetric" << "legacy" << none;
-  QTest::newRow("half_pixel round_prefer_floor") << "Resize" << 11 << QVector<double>{1, 1, 1.5, 0.75} << none << "half_pixel" << "round_prefer_floor" << none;
-  QTest::newRow("asymmetric floor sizes") << "Resize" << 13 << QVector<double>{} << QVector<qint64>{2, 3, 7, 3} << "asymmetric" << "floor" << none;
-  QTest::newRow("align_corners round_prefer_ceil") << "Resize" << 13 << QVector<double>{} << QVector<qint64>{2, 3, 5, 9} << "align_corners" << "round_prefer_ceil" << none;
-  QTest::newRow("pytorch_half_pixel ceil") << "Resize" << 13 << QVector<double>{1, 1, 2.5, 1} << none << "pytorch_half_pixel" << "ceil" << none;
-  QTest::newRow("tf_half_pixel_for_nn, to one row") << "Resize" << 11 << QVector<double>{} << QVector<qint64>{2, 3, 1, 6} << "tf_half_pixel_for_nn" << "round_prefer_floor" << none;
-  QTest::newRow("opset 18 axes, sizes") << "Resize" << 18 << QVector<double>{} << QVector<qint64>{6, 2} << "half_pixel" << "round_prefer_ceil" << QVector<qint64>{2, -1};
+  QTest::newRow("upsample 7 attribute")
+      << "Upsample" << 7 << QVector<double>{1, 1, 2, 3} << none << "asymmetric"
+      << "legacy" << none;
+  QTest::newRow("upsample 9 input")
+      << "Upsample" << 9 << QVector<double>{1, 2, 1.5, 2} << none << "asymmetric"
+      << "legacy" << none;
+  QTest::newRow("resize 10 downsample")
+      << "Resize" << 10 << QVector<double>{1, 1, 0.6, 0.8} << none << "asymmetric"
+      << "legacy" << none;
+  QTest::newRow("half_pixel round_prefer_floor")
+      << "Resize" << 11 << QVector<double>{1, 1, 1.5, 0.75} << none << "half_pixel"
+      << "round_prefer_floor" << none;
+  QTest::newRow("asymmetric floor sizes")
+      << "Resize" << 13 << QVector<double>{} << QVector<qint64>{2, 3, 7, 3} << "asymmetric"
+      << "floor" << none;
+  QTest::newRow("align_corners round_prefer_ceil")
+      << "Resize" << 13 << QVector<double>{} << QVector<qint64>{2, 3, 5, 9} << "align_corners"
+      << "round_prefer_ceil" << none;
+  QTest::newRow("pytorch_half_pixel ceil")
+      << "Resize" << 13 << QVector<double>{1, 1, 2.5, 1} << none << "pytorch_half_pixel"
+      << "ceil" << none;
+  QTest::newRow("tf_half_pixel_for_nn, to one row")
+      << "Resize" << 11 << QVector<double>{} << QVector<qint64>{2, 3, 1, 6}
+      << "tf_half_pixel_for_nn"
+      << "round_prefer_floor" << none;
+  QTest::newRow("opset 18 axes, sizes")
+      << "Resize" << 18 << QVector<double>{} << QVector<qint64>{6, 2} << "half_pixel"
+      << "round_prefer_ceil" << QVector<qint64>{2, -1};
 }
 
 void TestOnnxRnnMisc::testResize() {
@@ -573,7 +532,7 @@ void TestOnnxRnnMisc::testResize() {
   QFETCH(QString, transform);
   QFETCH(QString, rounding);
   QFETCH(QVector<qint64>, axes);
-  const Tensor x = randomTensor({2, 3, 4, 5}, 21);
+  const Tensor x = uniform({2, 3, 4, 5}, 21);
   // The scale and output size of every axis.
   std::vector<double> allScales(4, 1.0);
   std::vector<std::int64_t> outShape = x.shape();
@@ -584,7 +543,8 @@ void TestOnnxRnnMisc::testResize() {
     const auto a = static_cast<std::size_t>(named[k]);
     if (!scales.empty()) {
       allScales[a] = scales[static_cast<qsizetype>(k)];
-      outShape[a] = static_cast<std::int64_t>(static_cast<float>(allScales[a]) * static_cast<float>(x.shape()[a]));
+      outShape[a] = static_cast<std::int64_t>(static_cast<float>(allScales[a]) *
+                                              static_cast<float>(x.shape()[a]));
     } else {
       outShape[a] = sizes[static_cast<qsizetype>(k)];
       allScales[a] = static_cast<float>(outShape[a]) / static_cast<float>(x.shape()[a]);
@@ -592,8 +552,10 @@ void TestOnnxRnnMisc::testResize() {
   }
   ModelBuilder m(opset);
   // A symbolic batch where the node leaves it alone (sizes name every axis's size, so need them).
-  if (!scales.empty() || !axes.empty()) m.input("x", x, {kUnknownDim, 3, 4, 5});
-  else m.input("x", x);
+  if (!scales.empty() || !axes.empty())
+    m.input("x", x, {kUnknownDim, 3, 4, 5});
+  else
+    m.input("x", x);
   const std::vector<double> given(scales.begin(), scales.end());
   auto floats = [](const std::vector<double>& v) {
     return Tensor::fromDoubles(DType::Float32, {static_cast<std::int64_t>(v.size())}, v);
@@ -612,7 +574,8 @@ void TestOnnxRnnMisc::testResize() {
       ins.push_back("scales");
     } else {
       m.initializer("scales", floats({}));
-      m.initializer("sizes", ints(DType::Int64, {sizes.size()}, std::vector<std::int64_t>(sizes.begin(), sizes.end())));
+      m.initializer("sizes", ints(DType::Int64, {sizes.size()},
+                                  std::vector<std::int64_t>(sizes.begin(), sizes.end())));
       ins.push_back(opset >= 13 ? "" : "scales");
       ins.push_back("sizes");
     }
@@ -626,7 +589,10 @@ void TestOnnxRnnMisc::testResize() {
   }
   if (!axes.empty()) attrInts(n, "axes", std::vector<std::int64_t>(axes.begin(), axes.end()));
   m.output("y", DType::Float32);
-  checkModel(m, {referenceResize(x, allScales, outShape, transform.toStdString(), rounding.toStdString())});
+  // One gather node (Note [Nearest resize as a gather]).
+  const Tensor expected =
+      referenceResize(x, allScales, outShape, transform.toStdString(), rounding.toStdString());
+  checkModel(m, {expected}, "AdvancedSubtensor");
 }
 
 void TestOnnxRnnMisc::testUpsampleMatchesOnnxExample() {
@@ -636,14 +602,15 @@ void TestOnnxRnnMisc::testUpsampleMatchesOnnxExample() {
   m.initializer("scales", Tensor::fromDoubles(DType::Float32, {4}, {1, 1, 2, 3}));
   attrString(m.node("Upsample", {"x", "scales"}, {"y"}), "mode", "nearest");
   m.output("y", DType::Float32);
-  checkModel(m, {Tensor::fromDoubles(DType::Float32, {1, 1, 4, 6},
-                                     {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4})});
+  checkModel(
+      m, {Tensor::fromDoubles(DType::Float32, {1, 1, 4, 6}, {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2,
+                                                             3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4})});
 }
 
 void TestOnnxRnnMisc::testTopK() {
   // Few distinct values, so ties must keep the lower index first.
-  const Tensor x = randomTensor({4, 7}, 31, 3.0).astype(DType::Int64).astype(DType::Float32);
-  for (int opset : {1, 10, 11}) {
+  const Tensor x = uniform({4, 7}, 31, 3.0).astype(DType::Int64).astype(DType::Float32);
+  for (int opset : {7, 10, 11}) {  // TopK-1 (k an attribute), TopK-10 (k an input), TopK-11
     for (bool largest : {true, false}) {
       if (!largest && opset < 11) continue;
       for (bool onAxis0 : {false, true}) {
@@ -666,7 +633,7 @@ void TestOnnxRnnMisc::testTopK() {
           values = values.transpose().contiguous();
           indices = indices.transpose().contiguous();
         }
-        checkModel(m, {values, indices}, 0, 0);
+        checkModel(m, {values, indices}, "TopK", 0, 0);
       }
     }
   }
@@ -675,18 +642,33 @@ void TestOnnxRnnMisc::testTopK() {
 void TestOnnxRnnMisc::testRefused_data() {
   QTest::addColumn<QString>("what");
   QTest::addColumn<QString>("expected");
-  QTest::newRow("lstm dynamic sequence") << "lstm dynamic" << "LSTM with a dynamic sequence length is not supported yet";
-  QTest::newRow("gru short sequence_lens") << "gru lens" << "GRU with sequence_lens other than the sequence length";
-  QTest::newRow("rnn unknown activation") << "rnn activation" << "RNN activation 'Swish' is not supported yet";
-  QTest::newRow("lstm activation count") << "lstm activations" << "expected 3 names, found 2";
-  QTest::newRow("resize linear") << "resize linear" << "Resize mode 'linear' is not supported yet";
-  QTest::newRow("resize crop") << "resize crop" << "coordinate_transformation_mode 'tf_crop_and_resize' is not supported yet";
-  QTest::newRow("resize dynamic axis") << "resize dynamic" << "Resize of an axis whose size is not static (axis 0)";
-  QTest::newRow("pad wrap") << "pad wrap" << "Pad mode 'wrap' is not supported yet";
-  QTest::newRow("pad reflect too far") << "pad reflect" << "expected each smaller than the axis size 3";
-  QTest::newRow("pad pads count") << "pad count" << "pads: expected 4 values";
-  QTest::newRow("topk dynamic k") << "topk dynamic" << "TopK with k computed at run time is not supported yet";
-  QTest::newRow("topk k too large") << "topk large" << "k = 9 is larger than axis 1 of size 7";
+  QTest::newRow("lstm dynamic sequence")
+      << "lstm dynamic"
+      << "LSTM with a dynamic sequence length is not supported yet";
+  QTest::newRow("gru short sequence_lens")
+      << "gru lens"
+      << "GRU with sequence_lens other than the sequence length";
+  QTest::newRow("rnn unknown activation") << "rnn activation"
+                                          << "RNN activation 'Swish' is not supported yet";
+  QTest::newRow("lstm activation count") << "lstm activations"
+                                         << "expected 3 names, found 2";
+  QTest::newRow("resize linear") << "resize linear"
+                                 << "Resize mode 'linear' is not supported yet";
+  QTest::newRow("resize crop")
+      << "resize crop"
+      << "coordinate_transformation_mode 'tf_crop_and_resize' is not supported yet";
+  QTest::newRow("resize dynamic axis") << "resize dynamic"
+                                       << "Resize of an axis whose size is not static (axis 0)";
+  QTest::newRow("pad wrap") << "pad wrap"
+                            << "Pad mode 'wrap' is not supported yet";
+  QTest::newRow("pad reflect too far") << "pad reflect"
+                                       << "expected each smaller than the axis size 3";
+  QTest::newRow("pad pads count") << "pad count"
+                                  << "pads: expected 4 values";
+  QTest::newRow("topk dynamic k") << "topk dynamic"
+                                  << "TopK with k computed at run time is not supported yet";
+  QTest::newRow("topk k too large") << "topk large"
+                                    << "k = 9 is larger than axis 1 of size 7";
 }
 
 void TestOnnxRnnMisc::testRefused() {
@@ -694,13 +676,18 @@ void TestOnnxRnnMisc::testRefused() {
   QFETCH(QString, expected);
   const std::string w = what.toStdString();
   std::vector<Tensor> unused;
-  if (w == "lstm dynamic") return checkRefused(recurrentModel({}, unused, kUnknownDim), expected.toStdString());
-  if (w == "lstm activations") return checkRefused(recurrentModel({.activations = {"Tanh", "Tanh"}}, unused), expected.toStdString());
-  if (w == "rnn activation") return checkRefused(recurrentModel({.cell = "RNN", .activations = {"Swish"}}, unused), expected.toStdString());
+  if (w == "lstm dynamic")
+    return checkRefused(recurrentModel({}, unused, kUnknownDim), expected.toStdString());
+  if (w == "lstm activations")
+    return checkRefused(recurrentModel({.activations = {"Tanh", "Tanh"}}, unused),
+                        expected.toStdString());
+  if (w == "rnn activation")
+    return checkRefused(recurrentModel({.cell = "RNN", .activations = {"Swish"}}, unused),
+                        expected.toStdString());
   if (w == "gru lens") {
     // sequence_lens shorter than the sequence for one batch entry.
     ModelBuilder m = recurrentModel({.cell = "GRU", .seqLens = true}, unused);
-    onnx::ModelProto proto;
+    ::onnx::ModelProto proto;
     proto.ParseFromString(m.bytes());
     for (auto& init : *proto.mutable_graph()->mutable_initializer())
       if (init.name() == "lens") init.set_raw_data(std::string("\x03\0\0\0\x02\0\0\0", 8));
@@ -713,21 +700,26 @@ void TestOnnxRnnMisc::testRefused() {
     return;
   }
   // x (2, 7); for the reflect row (2, 3), too narrow for a reflect pad of 3.
-  const Tensor x = randomTensor({2, w == "pad reflect" ? 3 : 7}, 41);
+  const Tensor x = uniform({2, w == "pad reflect" ? 3 : 7}, 41);
   ModelBuilder m(w == "pad wrap" ? 18 : 13);
-  m.input("x", x, w == "resize dynamic" ? std::vector<std::int64_t>{kUnknownDim, 7} : std::vector<std::int64_t>{});
+  m.input("x", x,
+          w == "resize dynamic" ? std::vector<std::int64_t>{kUnknownDim, 7}
+                                : std::vector<std::int64_t>{});
   if (w.rfind("resize", 0) == 0) {
     m.initializer("scales", Tensor::fromDoubles(DType::Float32, {2}, {2, 1}));
     auto& n = m.node("Resize", {"x", "", "scales"}, {"y"});
     attrString(n, "mode", w == "resize linear" ? "linear" : "nearest");
     if (w == "resize crop") attrString(n, "coordinate_transformation_mode", "tf_crop_and_resize");
   } else if (w.rfind("pad", 0) == 0) {
-    const std::vector<std::int64_t> pads = w == "pad count" ? std::vector<std::int64_t>{1, 1} : std::vector<std::int64_t>{0, 3, 0, 0};
+    const std::vector<std::int64_t> pads =
+        w == "pad count" ? std::vector<std::int64_t>{1, 1} : std::vector<std::int64_t>{0, 3, 0, 0};
     m.initializer("pads", ints(DType::Int64, {static_cast<std::int64_t>(pads.size())}, pads));
     attrString(m.node("Pad", {"x", "pads"}, {"y"}), "mode", w == "pad wrap" ? "wrap" : "reflect");
   } else {
-    if (w == "topk dynamic") m.input("k", ints(DType::Int64, {1}, {2}));
-    else m.initializer("k", ints(DType::Int64, {1}, {9}));
+    if (w == "topk dynamic")
+      m.input("k", ints(DType::Int64, {1}, {2}));
+    else
+      m.initializer("k", ints(DType::Int64, {1}, {9}));
     m.node("TopK", {"x", "k"}, {"y", "i"});
     m.output("i", DType::Int64);
   }

@@ -103,7 +103,9 @@ const EmitterTable& defaultEmitters() {
 // Note [Export value names]: ONNX values are named once (SSA). Graph inputs, shared variables and
 // graph outputs are named first, in that order, so they keep their variables' names; a clash
 // appends "_1", "_2", .... Other values take their variable's name when it has one and is free,
-// else "<node name>_output_<k>" as PyTorch writes them. Names are looked up by Variable address,
+// else "<node name>_output_<k>" after the ONNX node that writes them, as PyTorch names them
+// ("/layer1/Tanh_output_0"): an emitter asks for an output's name before it adds that node, so it
+// gets a placeholder that the node resolves. Names are looked up by Variable address,
 // so every variable an expansion creates is kept alive until the model is written (a freed
 // address reused by a later variable would otherwise find a stale name).
 class ModelWriter {
@@ -120,9 +122,10 @@ class ModelWriter {
   std::string outputName(const Variable& v, int k);
   std::string cast(const std::string& value, DType from, DType to);
   std::string initializer(const Tensor& value, const std::string& base);
-  std::string constant(const Tensor& value, const std::string& base);
-  // A constant's base name: its variable's name, else "/<scope>/Constant_output_0".
-  std::string constantName(const std::string& name) const;
+  // A constant (an initializer or a Constant node) named varName, else after its node.
+  std::string constant(const Tensor& value, const std::string& varName);
+  // An initializer's name: its variable's name, else "/<scope>/Constant_<k>_output_0".
+  std::string constantName(const std::string& name);
   onnx::NodeProto& addNode(std::string_view opType, std::vector<std::string> inputs,
                            std::vector<std::string> outputs);
   void emitNode(const Apply& node, const Apply& reported);
@@ -146,6 +149,10 @@ class ModelWriter {
   std::set<std::string> m_usedNodes;
   std::map<std::pair<std::string, DType>, std::string> m_casts;
   std::vector<VarPtr> m_keepAlive;  // Note [Export value names]
+  // Output names handed out before the node that writes them is named: placeholder -> variables.
+  static constexpr char kPendingMark[] = "\x01pending:";
+  std::map<std::string, std::vector<const Variable*>> m_pending;
+  int m_nextPending = 0;
   // The graph node being exported: its scope names the ONNX nodes, its op and site their doc.
   const Apply* m_current = nullptr;
 };
@@ -178,29 +185,28 @@ std::string ModelWriter::initializer(const Tensor& value, const std::string& bas
 // weights so, and the importer makes them shared variables, Note [Initializers] in
 // onnx_import.cpp), and a literal 0.5 that came back as a parameter could no longer be folded by
 // the optimizer.
-std::string ModelWriter::constant(const Tensor& value, const std::string& base) {
-  if (!isFloat(value.dtype())) return initializer(value, base);
-  const std::string name = uniqueValue(base);
-  onnx::NodeProto& node = addNode("Constant", {}, {name});
+std::string ModelWriter::constant(const Tensor& value, const std::string& varName) {
+  if (!isFloat(value.dtype())) return initializer(value, constantName(varName));
+  onnx::NodeProto& node = addNode("Constant", {}, {varName.empty() ? std::string(kPendingMark) : uniqueValue(varName)});
   onnx::AttributeProto* a = node.add_attribute();
   a->set_name("value");
   a->set_type(onnx::AttributeProto::TENSOR);
   tensorToOnnx(value, {}, *a->mutable_t());
   a->mutable_t()->clear_name();
-  return name;
+  return node.output(0);
 }
 
-std::string ModelWriter::constantName(const std::string& name) const {
+std::string ModelWriter::constantName(const std::string& name) {
   if (!name.empty()) return name;
   const std::string scope = m_current ? m_current->scope() : std::string();
-  return "/" + (scope.empty() ? std::string() : scope + "/") + "Constant_output_0";
+  return uniqueNode("/" + (scope.empty() ? std::string() : scope + "/") + "Constant") + "_output_0";
 }
 
 std::string ModelWriter::value(const VarPtr& v) {
   if (auto it = m_names.find(v.get()); it != m_names.end()) return it->second;
   if (v->kind() == Variable::Kind::Constant) {
     const auto& c = static_cast<const Constant&>(*v);
-    const std::string name = constant(c.value(), constantName(v->name()));
+    const std::string name = constant(c.value(), v->name());
     m_names[v.get()] = name;
     return name;
   }
@@ -216,15 +222,10 @@ std::string ModelWriter::value(const VarPtr& v) {
 std::string ModelWriter::outputName(const Variable& v, int k) {
   if (auto it = m_names.find(&v); it != m_names.end()) return it->second;
   std::string name;
-  if (auto it = m_reserved.find(&v); it != m_reserved.end()) {
-    name = it->second;
-  } else {
-    const std::string& scope = m_current->scope();
-    name = uniqueValue(v.name().empty() ? "/" + (scope.empty() ? std::string() : scope + "/") +
-                                              std::string(v.owner() ? v.owner()->op().name() : "value") +
-                                              "_output_" + std::to_string(k)
-                                        : v.name());
-  }
+  if (auto it = m_reserved.find(&v); it != m_reserved.end()) name = it->second;
+  else if (!v.name().empty()) name = uniqueValue(v.name());
+  else name = kPendingMark + std::to_string(m_nextPending++);
+  if (name.starts_with(kPendingMark)) m_pending[name].push_back(&v);
   m_names[&v] = name;
   return name;
 }
@@ -244,7 +245,20 @@ onnx::NodeProto& ModelWriter::addNode(std::string_view opType, std::vector<std::
   const std::string scope = m_current ? m_current->scope() : std::string();
   const std::string name =
       uniqueNode("/" + (scope.empty() ? std::string() : scope + "/") + std::string(opType));
-  if (outputs.empty()) outputs.push_back(uniqueValue(name + "_output_0"));
+  if (outputs.empty()) outputs.push_back(kPendingMark);
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    if (!outputs[k].starts_with(kPendingMark)) continue;
+    // Note [Export value names]: a value named by the node that computes it.
+    const std::string real = uniqueValue(name + "_output_" + std::to_string(k));
+    if (auto it = m_pending.find(outputs[k]); it != m_pending.end()) {
+      for (const Variable* v : it->second) m_names[v] = real;
+      m_pending.erase(it);
+    }
+    outputs[k] = real;
+  }
+  for (const std::string& in : inputs)
+    if (in.starts_with(kPendingMark))
+      throw std::logic_error("ONNX export: a " + std::string(opType) + " node reads a value no node has written yet");
   onnx::NodeProto& node = *graph().add_node();
   node.set_op_type(std::string(opType));
   node.set_name(name);
@@ -288,7 +302,7 @@ void ModelWriter::emitNode(const Apply& node, const Apply& reported) {
     unsupported(reported, e.what());
   }
   for (int k = 0; k < node.nOutputs(); ++k)
-    if (!m_names.count(&node.outputRef(k)))
+    if (auto it = m_names.find(&node.outputRef(k)); it == m_names.end() || it->second.starts_with(kPendingMark))
       unsupported(reported, "the exporter wrote no value for output " + std::to_string(k) + " (a bug)");
   m_current = previous;
 }
@@ -357,7 +371,7 @@ void ModelWriter::addGraphInputs() {
                                                            : static_cast<const Constant&>(*in).value();
     m_names[in.get()] = in->kind() == Variable::Kind::Shared
                             ? initializer(v, in->name().empty() ? "param_" + std::to_string(p) : in->name())
-                            : constant(v, constantName(in->name()));
+                            : constant(v, in->name());
     ++p;
   }
 }
@@ -519,7 +533,7 @@ std::string NodeExport::ints(const std::vector<std::int64_t>& values) {
 
 std::string NodeExport::scalar(double value, DType dtype) { return tensor(Tensor::scalar(dtype, value)); }
 
-std::string NodeExport::tensor(const Tensor& value) { return m_writer.constant(value, m_writer.constantName({})); }
+std::string NodeExport::tensor(const Tensor& value) { return m_writer.constant(value, {}); }
 
 void NodeExport::emitExpansion(const std::vector<VarPtr>& outputs) { m_writer.emitExpansion(*this, outputs); }
 

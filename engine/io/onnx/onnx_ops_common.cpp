@@ -31,6 +31,11 @@ bool appendEntries(const VarPtr& v, ShapeExpr& out) {
       out.push_back(asInt64(node->inputs()[0]));
       return true;
     }
+    if (dynamic_cast<const ShapeOp*>(&op)) {
+      const ShapeExpr dims = shapeOf(node->inputs()[0]);
+      out.insert(out.end(), dims.begin(), dims.end());
+      return true;
+    }
     if (const auto* cast = dynamic_cast<const Elemwise*>(&op);
         cast && cast->scalarOp() == ScalarOp::Cast && isInteger(node->inputs()[0]->type().dtype()))
       return appendEntries(node->inputs()[0], out);
@@ -69,6 +74,12 @@ std::vector<std::int64_t> tensorInts(const Tensor& t) {
     for (double d : t.toDoubles()) out.push_back(static_cast<std::int64_t>(d));
   }
   return out;
+}
+
+Tensor tensorOfInts(const std::vector<std::int64_t>& values) {
+  Tensor t(DType::Int64, {static_cast<std::int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), t.data<std::int64_t>());
+  return t;
 }
 
 VarPtr asInt64(const VarPtr& v) {

@@ -35,13 +35,17 @@ std::optional<std::vector<std::int64_t>> intsAttrOrInput(const NodeContext& ctx,
 // bounds (Reshape, Expand, ConstantOfShape, Slice), as 0-d int64 variables: constants when the
 // input is known while importing; else the scalars the vector was built from, looking through
 // the Concat/Unsqueeze/Cast chains exporters write (`Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])`
-// gives {ShapeI{0}(x), -1}), so constant entries stay visible; else one element read per entry.
+// gives {ShapeI{0}(x), -1}; Shape(x) gives x's dimensions), so constant entries stay visible;
+// else one element read per entry.
 // Constant entries are clamped (Note [Huge bounds]). Fails when the input is not a 1-d integer
 // vector; unsupported when its length is not static.
 ShapeExpr vectorInputEntries(const NodeContext& ctx, int input, std::string_view what);
 
 // The values of an integer (or bool) tensor, int64 ones read exactly (not through doubles).
 std::vector<std::int64_t> tensorInts(const Tensor& t);
+
+// A 1-d int64 tensor of the values (exact; Tensor::fromDoubles goes through doubles).
+Tensor tensorOfInts(const std::vector<std::int64_t>& values);
 
 // v as int64 (itself when it is already).
 VarPtr asInt64(const VarPtr& v);

@@ -29,6 +29,21 @@ VarPtr dimPlus(const VarPtr& d, std::int64_t n) {
   return add(d, constantInt(n));
 }
 
+// The values of input i known while importing, as doubles. Besides constantInput's constants this
+// reads float initializers, which load as shared variables (the model's parameters, Note
+// [Initializers] in onnx_import.cpp): Resize's and Upsample's scales are such floats, fixed by the
+// model, so the value the file gives is the one that counts. nullopt when the input is absent.
+std::optional<std::vector<double>> importTimeDoubles(const NodeContext& ctx, int i,
+                                                     const std::string& what) {
+  if (!ctx.hasInput(i)) return std::nullopt;
+  if (auto v = ctx.constantInput(i)) return v->toDoubles();
+  const VarPtr& in = ctx.input(i);
+  if (in->kind() == Variable::Kind::Shared)
+    return static_cast<const SharedVariable&>(*in).value().toDoubles();
+  ctx.fail("expected " + what + " (input " + std::to_string(i) +
+           ") to be a constant or an initializer, found a value computed at run time");
+}
+
 // --- Pad -----------------------------------------------------------------------------------------
 
 // Begin/end pads per axis (ONNX gives all begins, then all ends; from opset 18 for `axes` only).
@@ -38,17 +53,19 @@ struct Pads {
 
 Pads readPads(const NodeContext& ctx, int rank) {
   const bool fromInput = ctx.opset() >= 11;
-  const std::vector<std::int64_t> pads = fromInput ? ctx.constantInts(1, "Pad's pads") : ctx.attrInts("pads");
+  const std::vector<std::int64_t> pads =
+      fromInput ? ctx.constantInts(1, "Pad's pads") : ctx.attrInts("pads");
   std::vector<int> axes;
   if (fromInput && ctx.opset() >= 18 && ctx.hasInput(3)) {
-    for (std::int64_t a : ctx.constantInts(3, "Pad's axes")) axes.push_back(ctx.axis(a, rank, "axes"));
+    for (std::int64_t a : ctx.constantInts(3, "Pad's axes"))
+      axes.push_back(ctx.axis(a, rank, "axes"));
   } else {
     for (int a = 0; a < rank; ++a) axes.push_back(a);
   }
   const std::size_t n = axes.size();
   if (pads.size() != 2 * n)
-    ctx.fail("pads: expected " + std::to_string(2 * n) + " values (begin and end for " + std::to_string(n) +
-             " axes), found " + std::to_string(pads.size()));
+    ctx.fail("pads: expected " + std::to_string(2 * n) + " values (begin and end for " +
+             std::to_string(n) + " axes), found " + std::to_string(pads.size()));
   Pads p{std::vector<std::int64_t>(static_cast<std::size_t>(rank), 0),
          std::vector<std::int64_t>(static_cast<std::size_t>(rank), 0)};
   for (std::size_t i = 0; i < n; ++i) {
@@ -63,8 +80,10 @@ VarPtr padValue(const NodeContext& ctx, DType dtype) {
   if (ctx.opset() < 11) return constant(ctx.attrFloat("value", 0.0), dtype);
   if (!ctx.hasInput(2)) return constant(0.0, dtype);
   VarPtr v = ctx.input(2);
-  if (v->type().ndim() == 1 && v->type().shape()[0] == 1) v = reshape(v, std::vector<std::int64_t>{});
-  if (v->type().ndim() != 0) ctx.fail("constant_value: expected a scalar, found " + v->type().str());
+  if (v->type().ndim() == 1 && v->type().shape()[0] == 1)
+    v = reshape(v, std::vector<std::int64_t>{});
+  if (v->type().ndim() != 0)
+    ctx.fail("constant_value: expected a scalar, found " + v->type().str());
   return v->type().dtype() == dtype ? v : cast(v, dtype);
 }
 
@@ -86,15 +105,18 @@ std::vector<VarPtr> convertPad(NodeContext& ctx) {
     const std::int64_t b = pads.begin[a], e = pads.end[a];
     cropping = cropping || b < 0 || e < 0;
     crop.push_back(Idx::slice(b < 0 ? IdxBound(-b) : IdxBound(), e < 0 ? IdxBound(e) : IdxBound()));
-    if (shape[a] != kUnknownDim && shape[a] + std::min<std::int64_t>(b, 0) + std::min<std::int64_t>(e, 0) < 0)
-      ctx.fail("pads crop axis " + std::to_string(a) + " of size " + std::to_string(shape[a]) + " by more than its size");
+    if (shape[a] != kUnknownDim &&
+        shape[a] + std::min<std::int64_t>(b, 0) + std::min<std::int64_t>(e, 0) < 0)
+      ctx.fail("pads crop axis " + std::to_string(a) + " of size " + std::to_string(shape[a]) +
+               " by more than its size");
     pads.begin[a] = std::max<std::int64_t>(b, 0);
     pads.end[a] = std::max<std::int64_t>(e, 0);
   }
   if (cropping) x = subtensor(x, crop);
 
   bool padding = false;
-  for (std::size_t a = 0; a < pads.begin.size(); ++a) padding = padding || pads.begin[a] > 0 || pads.end[a] > 0;
+  for (std::size_t a = 0; a < pads.begin.size(); ++a)
+    padding = padding || pads.begin[a] > 0 || pads.end[a] > 0;
   if (!padding) return {cropping ? x : identity(x)};
 
   if (mode == "constant") {
@@ -104,7 +126,8 @@ std::vector<VarPtr> convertPad(NodeContext& ctx) {
     for (int a = 0; a < rank; ++a) {
       const auto i = static_cast<std::size_t>(a);
       padded.push_back(dimPlus(shapeI(x, a), pads.begin[i] + pads.end[i]));
-      middle.push_back(Idx::slice(pads.begin[i], pads.end[i] > 0 ? IdxBound(-pads.end[i]) : IdxBound()));
+      middle.push_back(
+          Idx::slice(pads.begin[i], pads.end[i] > 0 ? IdxBound(-pads.end[i]) : IdxBound()));
     }
     return {setSubtensor(alloc(padValue(ctx, x->type().dtype()), padded), x, middle)};
   }
@@ -127,8 +150,9 @@ std::vector<VarPtr> convertPad(NodeContext& ctx) {
       if (after > 0) parts.push_back(repeated(slice(x, a, -1, std::nullopt), after));
     } else {
       if (n != kUnknownDim && (before >= n || after >= n))
-        ctx.fail("reflect pads of axis " + std::to_string(a) + " (" + std::to_string(before) + ", " +
-                 std::to_string(after) + "): expected each smaller than the axis size " + std::to_string(n));
+        ctx.fail("reflect pads of axis " + std::to_string(a) + " (" + std::to_string(before) +
+                 ", " + std::to_string(after) + "): expected each smaller than the axis size " +
+                 std::to_string(n));
       // x[before:0:-1] and x[-2:-2-after:-1]: the mirror images without the edge element.
       if (before > 0) parts.push_back(slice(x, a, before, 0, -1));
       parts.push_back(x);
@@ -162,35 +186,54 @@ Nearest readNearest(const NodeContext& ctx) {
   if (m == "round_prefer_ceil") return Nearest::RoundPreferCeil;
   if (m == "floor") return Nearest::Floor;
   if (m == "ceil") return Nearest::Ceil;
-  ctx.fail("attribute 'nearest_mode': expected round_prefer_floor, round_prefer_ceil, floor or ceil, found '" + m +
-           "'");
+  ctx.fail(
+      "attribute 'nearest_mode': expected round_prefer_floor, round_prefer_ceil, floor or ceil, "
+      "found '" +
+      m + "'");
 }
 
 // The input position output position o reads (Note [Nearest resize as a gather]).
-std::int64_t nearestSource(std::int64_t o, float scale, std::int64_t outLen, std::int64_t inLen, Transform t,
-                           Nearest mode) {
+std::int64_t nearestSource(std::int64_t o, float scale, std::int64_t outLen, std::int64_t inLen,
+                           Transform t, Nearest mode) {
   const auto x = static_cast<float>(o);
   float orig = 0;
   switch (t) {
-    case Transform::HalfPixel: orig = (x + 0.5f) / scale - 0.5f; break;
-    case Transform::PytorchHalfPixel: orig = outLen > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f; break;
-    case Transform::AlignCorners:
-      orig = outLen == 1 ? 0.0f : x * static_cast<float>(inLen - 1) / static_cast<float>(outLen - 1);
+    case Transform::HalfPixel:
+      orig = (x + 0.5f) / scale - 0.5f;
       break;
-    case Transform::Asymmetric: orig = x / scale; break;
-    case Transform::TfHalfPixelForNn: orig = (x + 0.5f) / scale; break;
+    case Transform::PytorchHalfPixel:
+      orig = outLen > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
+      break;
+    case Transform::AlignCorners:
+      orig =
+          outLen == 1 ? 0.0f : x * static_cast<float>(inLen - 1) / static_cast<float>(outLen - 1);
+      break;
+    case Transform::Asymmetric:
+      orig = x / scale;
+      break;
+    case Transform::TfHalfPixelForNn:
+      orig = (x + 0.5f) / scale;
+      break;
   }
   std::int64_t i = 0;
   switch (mode) {
     // Resize-10 and Upsample had no nearest_mode: truncate when enlarging, ceil when shrinking.
-    case Nearest::Simple: i = scale < 1 ? static_cast<std::int64_t>(std::ceil(orig)) : static_cast<std::int64_t>(orig); break;
+    case Nearest::Simple:
+      i = scale < 1 ? static_cast<std::int64_t>(std::ceil(orig)) : static_cast<std::int64_t>(orig);
+      break;
     case Nearest::RoundPreferFloor:
       i = orig == std::floor(orig) + 0.5f ? static_cast<std::int64_t>(std::floor(orig))
                                           : static_cast<std::int64_t>(std::round(orig));
       break;
-    case Nearest::RoundPreferCeil: i = static_cast<std::int64_t>(std::round(orig)); break;
-    case Nearest::Floor: i = static_cast<std::int64_t>(std::floor(orig)); break;
-    case Nearest::Ceil: i = static_cast<std::int64_t>(std::ceil(orig)); break;
+    case Nearest::RoundPreferCeil:
+      i = static_cast<std::int64_t>(std::round(orig));
+      break;
+    case Nearest::Floor:
+      i = static_cast<std::int64_t>(std::floor(orig));
+      break;
+    case Nearest::Ceil:
+      i = static_cast<std::int64_t>(std::ceil(orig));
+      break;
   }
   return std::clamp<std::int64_t>(i, 0, inLen - 1);
 }
@@ -207,7 +250,8 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
   const Transform transform = legacy ? Transform::Asymmetric : readTransform(ctx);
   const Nearest nearest = legacy ? Nearest::Simple : readNearest(ctx);
   if (!legacy && ctx.attrString("keep_aspect_ratio_policy", "stretch") != "stretch")
-    ctx.unsupported("Resize keep_aspect_ratio_policy '" + ctx.attrString("keep_aspect_ratio_policy") + "'");
+    ctx.unsupported("Resize keep_aspect_ratio_policy '" +
+                    ctx.attrString("keep_aspect_ratio_policy") + "'");
 
   // Scales or sizes, for the axes they name (every axis unless opset 18's `axes`).
   std::vector<double> scales;
@@ -215,9 +259,10 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
   if (upsample && ctx.opset() < 9) {
     scales = ctx.attrFloats("scales");
   } else if (legacy) {
-    scales = ctx.constantDoubles(1, op + "'s scales");
+    if (!ctx.hasInput(1)) ctx.fail("expected the scales input, found none");
+    scales = *importTimeDoubles(ctx, 1, op + "'s scales");
   } else {
-    if (ctx.hasInput(2)) scales = ctx.constantDoubles(2, "Resize's scales");
+    if (ctx.hasInput(2)) scales = *importTimeDoubles(ctx, 2, "Resize's scales");
     if (ctx.hasInput(3)) sizes = ctx.constantInts(3, "Resize's sizes");
     if (!scales.empty() && !sizes.empty()) ctx.fail("expected either scales or sizes, found both");
     if (scales.empty() && sizes.empty()) ctx.fail("expected scales or sizes, found neither");
@@ -230,8 +275,8 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
   }
   const std::size_t given = scales.empty() ? sizes.size() : scales.size();
   if (given != axes.size())
-    ctx.fail(std::string(scales.empty() ? "sizes" : "scales") + ": expected " + std::to_string(axes.size()) +
-             " values, one per axis, found " + std::to_string(given));
+    ctx.fail(std::string(scales.empty() ? "sizes" : "scales") + ": expected " +
+             std::to_string(axes.size()) + " values, one per axis, found " + std::to_string(given));
 
   // Per resized axis: the constant source positions.
   std::map<int, std::vector<std::int64_t>> sources;
@@ -242,20 +287,27 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
     std::int64_t out = in;
     if (!scales.empty()) {
       scale = static_cast<float>(scales[k]);
-      if (!(scale > 0)) ctx.fail("scales: expected positive values, found " + std::to_string(scales[k]));
+      if (!(scale > 0))
+        ctx.fail("scales: expected positive values, found " + std::to_string(scales[k]));
       if (scale == 1) continue;
-      if (in == kUnknownDim) ctx.unsupported(op + " of an axis whose size is not static (axis " + std::to_string(a) + ")");
+      if (in == kUnknownDim)
+        ctx.unsupported(op + " of an axis whose size is not static (axis " + std::to_string(a) +
+                        ")");
       out = static_cast<std::int64_t>(scale * static_cast<float>(in));
     } else {
       out = sizes[k];
       if (out < 0) ctx.fail("sizes: expected sizes >= 0, found " + std::to_string(out));
-      if (in == kUnknownDim) ctx.unsupported(op + " of an axis whose size is not static (axis " + std::to_string(a) + ")");
+      if (in == kUnknownDim)
+        ctx.unsupported(op + " of an axis whose size is not static (axis " + std::to_string(a) +
+                        ")");
       if (out == in) continue;
       scale = in == 0 ? 1.0f : static_cast<float>(out) / static_cast<float>(in);
     }
-    if (in == 0 && out > 0) ctx.fail("cannot resize the empty axis " + std::to_string(a) + " to " + std::to_string(out));
+    if (in == 0 && out > 0)
+      ctx.fail("cannot resize the empty axis " + std::to_string(a) + " to " + std::to_string(out));
     std::vector<std::int64_t>& src = sources[a];
-    for (std::int64_t o = 0; o < out; ++o) src.push_back(nearestSource(o, scale, out, in, transform, nearest));
+    for (std::int64_t o = 0; o < out; ++o)
+      src.push_back(nearestSource(o, scale, out, in, transform, nearest));
   }
   if (sources.empty()) return {identity(x)};
 
@@ -269,7 +321,8 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
     VarPtr positions;
     if (auto it = sources.find(a); it != sources.end()) {
       shape[static_cast<std::size_t>(a - first)] = static_cast<std::int64_t>(it->second.size());
-      positions = constant(Tensor::fromDoubles(DType::Int64, shape, std::vector<double>(it->second.begin(), it->second.end())));
+      positions = constant(Tensor::fromDoubles(
+          DType::Int64, shape, std::vector<double>(it->second.begin(), it->second.end())));
     } else {
       std::vector<int> order(static_cast<std::size_t>(block), DimShuffle::kNewAxis);
       order[static_cast<std::size_t>(a - first)] = 0;
@@ -292,7 +345,9 @@ std::vector<VarPtr> convertTopK(NodeContext& ctx) {
   } else {
     const auto value = ctx.constantInput(1);
     if (!value) ctx.unsupported("TopK with k computed at run time");
-    if (value->numel() != 1) ctx.fail("input 1 (K): expected a single value, found shape " + shapeToString(value->shape()));
+    if (value->numel() != 1)
+      ctx.fail("input 1 (K): expected a single value, found shape " +
+               shapeToString(value->shape()));
     k = static_cast<std::int64_t>(value->item());
   }
   const int axis = ctx.axis(ctx.attrInt("axis", -1), rank);
@@ -300,8 +355,8 @@ std::vector<VarPtr> convertTopK(NodeContext& ctx) {
   const std::int64_t n = x->type().shape()[static_cast<std::size_t>(axis)];
   if (k < 0) ctx.fail("k: expected k >= 0, found " + std::to_string(k));
   if (n != kUnknownDim && k > n)
-    ctx.fail("k = " + std::to_string(k) + " is larger than axis " + std::to_string(axis) + " of size " +
-             std::to_string(n));
+    ctx.fail("k = " + std::to_string(k) + " is larger than axis " + std::to_string(axis) +
+             " of size " + std::to_string(n));
   // `sorted` = 0 leaves the order to the runtime; sorted output is one valid answer.
   auto [values, indices] = topk(x, k, axis, largest);
   return {values, indices};

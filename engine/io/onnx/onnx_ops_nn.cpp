@@ -1,7 +1,6 @@
 // The neural-network converters: MatMul, Gemm, Softmax, LogSoftmax and the normalizations here;
 // Conv / ConvTranspose in onnx_ops_nn_conv.cpp, the pools and LRN in onnx_ops_nn_pool.cpp.
 #include "engine/io/onnx/onnx_ops_nn_common.h"
-
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/blas/gemm.h"
@@ -13,7 +12,9 @@ namespace tscope::engine::io::onnx_import {
 
 namespace {
 
-bool isEngineFloat(DType dtype) { return dtype == DType::Float32 || dtype == DType::Float64; }
+bool isEngineFloat(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float64;
+}
 
 // Fails unless input i is a float32 / float64 tensor (what the engine's nn kernels take).
 void requireEngineFloat(const NodeContext& ctx, int i) {
@@ -99,8 +100,12 @@ std::vector<VarPtr> convertSoftmaxFamily(NodeContext& ctx, bool logarithm) {
   return {reshape(apply(flat, 1), shapeOf(x))};
 }
 
-std::vector<VarPtr> convertSoftmax(NodeContext& ctx) { return convertSoftmaxFamily(ctx, false); }
-std::vector<VarPtr> convertLogSoftmax(NodeContext& ctx) { return convertSoftmaxFamily(ctx, true); }
+std::vector<VarPtr> convertSoftmax(NodeContext& ctx) {
+  return convertSoftmaxFamily(ctx, false);
+}
+std::vector<VarPtr> convertLogSoftmax(NodeContext& ctx) {
+  return convertSoftmaxFamily(ctx, true);
+}
 
 // --- Normalizations ------------------------------------------------------------------------------
 
@@ -120,10 +125,10 @@ std::vector<VarPtr> convertBatchNormalization(NodeContext& ctx) {
   const double epsilon = ctx.attrFloat("epsilon", 1e-5);
   const int opset = ctx.opset();
   bool statisticsWanted = false;
-  for (int i = 1; i < ctx.nOutputs(); ++i) statisticsWanted = statisticsWanted || ctx.wantsOutput(i);
+  for (int i = 1; i < ctx.nOutputs(); ++i)
+    statisticsWanted = statisticsWanted || ctx.wantsOutput(i);
   const bool training = (opset < 7 && ctx.attrInt("is_test", 0) == 0) ||
-                        (opset >= 14 && ctx.attrInt("training_mode", 0) != 0) ||
-                        statisticsWanted;
+                        (opset >= 14 && ctx.attrInt("training_mode", 0) != 0) || statisticsWanted;
   if (training && statisticsWanted)
     ctx.unsupported("BatchNormalization in training mode with its running statistics outputs");
   const bool spatial = opset >= 9 || ctx.attrInt("spatial", 1) != 0;
@@ -152,7 +157,8 @@ Normalized normalize(const VarPtr& x, const Axes& axes, double epsilon) {
   const VarPtr mu = mean(x, axes, true);
   const VarPtr centered = sub(x, mu);
   const VarPtr variance = mean(mul(centered, centered), axes, true);
-  const VarPtr inv = trueDiv(scalarLike(1.0, variance), sqrt(add(variance, scalarLike(epsilon, variance))));
+  const VarPtr inv =
+      trueDiv(scalarLike(1.0, variance), sqrt(add(variance, scalarLike(epsilon, variance))));
   return {mul(centered, inv), mu, inv};
 }
 
@@ -171,22 +177,27 @@ std::vector<VarPtr> convertLayerNormalization(NodeContext& ctx) {
   for (int i = axis; i < rank; ++i) axes.push_back(i);
   const VarPtr xc = dtype == computeDtype ? x : cast(x, computeDtype);
   const Normalized n = normalize(xc, axes, ctx.attrFloat("epsilon", 1e-5));
-  VarPtr y = mul(n.y, ctx.input(1)->type().dtype() == computeDtype ? ctx.input(1)
-                                                                      : cast(ctx.input(1), computeDtype));
+  VarPtr y =
+      mul(n.y, ctx.input(1)->type().dtype() == computeDtype ? ctx.input(1)
+                                                            : cast(ctx.input(1), computeDtype));
   if (ctx.hasInput(2))
     y = add(y, ctx.input(2)->type().dtype() == computeDtype ? ctx.input(2)
                                                             : cast(ctx.input(2), computeDtype));
   if (y->type().dtype() != dtype) y = cast(y, dtype);
   const std::int64_t stash = ctx.attrInt("stash_type", 1);
-  const std::optional<DType> stashDtype = stash == 1 ? std::optional(DType::Float32)
-                                                     : dtypeFromOnnx(static_cast<int>(stash));
+  const std::optional<DType> stashDtype =
+      stash == 1 ? std::optional(DType::Float32) : dtypeFromOnnx(static_cast<int>(stash));
   if (!stashDtype || !isFloat(*stashDtype))
     ctx.fail("expected a float stash_type, found " + std::to_string(stash));
-  const auto statistic = [&](int i, const VarPtr& v) -> VarPtr {
-    if (ctx.nOutputs() <= i || !ctx.wantsOutput(i)) return nullptr;
-    return v->type().dtype() == *stashDtype ? v : cast(v, *stashDtype);
-  };
-  return {y, statistic(1, n.mean), statistic(2, n.invStdDev)};
+  std::vector<VarPtr> outputs{y};
+  for (const VarPtr& v : {n.mean, n.invStdDev}) {
+    const int i = static_cast<int>(outputs.size());
+    if (i >= ctx.nOutputs()) break;
+    outputs.push_back(!ctx.wantsOutput(i)                ? nullptr
+                      : v->type().dtype() == *stashDtype ? v
+                                                         : cast(v, *stashDtype));
+  }
+  return outputs;
 }
 
 // Per sample and channel over the spatial axes, then per-channel scale and B.

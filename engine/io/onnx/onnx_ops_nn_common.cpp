@@ -48,15 +48,14 @@ std::vector<WindowAxis> readWindow(const NodeContext& ctx, const std::vector<std
     ctx.fail("expected input 0 of rank " + std::to_string(n + 2) + " for a kernel of " +
              std::to_string(n) + " spatial axes, found " + x.str());
   const auto strides = listAttr(ctx, "strides", n, 1, 1);
-  const auto dilations = withDilations ? listAttr(ctx, "dilations", n, 1, 1)
-                                       : std::vector<std::int64_t>(n, 1);
+  const auto dilations =
+      withDilations ? listAttr(ctx, "dilations", n, 1, 1) : std::vector<std::int64_t>(n, 1);
   const auto pads = listAttr(ctx, "pads", 2 * n, 0, 0);
   std::vector<WindowAxis> axes(n);
   for (std::size_t i = 0; i < n; ++i) {
-    if (kernel[i] < 1)
-      ctx.fail("expected kernel sizes >= 1, found " + std::to_string(kernel[i]));
-    axes[i] = WindowAxis{x.shape()[i + 2], kernel[i], strides[i], dilations[i], pads[i],
-                         pads[i + n]};
+    if (kernel[i] < 1) ctx.fail("expected kernel sizes >= 1, found " + std::to_string(kernel[i]));
+    axes[i] =
+        WindowAxis{x.shape()[i + 2], kernel[i], strides[i], dilations[i], pads[i], pads[i + n]};
   }
   return axes;
 }

@@ -9,10 +9,10 @@
 //   alignment.
 // - 1-d: a size-1 axis is inserted before the spatial one (input and filters) and dropped after.
 // - 3-d Conv with kD depth taps: output depth od reads input depths od * sd - pd + kd * dd. The kD
-//   strided depth slices of the depth-padded input are stacked next to the channels, depth is folded
-//   into the batch and the taps into the channels, giving ONE Conv2d over
-//   (N * OD, groups * kD * C/groups, H, W) with filters (O, kD * C/groups, KH, KW); the channel
-//   order (group, tap, channel) keeps each group's taps inside its group.
+//   strided depth slices of the depth-padded input are stacked next to the channels, depth is
+//   folded into the batch and the taps into the channels, giving ONE Conv2d over (N * OD, groups *
+//   kD * C/groups, H, W) with filters (O, kD * C/groups, KH, KW); the channel order (group, tap,
+//   channel) keeps each group's taps inside its group.
 // - 2-d ConvTranspose: one Conv2dGradInputs with the begin pads as its padding when the output
 //   size fits the op's geometry (0 <= output_padding + begin - end < stride, PyTorch's exports);
 //   otherwise the full output (no padding) cropped / zero-extended to ONNX's pads.
@@ -20,7 +20,6 @@
 //   one Conv2dGradInputs; each tap's slab is then added (IncSubtensor) at the output depths
 //   id * sd + kd * dd of a zero tensor, and the depth pads are cropped.
 #include "engine/io/onnx/onnx_ops_nn_common.h"
-
 #include "engine/ops/basic.h"
 #include "engine/ops/nn/nn.h"
 #include "engine/ops/shape/shape.h"
@@ -35,7 +34,8 @@ namespace {
 int checkConvInputs(const NodeContext& ctx) {
   const int rank = ctx.rank(0);
   if (rank < 3 || rank > 5) {
-    if (rank > 5) ctx.unsupported(ctx.opType() + " with " + std::to_string(rank - 2) + " spatial axes");
+    if (rank > 5)
+      ctx.unsupported(ctx.opType() + " with " + std::to_string(rank - 2) + " spatial axes");
     ctx.fail("expected input 0 of rank 3 to 5 (N, C, spatial...), found " +
              ctx.input(0)->type().str());
   }
@@ -46,8 +46,8 @@ int checkConvInputs(const NodeContext& ctx) {
   if (dtype != DType::Float32 && dtype != DType::Float64)
     ctx.unsupported(ctx.opType() + " on " + std::string(dtypeName(dtype)) + " tensors");
   if (ctx.input(1)->type().dtype() != dtype)
-    ctx.fail("expected filters of the input's dtype " + std::string(dtypeName(dtype)) +
-             ", found " + ctx.input(1)->type().str());
+    ctx.fail("expected filters of the input's dtype " + std::string(dtypeName(dtype)) + ", found " +
+             ctx.input(1)->type().str());
   return rank;
 }
 
@@ -64,7 +64,8 @@ std::vector<std::int64_t> kernelSizes(const NodeContext& ctx, int nSpatial) {
     const std::int64_t dim = w.shape()[static_cast<std::size_t>(i + 2)];
     const auto k = static_cast<std::size_t>(i);
     if (!attr.empty() && dim != kUnknownDim && dim != attr[k])
-      ctx.fail("kernel_shape " + std::to_string(attr[k]) + " disagrees with the filters " + w.str());
+      ctx.fail("kernel_shape " + std::to_string(attr[k]) + " disagrees with the filters " +
+               w.str());
     if (attr.empty() && dim == kUnknownDim)
       ctx.unsupported(ctx.opType() + " with filters of dynamic spatial size and no kernel_shape");
     kernel[k] = attr.empty() ? dim : attr[k];
@@ -129,8 +130,9 @@ VarPtr conv3d(const NodeContext& ctx, const VarPtr& x, const VarPtr& w,
   const VarPtr x4 = reshape(transpose(split, {0, 4, 2, 1, 3, 5, 6}),
                             ShapeExpr{constantInt(-1), dimProduct(dimProduct(g, kD), cg), h, wd});
   // (O, C/g, kD, KH, KW) -> (O, kD, C/g, KH, KW) -> (O, kD * C/g, KH, KW).
-  const VarPtr w4 = reshape(transpose(w, {0, 2, 1, 3, 4}),
-                            ShapeExpr{shapeI(w, 0), dimProduct(kD, cg), shapeI(w, 3), shapeI(w, 4)});
+  const VarPtr w4 =
+      reshape(transpose(w, {0, 2, 1, 3, 4}),
+              ShapeExpr{shapeI(w, 0), dimProduct(kD, cg), shapeI(w, 3), shapeI(w, 4)});
   const VarPtr y4 = conv2dPadded(x4, w4, axes[1], axes[2], group);  // (N * OD, O, OH, OW)
   const VarPtr y = reshape(y4, ShapeExpr{n, od, shapeI(y4, 1), shapeI(y4, 2), shapeI(y4, 3)});
   return transpose(y, {0, 2, 1, 3, 4});
@@ -233,7 +235,8 @@ VarPtr convTranspose3d(const NodeContext& ctx, const VarPtr& x, const VarPtr& w,
   const VarPtr g = constantInt(group), kD = constantInt(dw.kernel), depth = constantInt(dw.in);
   // x (N, Cin, D, H, W) -> (N * D, Cin, H, W).
   const VarPtr x4 = reshape(transpose(x, {0, 2, 1, 3, 4}), ShapeExpr{constantInt(-1), cin, h, wd});
-  // w (Cin, Cout/g, kD, KH, KW) -> (Cin, kD * Cout/g, KH, KW): output channel (group, tap, channel).
+  // w (Cin, Cout/g, kD, KH, KW) -> (Cin, kD * Cout/g, KH, KW): output channel (group, tap,
+  // channel).
   const VarPtr w4 = reshape(transpose(w, {0, 2, 1, 3, 4}),
                             ShapeExpr{cin, dimProduct(kD, coutg), shapeI(w, 3), shapeI(w, 4)});
   const VarPtr z4 = convTranspose2d(x4, w4, axes[1], axes[2], group);
@@ -259,10 +262,8 @@ VarPtr convTranspose3d(const NodeContext& ctx, const VarPtr& x, const VarPtr& w,
 std::vector<TransposedAxis> transposedAxes(const NodeContext& ctx, int nSpatial) {
   const std::vector<WindowAxis> windows = readWindow(ctx, kernelSizes(ctx, nSpatial), true);
   const auto n = static_cast<std::size_t>(nSpatial);
-  const auto outputPadding =
-      ctx.attrInts("output_padding", std::vector<std::int64_t>(n, 0));
-  std::vector<std::int64_t> outputShape =
-      ctx.attrInts("output_shape", std::vector<std::int64_t>{});
+  const auto outputPadding = ctx.attrInts("output_padding", std::vector<std::int64_t>(n, 0));
+  std::vector<std::int64_t> outputShape = ctx.attrInts("output_shape", std::vector<std::int64_t>{});
   if (outputShape.size() == n + 2) outputShape.erase(outputShape.begin(), outputShape.begin() + 2);
   if (outputPadding.size() != n || (!outputShape.empty() && outputShape.size() != n))
     ctx.fail("expected output_padding and output_shape with " + std::to_string(n) +

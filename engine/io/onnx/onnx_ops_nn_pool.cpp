@@ -20,7 +20,6 @@
 //   for the average, a per-depth divisor: the window counts of a box are products over the axes,
 //   so averaging axis by axis is exact. MaxPool with dilations uses the slices on every axis.
 #include "engine/io/onnx/onnx_ops_nn_common.h"
-
 #include "engine/ops/basic.h"
 #include "engine/ops/nn/nn.h"
 #include "engine/ops/reduce/reduce.h"
@@ -43,7 +42,9 @@ struct PoolAxis {
   std::int64_t padEnd = 0;  // >= window.padEnd
 };
 
-std::int64_t ceilDiv(std::int64_t a, std::int64_t b) { return -floorDiv(-a, b); }
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
+  return -floorDiv(-a, b);
+}
 
 // The output size and the extended end pad of each axis (Note [ONNX pooling on Pool2d]).
 std::vector<PoolAxis> planPool(const NodeContext& ctx, const std::vector<WindowAxis>& windows,
@@ -92,8 +93,8 @@ std::vector<double> opCounts(const PoolAxis& p, bool includePad) {
   std::vector<double> counts;
   for (std::int64_t o = 0; o < p.out; ++o) {
     const std::int64_t u = o * a.stride - a.padBegin;
-    const std::int64_t n = std::min(u + a.kernel, a.in + p.padEnd - pad) -
-                           std::max(u, -(a.padBegin - pad));
+    const std::int64_t n =
+        std::min(u + a.kernel, a.in + p.padEnd - pad) - std::max(u, -(a.padBegin - pad));
     counts.push_back(static_cast<double>(includePad ? a.kernel : n));
   }
   return counts;
@@ -112,8 +113,8 @@ VarPtr pool2d(const NodeContext& ctx, const VarPtr& x, const PoolAxis& h, const 
     params.kernel[k] = p.window.kernel;
     params.stride[k] = p.window.stride;
     params.padding[k] = pad;
-    padded = padAxis(padded, 2 + i, p.window.padBegin - pad, p.padEnd - pad,
-                     takeMax ? kMinusInf : 0.0);
+    padded =
+        padAxis(padded, 2 + i, p.window.padBegin - pad, p.padEnd - pad, takeMax ? kMinusInf : 0.0);
   }
   // The op's floor rounding gives more windows than ONNX's ceil mode keeps only where a window
   // starting in the end padding was dropped (an end pad >= the kernel); drop them here too.
@@ -133,9 +134,9 @@ VarPtr pool2d(const NodeContext& ctx, const VarPtr& x, const PoolAxis& h, const 
   if (!known) {
     // Floor mode (planPool): include_pad windows never leave the pads, so the op's KH * KW is
     // ONNX's divisor; without include_pad it is when no pad is explicit.
-    const bool explicitPads = h.window.padBegin != h.window.padEnd ||
-                              w.window.padBegin != w.window.padEnd ||
-                              opPadding(h) != h.window.padBegin || opPadding(w) != w.window.padBegin;
+    const bool explicitPads =
+        h.window.padBegin != h.window.padEnd || w.window.padBegin != w.window.padEnd ||
+        opPadding(h) != h.window.padBegin || opPadding(w) != w.window.padBegin;
     if (!countIncludePad && explicitPads)
       ctx.unsupported("AveragePool with asymmetric pads on an input of dynamic spatial size");
     params.includePad = countIncludePad;
@@ -175,7 +176,8 @@ std::vector<VarPtr> convertPool(NodeContext& ctx, bool takeMax) {
   const int rank = ctx.rank(0);
   const VarPtr& x = ctx.input(0);
   if (rank < 3 || rank > 5) {
-    if (rank > 5) ctx.unsupported(ctx.opType() + " with " + std::to_string(rank - 2) + " spatial axes");
+    if (rank > 5)
+      ctx.unsupported(ctx.opType() + " with " + std::to_string(rank - 2) + " spatial axes");
     ctx.fail("expected input 0 of rank 3 to 5 (N, C, spatial...), found " + x->type().str());
   }
   const DType dtype = x->type().dtype();
@@ -218,8 +220,12 @@ std::vector<VarPtr> convertPool(NodeContext& ctx, bool takeMax) {
   return {poolAxisBySlices(unfolded, 2, axes[0], takeMax, countIncludePad)};
 }
 
-std::vector<VarPtr> convertMaxPool(NodeContext& ctx) { return convertPool(ctx, true); }
-std::vector<VarPtr> convertAveragePool(NodeContext& ctx) { return convertPool(ctx, false); }
+std::vector<VarPtr> convertMaxPool(NodeContext& ctx) {
+  return convertPool(ctx, true);
+}
+std::vector<VarPtr> convertAveragePool(NodeContext& ctx) {
+  return convertPool(ctx, false);
+}
 
 // The spatial axes 2.. of input 0 (rank >= 3).
 Axes spatialAxes(const NodeContext& ctx) {
@@ -247,8 +253,7 @@ std::vector<VarPtr> convertLrn(NodeContext& ctx) {
   const VarPtr& x = ctx.input(0);
   if (ctx.rank(0) < 3)
     ctx.fail("expected input 0 of rank >= 3 (N, C, spatial...), found " + x->type().str());
-  if (!isFloat(x->type().dtype()))
-    ctx.fail("expected a float input, found " + x->type().str());
+  if (!isFloat(x->type().dtype())) ctx.fail("expected a float input, found " + x->type().str());
   const std::int64_t size = ctx.attrInt("size");
   if (size < 1) ctx.fail("expected size >= 1, found " + std::to_string(size));
   const double alpha = ctx.attrFloat("alpha", 1e-4), beta = ctx.attrFloat("beta", 0.75),
@@ -260,7 +265,8 @@ std::vector<VarPtr> convertLrn(NodeContext& ctx) {
     const VarPtr part = slice(padded, 1, j, dropEnd > 0 ? IdxBound(-dropEnd) : IdxBound());
     sum = sum ? add(sum, part) : part;
   }
-  const VarPtr base = add(scalarLike(bias, x), mul(sum, scalarLike(alpha / static_cast<double>(size), x)));
+  const VarPtr base =
+      add(scalarLike(bias, x), mul(sum, scalarLike(alpha / static_cast<double>(size), x)));
   return {trueDiv(x, pow(base, scalarLike(beta, x)))};
 }
 

@@ -40,9 +40,12 @@ struct CellInfo {
 
 CellInfo cellInfo(Cell cell) {
   switch (cell) {
-    case Cell::Rnn: return {"RNN", 1, 1, {"Tanh"}};
-    case Cell::Gru: return {"GRU", 3, 2, {"Sigmoid", "Tanh"}};
-    case Cell::Lstm: break;
+    case Cell::Rnn:
+      return {"RNN", 1, 1, {"Tanh"}};
+    case Cell::Gru:
+      return {"GRU", 3, 2, {"Sigmoid", "Tanh"}};
+    case Cell::Lstm:
+      break;
   }
   return {"LSTM", 4, 3, {"Sigmoid", "Tanh", "Tanh"}};
 }
@@ -50,7 +53,8 @@ CellInfo cellInfo(Cell cell) {
 using Activation = std::function<VarPtr(const VarPtr&)>;
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -66,8 +70,9 @@ std::vector<std::string> attrStrings(const NodeContext& ctx, const std::string& 
 
 // One activation function by its ONNX name (case-insensitive), taking alpha/beta from the lists
 // in order when it uses them (Note [Unrolled recurrences]).
-Activation makeActivation(const NodeContext& ctx, const std::string& name, const std::vector<double>& alphas,
-                          std::size_t& nextAlpha, const std::vector<double>& betas, std::size_t& nextBeta) {
+Activation makeActivation(const NodeContext& ctx, const std::string& name,
+                          const std::vector<double>& alphas, std::size_t& nextAlpha,
+                          const std::vector<double>& betas, std::size_t& nextBeta) {
   auto take = [](const std::vector<double>& list, std::size_t& next, double fallback) {
     return next < list.size() ? list[next++] : fallback;
   };
@@ -83,11 +88,14 @@ Activation makeActivation(const NodeContext& ctx, const std::string& name, const
   }
   if (n == "thresholdedrelu") {
     const double alpha = take(alphas, nextAlpha, 1.0);
-    return [alpha](const VarPtr& x) { return where(gt(x, scalarLike(alpha, x)), x, scalarLike(0.0, x)); };
+    return [alpha](const VarPtr& x) {
+      return where(gt(x, scalarLike(alpha, x)), x, scalarLike(0.0, x));
+    };
   }
   if (n == "elu") {
     const double alpha = take(alphas, nextAlpha, 1.0);
-    return [alpha](const VarPtr& x) { return where(ge(x, scalarLike(0.0, x)), x, expm1(x) * alpha); };
+    return
+        [alpha](const VarPtr& x) { return where(ge(x, scalarLike(0.0, x)), x, expm1(x) * alpha); };
   }
   if (n == "hardsigmoid") {
     const double alpha = take(alphas, nextAlpha, 0.2), beta = take(betas, nextBeta, 0.5);
@@ -114,7 +122,7 @@ struct Recurrence {
   bool batchMajor = false;   // layout 1
   std::int64_t hidden = 0;
   std::int64_t seqLength = 0;
-  VarPtr x;                                     // (seq, batch, input)
+  VarPtr x;                                          // (seq, batch, input)
   std::vector<std::vector<Activation>> activations;  // per direction
   std::optional<double> clip;
 
@@ -129,8 +137,9 @@ VarPtr clipTo(const Recurrence& r, const VarPtr& v) {
 // A time-major (dirs, batch, hidden) optional state input, or nullptr.
 VarPtr stateInput(const NodeContext& ctx, int i, const Recurrence& r) {
   if (!ctx.hasInput(i)) return nullptr;
-  if (ctx.rank(i) != 3) ctx.fail("input " + std::to_string(i) + ": expected a 3-d initial state, found rank " +
-                                 std::to_string(ctx.rank(i)));
+  if (ctx.rank(i) != 3)
+    ctx.fail("input " + std::to_string(i) + ": expected a 3-d initial state, found rank " +
+             std::to_string(ctx.rank(i)));
   return r.batchMajor ? dimshuffle(ctx.input(i), {1, 0, 2}) : ctx.input(i);
 }
 
@@ -139,52 +148,62 @@ Recurrence readRecurrence(NodeContext& ctx, Cell cell) {
   r.info = cellInfo(cell);
   const std::string op = r.info.name;
   const std::string direction = ctx.attrString("direction", "forward");
-  if (direction == "bidirectional") r.nDirections = 2;
-  else if (direction == "reverse") r.reverseOnly = true;
+  if (direction == "bidirectional")
+    r.nDirections = 2;
+  else if (direction == "reverse")
+    r.reverseOnly = true;
   else if (direction != "forward")
-    ctx.fail("attribute 'direction': expected forward, reverse or bidirectional, found '" + direction + "'");
+    ctx.fail("attribute 'direction': expected forward, reverse or bidirectional, found '" +
+             direction + "'");
   const std::int64_t layout = ctx.opset() >= 14 ? ctx.attrInt("layout", 0) : 0;
-  if (layout != 0 && layout != 1) ctx.fail("attribute 'layout': expected 0 or 1, found " + std::to_string(layout));
+  if (layout != 0 && layout != 1)
+    ctx.fail("attribute 'layout': expected 0 or 1, found " + std::to_string(layout));
   r.batchMajor = layout == 1;
 
   for (int i = 0; i < 3; ++i)
     if (ctx.rank(i) != 3)
-      ctx.fail("input " + std::to_string(i) + ": expected a 3-d tensor, found rank " + std::to_string(ctx.rank(i)));
+      ctx.fail("input " + std::to_string(i) + ": expected a 3-d tensor, found rank " +
+               std::to_string(ctx.rank(i)));
   r.x = r.batchMajor ? dimshuffle(ctx.input(0), {1, 0, 2}) : ctx.input(0);
-  if (!isFloat(r.x->type().dtype())) ctx.fail("input 0: expected a float tensor, found " + r.x->type().str());
+  if (!isFloat(r.x->type().dtype()))
+    ctx.fail("input 0: expected a float tensor, found " + r.x->type().str());
   r.seqLength = r.x->type().shape()[0];
   if (r.seqLength == kUnknownDim) ctx.unsupported(op + " with a dynamic sequence length");
 
   const auto& w = ctx.input(1)->type().shape();
   const auto& rr = ctx.input(2)->type().shape();
   if (w[0] != kUnknownDim && w[0] != r.nDirections)
-    ctx.fail("input 1 (W): expected " + std::to_string(r.nDirections) + " direction(s) for direction '" + direction +
-             "', found " + std::to_string(w[0]));
-  if (ctx.hasAttr("hidden_size")) r.hidden = ctx.attrInt("hidden_size");
-  else if (rr[2] != kUnknownDim) r.hidden = rr[2];
-  else ctx.fail("expected the attribute hidden_size or an R input of static shape, found neither");
-  if (r.hidden <= 0) ctx.fail("hidden_size: expected a positive size, found " + std::to_string(r.hidden));
+    ctx.fail("input 1 (W): expected " + std::to_string(r.nDirections) +
+             " direction(s) for direction '" + direction + "', found " + std::to_string(w[0]));
+  if (ctx.hasAttr("hidden_size"))
+    r.hidden = ctx.attrInt("hidden_size");
+  else if (rr[2] != kUnknownDim)
+    r.hidden = rr[2];
+  else
+    ctx.fail("expected the attribute hidden_size or an R input of static shape, found neither");
+  if (r.hidden <= 0)
+    ctx.fail("hidden_size: expected a positive size, found " + std::to_string(r.hidden));
   const std::int64_t rows = r.info.nGates * r.hidden;
   if ((w[1] != kUnknownDim && w[1] != rows) || (rr[1] != kUnknownDim && rr[1] != rows) ||
       (rr[2] != kUnknownDim && rr[2] != r.hidden))
     ctx.fail("expected W of shape (" + std::to_string(r.nDirections) + ", " + std::to_string(rows) +
-             ", input_size) and R of shape (" + std::to_string(r.nDirections) + ", " + std::to_string(rows) + ", " +
-             std::to_string(r.hidden) + "), found " + ctx.input(1)->type().str() + " and " +
-             ctx.input(2)->type().str());
+             ", input_size) and R of shape (" + std::to_string(r.nDirections) + ", " +
+             std::to_string(rows) + ", " + std::to_string(r.hidden) + "), found " +
+             ctx.input(1)->type().str() + " and " + ctx.input(2)->type().str());
 
   if (ctx.hasInput(3)) {
     const auto& b = ctx.input(3)->type().shape();
     if (b.size() != 2 || (b[1] != kUnknownDim && b[1] != 2 * rows))
-      ctx.fail("input 3 (B): expected shape (" + std::to_string(r.nDirections) + ", " + std::to_string(2 * rows) +
-               "), found " + ctx.input(3)->type().str());
+      ctx.fail("input 3 (B): expected shape (" + std::to_string(r.nDirections) + ", " +
+               std::to_string(2 * rows) + "), found " + ctx.input(3)->type().str());
   }
   if (ctx.hasInput(4)) {
     const auto lens = ctx.constantInput(4);
     if (!lens) ctx.unsupported(op + " with sequence_lens computed at run time");
     for (double value : lens->toDoubles())
       if (const auto len = static_cast<std::int64_t>(value); len != r.seqLength)
-        ctx.unsupported(op + " with sequence_lens other than the sequence length (" + std::to_string(len) +
-                        " of " + std::to_string(r.seqLength) + " steps)");
+        ctx.unsupported(op + " with sequence_lens other than the sequence length (" +
+                        std::to_string(len) + " of " + std::to_string(r.seqLength) + " steps)");
   }
 
   std::vector<std::string> names = attrStrings(ctx, "activations");
@@ -195,8 +214,8 @@ Recurrence readRecurrence(NodeContext& ctx, Cell cell) {
     names.insert(names.end(), once.begin(), once.end());
   }
   if (names.size() != per * static_cast<std::size_t>(r.nDirections))
-    ctx.fail("attribute 'activations': expected " + std::to_string(per * r.nDirections) + " names, found " +
-             std::to_string(names.size()));
+    ctx.fail("attribute 'activations': expected " + std::to_string(per * r.nDirections) +
+             " names, found " + std::to_string(names.size()));
   const std::vector<double> alphas = ctx.attrFloats("activation_alpha", std::vector<double>{});
   const std::vector<double> betas = ctx.attrFloats("activation_beta", std::vector<double>{});
   std::size_t nextAlpha = 0, nextBeta = 0;
@@ -208,7 +227,8 @@ Recurrence readRecurrence(NodeContext& ctx, Cell cell) {
   }
   if (ctx.hasAttr("clip")) {
     r.clip = ctx.attrFloat("clip");
-    if (*r.clip <= 0) ctx.fail("attribute 'clip': expected a positive threshold, found " + std::to_string(*r.clip));
+    if (*r.clip <= 0)
+      ctx.fail("attribute 'clip': expected a positive threshold, found " + std::to_string(*r.clip));
   }
   return r;
 }
@@ -221,7 +241,8 @@ VarPtr initialState(const VarPtr& given, int d, const Recurrence& r) {
 
 // Per direction: X·Wᵀ + bias for every step, (seq, batch, gates*hidden). biasOf picks the part of
 // B's (Wb, Rb) row that belongs in the precomputed projection.
-VarPtr inputProjection(const NodeContext& ctx, const Recurrence& r, int d, const std::function<VarPtr(const VarPtr&)>& biasOf) {
+VarPtr inputProjection(const NodeContext& ctx, const Recurrence& r, int d,
+                       const std::function<VarPtr(const VarPtr&)>& biasOf) {
   VarPtr xw = dot(r.x, transpose(select(ctx.input(1), 0, d)));
   if (ctx.hasInput(3)) xw = xw + biasOf(select(ctx.input(3), 0, d));
   return xw;
@@ -234,7 +255,8 @@ std::vector<VarPtr> gates(const VarPtr& v, int n, std::int64_t hidden) {
 // The outputs from the per-direction hidden states: Y (seq, dirs, batch, hidden) with each state
 // at its time index, and (dirs, batch, hidden) stacks of the final states.
 std::vector<VarPtr> recurrenceOutputs(const NodeContext& ctx, const Recurrence& r,
-                                      const std::vector<std::vector<VarPtr>>& ys, const std::vector<VarPtr>& lastH,
+                                      const std::vector<std::vector<VarPtr>>& ys,
+                                      const std::vector<VarPtr>& lastH,
                                       const std::vector<VarPtr>& lastC) {
   std::vector<VarPtr> out(static_cast<std::size_t>(ctx.nOutputs()));
   if (ctx.wantsOutput(0)) {
@@ -275,7 +297,8 @@ std::vector<VarPtr> unroll(NodeContext& ctx, const Recurrence& r, const Step& st
 // Time indices in processing order.
 std::vector<std::int64_t> timeOrder(const Recurrence& r, int d) {
   std::vector<std::int64_t> ts;
-  for (std::int64_t s = 0; s < r.seqLength; ++s) ts.push_back(r.reverse(d) ? r.seqLength - 1 - s : s);
+  for (std::int64_t s = 0; s < r.seqLength; ++s)
+    ts.push_back(r.reverse(d) ? r.seqLength - 1 - s : s);
   return ts;
 }
 
@@ -285,10 +308,12 @@ std::vector<VarPtr> convertRnn(NodeContext& ctx) {
   const std::int64_t H = r.hidden;
   auto clipped = [&](const VarPtr& v) { return clipTo(r, v); };
   return unroll(ctx, r, [&](int d) {
-    const VarPtr xw = inputProjection(ctx, r, d, [&](const VarPtr& b) { return slice(b, 0, 0, H) + slice(b, 0, H, 2 * H); });
+    const VarPtr xw = inputProjection(
+        ctx, r, d, [&](const VarPtr& b) { return slice(b, 0, 0, H) + slice(b, 0, H, 2 * H); });
     const VarPtr rt = transpose(select(ctx.input(2), 0, d));
     const Activation& f = r.activations[static_cast<std::size_t>(d)][0];
-    DirectionResult res{std::vector<VarPtr>(static_cast<std::size_t>(r.seqLength)), initialState(h0, d, r), nullptr};
+    DirectionResult res{std::vector<VarPtr>(static_cast<std::size_t>(r.seqLength)),
+                        initialState(h0, d, r), nullptr};
     for (std::int64_t t : timeOrder(r, d)) {
       res.h = f(clipped(select(xw, 0, t) + dot(res.h, rt)));
       res.ys[static_cast<std::size_t>(t)] = res.h;
@@ -309,7 +334,8 @@ std::vector<VarPtr> convertGru(NodeContext& ctx) {
     const VarPtr b = ctx.hasInput(3) ? select(ctx.input(3), 0, d) : nullptr;
     const VarPtr xw = inputProjection(ctx, r, d, [&](const VarPtr& bd) {
       if (!linearBeforeReset) return slice(bd, 0, 0, 3 * H) + slice(bd, 0, 3 * H, 6 * H);
-      const VarPtr rbzr = join(0, {slice(bd, 0, 3 * H, 5 * H), zeros(std::vector<std::int64_t>{H}, bd->type().dtype())});
+      const VarPtr rbzr = join(
+          0, {slice(bd, 0, 3 * H, 5 * H), zeros(std::vector<std::int64_t>{H}, bd->type().dtype())});
       return slice(bd, 0, 0, 3 * H) + rbzr;
     });
     const VarPtr rd = select(ctx.input(2), 0, d);
@@ -318,7 +344,8 @@ std::vector<VarPtr> convertGru(NodeContext& ctx) {
     const VarPtr rbh = b ? slice(b, 0, 5 * H, 6 * H) : nullptr;
     const Activation& f = r.activations[static_cast<std::size_t>(d)][0];
     const Activation& g = r.activations[static_cast<std::size_t>(d)][1];
-    DirectionResult res{std::vector<VarPtr>(static_cast<std::size_t>(r.seqLength)), nullptr, nullptr};
+    DirectionResult res{std::vector<VarPtr>(static_cast<std::size_t>(r.seqLength)), nullptr,
+                        nullptr};
     VarPtr h = initialState(h0, d, r);
     for (std::int64_t t : timeOrder(r, d)) {
       const auto xg = gates(select(xw, 0, t), 3, H);  // xz, xr, xh
@@ -350,12 +377,14 @@ std::vector<VarPtr> convertLstm(NodeContext& ctx) {
   if (ctx.hasInput(7)) {
     const auto& p = ctx.input(7)->type().shape();
     if (p.size() != 2 || (p[1] != kUnknownDim && p[1] != 3 * H))
-      ctx.fail("input 7 (P): expected shape (" + std::to_string(r.nDirections) + ", " + std::to_string(3 * H) +
-               "), found " + ctx.input(7)->type().str());
+      ctx.fail("input 7 (P): expected shape (" + std::to_string(r.nDirections) + ", " +
+               std::to_string(3 * H) + "), found " + ctx.input(7)->type().str());
   }
   auto clipped = [&](const VarPtr& v) { return clipTo(r, v); };
   return unroll(ctx, r, [&](int d) {
-    const VarPtr xw = inputProjection(ctx, r, d, [&](const VarPtr& b) { return slice(b, 0, 0, 4 * H) + slice(b, 0, 4 * H, 8 * H); });
+    const VarPtr xw = inputProjection(ctx, r, d, [&](const VarPtr& b) {
+      return slice(b, 0, 0, 4 * H) + slice(b, 0, 4 * H, 8 * H);
+    });
     const VarPtr rt = transpose(select(ctx.input(2), 0, d));
     VarPtr pi, po, pf;  // peepholes, P = (Pi, Po, Pf)
     if (ctx.hasInput(7)) {
@@ -366,7 +395,8 @@ std::vector<VarPtr> convertLstm(NodeContext& ctx) {
     }
     const auto& acts = r.activations[static_cast<std::size_t>(d)];
     const Activation &f = acts[0], &g = acts[1], &hAct = acts[2];
-    DirectionResult res{std::vector<VarPtr>(static_cast<std::size_t>(r.seqLength)), nullptr, nullptr};
+    DirectionResult res{std::vector<VarPtr>(static_cast<std::size_t>(r.seqLength)), nullptr,
+                        nullptr};
     VarPtr h = initialState(h0, d, r), c = initialState(c0, d, r);
     for (std::int64_t t : timeOrder(r, d)) {
       const auto gs = gates(select(xw, 0, t) + dot(h, rt), 4, H);  // i, o, f, c

@@ -4,6 +4,7 @@
 #include "engine/ops/shape/shape.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tscope::engine::io::onnx_import {
 
@@ -14,7 +15,13 @@ std::string str(std::int64_t v) {
 }
 
 // Shape: the 1-d int64 vector of x's dimensions; from opset 15 the part [start, end) of it, each
-// bound counting from the end when negative and clamped to [0, rank].
+// bound counting from the end when negative and clamped to [0, rank]. A constant when the type
+// knows those dimensions (Note [Static shapes stay static]), else a Shape node (sliced).
+//
+// Note [Static shapes stay static]: shapes that PyTorch computes (Shape -> Gather -> Concat ->
+// Reshape) depend on a graph input, so the importer cannot fold them as constants. Returning the
+// known dimensions as a constant here, and reading dimensions rather than elements of a Shape in
+// Gather and in vectorInputEntries, keeps the static sizes visible to the ops downstream.
 std::vector<VarPtr> convertShape(NodeContext& ctx) {
   const VarPtr& x = ctx.input(0);
   const std::int64_t rank = ctx.rank(0);
@@ -24,10 +31,13 @@ std::vector<VarPtr> convertShape(NodeContext& ctx) {
     return std::clamp<std::int64_t>(v, 0, rank);
   };
   const std::int64_t start = bound("start", 0);
-  const std::int64_t end = bound("end", rank);
+  const std::int64_t end = std::max(start, bound("end", rank));
+  const std::vector<std::int64_t>& dims = x->type().shape();
+  const auto first = dims.begin() + start, last = dims.begin() + end;
+  if (std::find(first, last, kUnknownDim) == last) return {constant(tensorOfInts(std::vector(first, last)))};
   const VarPtr shape = shapeVector(x);
   if (start == 0 && end == rank) return {shape};
-  return {slice(shape, 0, start, std::max(start, end))};
+  return {slice(shape, 0, start, end)};
 }
 
 std::vector<VarPtr> convertSize(NodeContext& ctx) {
@@ -54,12 +64,7 @@ std::vector<VarPtr> convertConstant(NodeContext& ctx) {
     return {
         constant(Tensor::fromDoubles(DType::Float32, {static_cast<std::int64_t>(v.size())}, v))};
   }
-  if (ctx.hasAttr("value_ints")) {
-    const std::vector<std::int64_t> v = ctx.attrInts("value_ints");
-    Tensor t(DType::Int64, {static_cast<std::int64_t>(v.size())});
-    std::copy(v.begin(), v.end(), t.data<std::int64_t>());
-    return {constant(t)};
-  }
+  if (ctx.hasAttr("value_ints")) return {constant(tensorOfInts(ctx.attrInts("value_ints")))};
   ctx.fail("expected one of value, value_float(s), value_int(s), found '" +
            ctx.proto().attribute(0).name() + "'");
 }
@@ -92,7 +97,18 @@ std::vector<VarPtr> convertRange(NodeContext& ctx) {
                " at input " + str(i));
   if (auto delta = ctx.constantInput(2); delta && delta->item() == 0)
     ctx.fail("expected a non-zero delta, found 0");
-  return {arange(start, ctx.input(1), ctx.input(2), start->type().dtype())};
+  VarPtr out = arange(start, ctx.input(1), ctx.input(2), start->type().dtype());
+  // Bounds known while importing (constants, shapes) give the length; float bounds from
+  // initializers are shared variables, whose values the type cannot know, but ONNX's shape
+  // inference read them. Either length is asserted (SpecifyShape) so the type has it.
+  std::vector<std::int64_t> length{kUnknownDim};
+  const auto s = ctx.constantInput(0), l = ctx.constantInput(1), d = ctx.constantInput(2);
+  if (s && l && d && d->item() != 0)
+    length[0] = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::ceil((l->item() - s->item()) / d->item())));
+  else if (const auto inferred = ctx.inferredOutputType(0); inferred && inferred->ndim() == 1)
+    length = inferred->shape();
+  out = refineShape(out, length);
+  return {out};
 }
 
 // EyeLike: ones on the k-th diagonal of a matrix shaped like x, in the attribute dtype (x's by

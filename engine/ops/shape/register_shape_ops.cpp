@@ -2,6 +2,7 @@
 // registerAllOps).
 #include "engine/graph/op_registry.h"
 #include "engine/ops/shape/shape.h"
+#include "engine/ops/shape/topk.h"
 
 namespace tscope::engine {
 
@@ -23,6 +24,7 @@ void registerShapeOps(OpRegistry& registry) {
   registry.add("AdvancedIncSubtensor1", &AdvancedIncSubtensor1::fromProps);
   registry.add("AdvancedSubtensor", &AdvancedSubtensor::fromProps);
   registry.add("AdvancedIncSubtensor", &AdvancedIncSubtensor::fromProps);
+  registry.add("TopK", &TopK::fromProps);
 }
 
 }  // namespace tscope::engine

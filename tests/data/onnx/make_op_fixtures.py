@@ -29,14 +29,8 @@ rng = np.random.default_rng(20240505)
 names = set()
 
 
-def f32(*shape, lo=-1.0, hi=1.0):
-    return rng.uniform(lo, hi, size=shape).astype(np.float32)
-
-
-def i64(*shape, lo=0, hi=10):
-    return rng.integers(lo, hi, size=shape).astype(np.int64)
-
-
+f32 = lambda *shape, lo=-1.0, hi=1.0: rng.uniform(lo, hi, size=shape).astype(np.float32)
+i64 = lambda *shape, lo=0, hi=10: rng.integers(lo, hi, size=shape).astype(np.int64)
 arr = lambda values, dtype=np.int64: np.array(values, dtype=dtype)
 
 
@@ -102,6 +96,7 @@ def elementwise():
     one("add_broadcast", "Add", {"a": a, "b": v}, a + v)
     x, y = f32(2, 1, 4), f32(3, 1)
     one("add_v7", "Add", {"a": x, "b": y}, x + y, opset=7)
+    one("add_v6", "Add", {"a": a, "b": b}, a + b, opset=6)  # no broadcasting before 7 (legacy attribute)
     ai, bi = i64(2, 3, lo=-5), i64(3, lo=-5)
     one("add_int64", "Add", {"a": ai, "b": bi}, ai + bi)
     c = f32(3, 1)

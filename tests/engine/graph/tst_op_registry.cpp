@@ -121,6 +121,8 @@ void TestOpRegistry::testRegistryRoundTrip_data() {
   QTest::newRow("Repeat scalar count")
       << "Repeat" << json{{"axis", 0}, {"repeats", json::array({3})}};
   QTest::newRow("Repeat per element") << "Repeat" << json{{"axis", 1}, {"repeats", {1, 0, 2}}};
+  QTest::newRow("TopK largest") << "TopK" << json{{"axis", 1}, {"k", 3}, {"largest", true}};
+  QTest::newRow("TopK smallest") << "TopK" << json{{"axis", 0}, {"k", 0}, {"largest", false}};
   QTest::newRow("Subtensor slice and index")  // x[1:, 2]
       << "Subtensor"
       << json{{"idx_list", json::array({json{{"start", 1}, {"stop", nullptr}, {"step", nullptr}},
@@ -186,7 +188,7 @@ void TestOpRegistry::testRegistryCoversEveryOp() {
   "BatchNormTrain", "BatchNormInference", "RandomUniform", "RandomNormal", "RandomIntegers",
   "Shape", "MakeVector", "SpecifyShape", "Reshape", "Join", "Split", "Alloc", "ARange", "Tile",
   "Repeat", "Subtensor", "IncSubtensor", "AdvancedSubtensor1", "AdvancedIncSubtensor1",
-  "AdvancedSubtensor", "AdvancedIncSubtensor"};
+  "AdvancedSubtensor", "AdvancedIncSubtensor", "TopK"};
   const std::vector<std::string> names = defaultOpRegistry().names();
   QVERIFY(!names.empty());
   for (const auto& n : names) QVERIFY2(tested.count(n), ("no round-trip rows for op " + n).c_str());

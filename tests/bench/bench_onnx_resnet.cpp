@@ -1,0 +1,122 @@
+// The ResNet-18 fixture (tests/data/onnx/models/resnet18.onnx: torchvision's ResNet-18 at widths
+// 16/32/64/128, input 1x3x64x64) from file to answer: loading the .onnx (parse, check, ONNX shape
+// inference, conversion), compiling in fast_run, the first inference, then the steady-state
+// inference time (median of N calls with buffers kept), in one thread. Each phase is timed once
+// per process except the steady state; run the binary a few times for the spread of the one-off
+// figures. The PyTorch peer is tests/bench/peers/resnet18_torch.py (same model, same weights).
+//   bench_onnx_resnet [N=200] [MODEL.onnx]
+// Set OPENBLAS_CORETYPE=SkylakeX on this machine for the fast GEMM kernels
+// (Note [GEMM backend figures] in engine/backends/cpu/gemm.h); the peer wants it too.
+
+#include "engine/backends/cpu/gemm.h"
+#include "engine/compile/function.h"
+#include "engine/io/npy.h"
+#include "engine/io/onnx/onnx_import.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace tscope::engine;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// The largest |a - e| / (1e-5 + |e|) over the elements: how far from PyTorch's reference.
+double worstRelativeError(const Tensor& actual, const Tensor& expected) {
+  if (actual.shape() != expected.shape()) return INFINITY;
+  const std::vector<double> a = actual.toDoubles(), e = expected.toDoubles();
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - e[i]) / (1e-5 + std::abs(e[i])));
+  return worst;
+}
+
+struct SteadyState {
+  double median = 0, min = 0;
+};
+
+SteadyState steadyState(Function& f, const std::vector<Tensor>& args, int n) {
+  for (int i = 0; i < 5; ++i) f(args);  // warm the buffers and the caches
+  std::vector<double> times;
+  times.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const auto start = Clock::now();
+    f(args);
+    times.push_back(msSince(start));
+  }
+  std::sort(times.begin(), times.end());
+  return {times[times.size() / 2], times.front()};
+}
+
+Function compileGraph(const FunctionGraph& graph, Mode mode) {
+  std::vector<VarPtr> inputs;
+  for (const VarPtr& in : graph.inputs())
+    if (in->kind() != Variable::Kind::Shared) inputs.push_back(in);
+  CompileOptions options;
+  options.mode = mode;
+  options.keepBuffers = true;  // as a serving loop would run it
+  return compile(inputs, graph.outputs(), {}, options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
+  const std::filesystem::path model =
+      argc > 2 ? std::filesystem::path(argv[2]) : std::filesystem::path(TSCOPE_TEST_DATA_DIR "/onnx/models/resnet18.onnx");
+  const std::filesystem::path dir = model.parent_path();
+  const std::string stem = model.stem().string();
+
+  // One BLAS thread, as the PyTorch peer runs with torch.set_num_threads(1).
+  cpu::setGemmThreads(1);
+  std::printf("GEMM backend: %s, 1 thread\n", cpu::gemmBackendName().c_str());
+  try {
+    const std::vector<Tensor> args{io::loadNpy(dir / (stem + ".in0.npy"))};
+    const Tensor expected = io::loadNpy(dir / (stem + ".out0.npy"));
+
+    auto start = Clock::now();
+    io::OnnxImportResult imported = io::loadOnnx(model);
+    const double loadMs = msSince(start);
+    const FunctionGraph& graph = *imported.document.original;
+
+    start = Clock::now();
+    Function fastRun = compileGraph(graph, Mode::FastRun);
+    const double compileMs = msSince(start);
+
+    start = Clock::now();
+    const std::vector<Tensor> first = fastRun(args);
+    const double firstMs = msSince(start);
+    const SteadyState fast = steadyState(fastRun, args, n);
+
+    Function none = compileGraph(graph, Mode::None);
+    const std::vector<Tensor> noneOut = none(args);
+    const SteadyState plain = steadyState(none, args, n);
+
+    std::printf("model: %s (opset %d, %zu nodes imported, %zu after fast_run)\n", model.string().c_str(),
+                imported.opset, graph.nodeCount(), fastRun.graph().nodeCount());
+    std::printf("load (parse, check, infer shapes, convert): %8.2f ms\n", loadMs);
+    std::printf("compile (fast_run):                          %8.2f ms\n", compileMs);
+    std::printf("first inference (fast_run):                  %8.2f ms\n", firstMs);
+    std::printf("load + compile + first inference:            %8.2f ms\n", loadMs + compileMs + firstMs);
+    std::printf("steady-state inference, fast_run:            %8.3f ms (median of %d, min %.3f)\n", fast.median, n,
+                fast.min);
+    std::printf("steady-state inference, mode none:           %8.3f ms (median of %d, min %.3f)\n", plain.median, n,
+                plain.min);
+    std::printf("worst relative error vs PyTorch: fast_run %.2g, none %.2g\n", worstRelativeError(first[0], expected),
+                worstRelativeError(noneOut[0], expected));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_onnx_resnet: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
