@@ -37,7 +37,8 @@ double worstRelativeError(const Tensor& actual, const Tensor& expected) {
   if (actual.shape() != expected.shape()) return INFINITY;
   const std::vector<double> a = actual.toDoubles(), e = expected.toDoubles();
   double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - e[i]) / (1e-5 + std::abs(e[i])));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(a[i] - e[i]) / (1e-5 + std::abs(e[i])));
   return worst;
 }
 
@@ -73,7 +74,8 @@ Function compileGraph(const FunctionGraph& graph, Mode mode) {
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
   const std::filesystem::path model =
-      argc > 2 ? std::filesystem::path(argv[2]) : std::filesystem::path(TSCOPE_TEST_DATA_DIR "/onnx/models/resnet18.onnx");
+      argc > 2 ? std::filesystem::path(argv[2])
+               : std::filesystem::path(TSCOPE_TEST_DATA_DIR "/onnx/models/resnet18.onnx");
   const std::filesystem::path dir = model.parent_path();
   const std::string stem = model.stem().string();
 
@@ -102,18 +104,20 @@ int main(int argc, char** argv) {
     const std::vector<Tensor> noneOut = none(args);
     const SteadyState plain = steadyState(none, args, n);
 
-    std::printf("model: %s (opset %d, %zu nodes imported, %zu after fast_run)\n", model.string().c_str(),
-                imported.opset, graph.nodeCount(), fastRun.graph().nodeCount());
+    std::printf("model: %s (opset %d, %zu nodes imported, %zu after fast_run)\n",
+                model.string().c_str(), imported.opset, graph.nodeCount(),
+                fastRun.graph().nodeCount());
     std::printf("load (parse, check, infer shapes, convert): %8.2f ms\n", loadMs);
     std::printf("compile (fast_run):                          %8.2f ms\n", compileMs);
     std::printf("first inference (fast_run):                  %8.2f ms\n", firstMs);
-    std::printf("load + compile + first inference:            %8.2f ms\n", loadMs + compileMs + firstMs);
-    std::printf("steady-state inference, fast_run:            %8.3f ms (median of %d, min %.3f)\n", fast.median, n,
-                fast.min);
-    std::printf("steady-state inference, mode none:           %8.3f ms (median of %d, min %.3f)\n", plain.median, n,
-                plain.min);
-    std::printf("worst relative error vs PyTorch: fast_run %.2g, none %.2g\n", worstRelativeError(first[0], expected),
-                worstRelativeError(noneOut[0], expected));
+    std::printf("load + compile + first inference:            %8.2f ms\n",
+                loadMs + compileMs + firstMs);
+    std::printf("steady-state inference, fast_run:            %8.3f ms (median of %d, min %.3f)\n",
+                fast.median, n, fast.min);
+    std::printf("steady-state inference, mode none:           %8.3f ms (median of %d, min %.3f)\n",
+                plain.median, n, plain.min);
+    std::printf("worst relative error vs PyTorch: fast_run %.2g, none %.2g\n",
+                worstRelativeError(first[0], expected), worstRelativeError(noneOut[0], expected));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_onnx_resnet: %s\n", e.what());
     return 1;

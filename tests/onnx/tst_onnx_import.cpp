@@ -5,6 +5,7 @@
 // names, unsupported opsets, bad initializers, external data).
 #include "engine/compile/function.h"
 #include "engine/graph/apply.h"
+#include "engine/io/onnx/onnx_convert.h"
 #include "engine/io/onnx/onnx_import.h"
 #include "onnx_builder.h"
 #include "test_main.h"
@@ -269,6 +270,15 @@ class TestOnnxImport : public QObject {
     QVERIFY(findVar(*r.document.original, "x\\xff"));
     QCOMPARE(findVar(*r.document.original, "y")->owner()->scope(), std::string("sc\\xfe"));
     (void)writeTsg(r.document);  // JSON-safe
+  }
+
+  // docs/onnx.md lists every op type the importer converts, so the page cannot fall behind.
+  void docsListEveryConverter() {
+    std::ifstream in(TSCOPE_SOURCE_DIR "/docs/onnx.md");
+    QVERIFY(in.good());
+    const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const std::string& op : onnx_import::defaultConverters().opTypes())
+      QVERIFY2(doc.find("`" + op + "`") != std::string::npos, ("docs/onnx.md does not list " + op).c_str());
   }
 
   void sniffing() {

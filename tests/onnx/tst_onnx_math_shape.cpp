@@ -7,6 +7,7 @@
 #include "onnx_builder.h"
 #include "test_main.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -15,20 +16,83 @@
 using namespace tscope::engine;
 using namespace tscope::engine::io;
 namespace fx = tscope::test::onnx;
-using fx::f32;
-using fx::i64;
-using fx::setAttr;
+using ModelBuilder;
 
 namespace {
+
+// --- Building on onnx_builder.h: named inputs, attributes of every kind, exact int64 values ----
+std::string in(ModelBuilder& m, const std::string& name, const Tensor& value,
+               std::vector<std::int64_t> dims = {}) {
+  m.input(name, value, std::move(dims));
+  return name;
+}
+std::string init(ModelBuilder& m, const std::string& name, const Tensor& value) {
+  m.initializer(name, value);
+  return name;
+}
+onnx::NodeProto& named(onnx::NodeProto& n, const std::string& name) {
+  n.set_name(name);
+  return n;
+}
+void setAttr(onnx::NodeProto& n, const std::string& name, std::int64_t v) {
+  fx::attrInt(n, name, v);
+}
+void setAttr(onnx::NodeProto& n, const std::string& name, int v) {
+  fx::attrInt(n, name, v);
+}
+void setAttr(onnx::NodeProto& n, const std::string& name, double v) {
+  fx::attrFloat(n, name, v);
+}
+void setAttr(onnx::NodeProto& n, const std::string& name, const char* v) {
+  fx::attrString(n, name, v);
+}
+void setAttr(onnx::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
+  auto& a = fx::newAttr(n, name, onnx::AttributeProto::INTS);
+  for (auto x : v) a.add_ints(x);
+}
+void setAttr(onnx::NodeProto& n, const std::string& name, const Tensor& v) {
+  onnx::TensorProto& p = *fx::newAttr(n, name, onnx::AttributeProto::TENSOR).mutable_t();
+  p.set_data_type(fx::onnxType(v.dtype()));
+  for (std::int64_t d : v.shape()) p.add_dims(d);
+  const std::vector<std::byte> bytes = v.toBytes();
+  p.set_raw_data(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+Tensor values(DType dtype, Shape shape, const std::vector<double>& v) {
+  return Tensor::fromDoubles(dtype, std::move(shape), v);
+}
+Tensor f32(Shape shape, const std::vector<double>& v) {
+  return values(DType::Float32, std::move(shape), v);
+}
+// int64 values written exactly (INT64_MAX does not pass through a double).
+Tensor i64(Shape shape, const std::vector<std::int64_t>& v) {
+  Tensor t(DType::Int64, std::move(shape));
+  std::copy(v.begin(), v.end(), t.data<std::int64_t>());
+  return t;
+}
+Tensor i64(const std::vector<std::int64_t>& v) {
+  return i64({static_cast<std::int64_t>(v.size())}, v);
+}
+
+// Imports the model (throws OnnxError) and runs it on the builder's input values.
+std::vector<Tensor> importAndRun(const ModelBuilder& model, Mode mode) {
+  const OnnxImportResult imported = readOnnx(model.bytes(), "test.onnx");
+  if (!imported.opaqueOps.empty())
+    throw std::runtime_error("the model loaded with the opaque op " + imported.opaqueOps.front());
+  RunInputs run;
+  run.byName = model.values();
+  run.mode = mode;
+  return runGraph(*imported.document.original, run).outputs;
+}
 
 using Attrs = std::function<void(onnx::NodeProto&)>;
 using Ref = std::function<double(double)>;
 
 Tensor bools(Shape shape, const std::vector<double>& v) {
-  return fx::values(DType::Bool, std::move(shape), v);
+  return values(DType::Bool, std::move(shape), v);
 }
 Tensor i32(Shape shape, const std::vector<double>& v) {
-  return fx::values(DType::Int32, std::move(shape), v);
+  return values(DType::Int32, std::move(shape), v);
 }
 Tensor iota(Shape shape, double first = 1) {
   std::vector<double> v(static_cast<std::size_t>(shapeNumel(shape)));
@@ -38,17 +102,17 @@ Tensor iota(Shape shape, double first = 1) {
 Tensor mapped(const Tensor& x, const Ref& f) {
   std::vector<double> v = x.toDoubles();
   for (double& e : v) e = f(e);
-  return fx::values(x.dtype(), x.shape(), v);
+  return values(x.dtype(), x.shape(), v);
 }
 
 // Imports and runs the model in modes none and fast_run: nullopt when every output matches,
 // else what went wrong and in which mode.
-std::optional<std::string> mismatch(const fx::ModelBuilder& m, const std::vector<Tensor>& expected,
+std::optional<std::string> mismatch(const ModelBuilder& m, const std::vector<Tensor>& expected,
                                     double rtol = 1e-5, double atol = 1e-6) {
   for (Mode mode : {Mode::None, Mode::FastRun}) {
     const std::string where = mode == Mode::None ? "mode none: " : "mode fast_run: ";
     try {
-      if (auto diff = fx::compareOutputs(fx::importAndRun(m, mode), expected, rtol, atol))
+      if (auto diff = fx::compareOutputs(importAndRun(m, mode), expected, rtol, atol))
         return where + *diff;
     } catch (const std::exception& e) {
       return where + e.what();
@@ -63,12 +127,12 @@ std::optional<std::string> mismatch(const fx::ModelBuilder& m, const std::vector
   } while (false)
 
 // A model of one node reading `inputs` (graph inputs in0, in1, ... in order) with one output.
-fx::ModelBuilder oneNode(int opset, const std::string& type, const std::vector<Tensor>& inputs,
-                         DType out, const Attrs& attrs = {}) {
-  fx::ModelBuilder m(opset);
+ModelBuilder oneNode(int opset, const std::string& type, const std::vector<Tensor>& inputs,
+                     DType out, const Attrs& attrs = {}) {
+  ModelBuilder m(opset);
   std::vector<std::string> names;
   for (std::size_t i = 0; i < inputs.size(); ++i)
-    names.push_back(m.input("in" + std::to_string(i), inputs[i]));
+    names.push_back(in(m, "in" + std::to_string(i), inputs[i]));
   auto& n = m.node(type, names, {"y"});
   if (attrs) attrs(n);
   m.output("y", out);
@@ -77,14 +141,13 @@ fx::ModelBuilder oneNode(int opset, const std::string& type, const std::vector<T
 
 // One node reading the graph input x (declared with `dims` when given), then initializers c0, c1,
 // ... (an undefined Tensor omits that input); outputs y, or y0, y1, ..., of x's dtype.
-fx::ModelBuilder withConstants(int opset, const std::string& type, const Tensor& x,
-                               const std::vector<Tensor>& constants, const Attrs& attrs = {},
-                               int outputs = 1, std::vector<std::int64_t> dims = {}) {
-  fx::ModelBuilder m(opset);
-  std::vector<std::string> ins{m.input("x", x, std::move(dims))};
+ModelBuilder withConstants(int opset, const std::string& type, const Tensor& x,
+                           const std::vector<Tensor>& constants, const Attrs& attrs = {},
+                           int outputs = 1, std::vector<std::int64_t> dims = {}) {
+  ModelBuilder m(opset);
+  std::vector<std::string> ins{in(m, "x", x, std::move(dims))};
   for (std::size_t i = 0; i < constants.size(); ++i)
-    ins.push_back(constants[i].defined() ? m.initializer("c" + std::to_string(i), constants[i])
-                                         : "");
+    ins.push_back(constants[i].defined() ? init(m, "c" + std::to_string(i), constants[i]) : "");
   std::vector<std::string> outs;
   for (int i = 0; i < outputs; ++i) outs.push_back(outputs == 1 ? "y" : "y" + std::to_string(i));
   auto& n = m.node(type, ins, outs);
@@ -251,33 +314,33 @@ void TestOnnxMathShape::testBinary() {
 
 void TestOnnxMathShape::testVariadicAndLogic() {
   // (2, 1), (3,) and a scalar broadcast to (2, 3).
-  fx::ModelBuilder m(13);
-  const auto a = m.input("a", f32({2, 1}, {1, 5})), b = m.input("b", f32({3}, {2, 0, 7})),
-             c = m.input("c", f32({}, {3}));
+  ModelBuilder m(13);
+  const auto a = in(m, "a", f32({2, 1}, {1, 5})), b = in(m, "b", f32({3}, {2, 0, 7})),
+             c = in(m, "c", f32({}, {3}));
   for (const char* op : {"Max", "Min", "Sum", "Mean"}) {
-    m.node(op, {a, b, c}, {op}, std::string("/") + op);
+    named(m.node(op, {a, b, c}, {op}), std::string("/") + op);
     m.output(op, DType::Float32);
   }
-  m.node("Max", {b}, {"single"}, "/MaxSingle");
+  named(m.node("Max", {b}, {"single"}), "/MaxSingle");
   m.output("single", DType::Float32);
   CHECK_MODEL(m, {f32({2, 3}, {3, 3, 7, 5, 5, 7}), f32({2, 3}, {1, 0, 1, 2, 0, 3}),
                   f32({2, 3}, {6, 4, 11, 10, 8, 15}),
                   f32({2, 3}, {2, 4.0 / 3, 11.0 / 3, 10.0 / 3, 8.0 / 3, 5}), f32({3}, {2, 0, 7})});
 
-  fx::ModelBuilder cmp(13);
-  const auto x = cmp.input("x", i64({1, 2, 3})), y = cmp.input("y", i64({2, 2, 2}));
+  ModelBuilder cmp(13);
+  const auto x = in(cmp, "x", i64({1, 2, 3})), y = in(cmp, "y", i64({2, 2, 2}));
   for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}) {
-    cmp.node(op, {x, y}, {op}, std::string("/") + op);
+    named(cmp.node(op, {x, y}, {op}), std::string("/") + op);
     cmp.output(op, DType::Bool);
   }
   CHECK_MODEL(cmp, {bools({3}, {0, 1, 0}), bools({3}, {1, 0, 0}), bools({3}, {1, 1, 0}),
                     bools({3}, {0, 0, 1}), bools({3}, {0, 1, 1})});
 
-  fx::ModelBuilder logic(7);
-  const auto p = logic.input("p", bools({4}, {1, 1, 0, 0})),
-             q = logic.input("q", bools({4}, {1, 0, 1, 0}));
+  ModelBuilder logic(7);
+  const auto p = in(logic, "p", bools({4}, {1, 1, 0, 0})),
+             q = in(logic, "q", bools({4}, {1, 0, 1, 0}));
   for (const char* op : {"And", "Or", "Xor"}) {
-    logic.node(op, {p, q}, {op}, std::string("/") + op);
+    named(logic.node(op, {p, q}, {op}), std::string("/") + op);
     logic.output(op, DType::Bool);
   }
   logic.node("Not", {p}, {"Not"});
@@ -302,9 +365,9 @@ void TestOnnxMathShape::testClip() {
   // Opset 11: min only, as an initializer (a shared variable).
   CHECK_MODEL(withConstants(11, "Clip", x, {f32({}, {0})}), {f32({5}, {0, 0, 0, 1, 3})});
   {  // Opset 13: max only (min omitted with an empty name), from a Constant node.
-    fx::ModelBuilder m(13);
+    ModelBuilder m(13);
     setAttr(m.node("Constant", {}, {"hi"}), "value", f32({}, {1}));
-    m.node("Clip", {m.input("x", x), "", "hi"}, {"y"});
+    m.node("Clip", {in(m, "x", x), "", "hi"}, {"y"});
     m.output("y", DType::Float32);
     CHECK_MODEL(m, {f32({5}, {-3, -1, 0, 1, 1})});
   }
@@ -323,21 +386,20 @@ void TestOnnxMathShape::testCastIdentityDropout() {
   CHECK_MODEL(oneNode(6, "Cast", {x}, DType::Bool, to(onnx::TensorProto::BOOL)),
               {bools({5}, {1, 1, 0, 1, 1})});
   CHECK_MODEL(oneNode(13, "Cast", {i64({3, -2})}, DType::Float16, to(onnx::TensorProto::FLOAT16)),
-              {fx::values(DType::Float16, {2}, {3, -2})});
+              {values(DType::Float16, {2}, {3, -2})});
   CHECK_MODEL(oneNode(13, "Identity", {i64({4, 5})}, DType::Int64), {i64({4, 5})});
   {  // Opset 13: inference Dropout is the identity; the mask is all true.
-    fx::ModelBuilder m(13);
+    ModelBuilder m(13);
     m.node("Dropout",
-           {m.input("x", x), m.initializer("ratio", f32({}, {0.3})),
-            m.initializer("t", bools({}, {0}))},
+           {in(m, "x", x), init(m, "ratio", f32({}, {0.3})), init(m, "t", bools({}, {0}))},
            {"y", "mask"});
     m.output("y", DType::Float32);
     m.output("mask", DType::Bool);
     CHECK_MODEL(m, {x, bools({5}, {1, 1, 1, 1, 1})});
   }
   {  // Opset 7: the mask has the input's dtype.
-    fx::ModelBuilder m(7);
-    m.node("Dropout", {m.input("x", x)}, {"y", "mask"});
+    ModelBuilder m(7);
+    m.node("Dropout", {in(m, "x", x)}, {"y", "mask"});
     m.output("y", DType::Float32);
     m.output("mask", DType::Float32);
     CHECK_MODEL(m, {x, f32({5}, {1, 1, 1, 1, 1})});
@@ -354,9 +416,8 @@ void TestOnnxMathShape::testReductions() {
   };
   auto withAxesInput = [&](int opset, const std::string& op, const std::vector<std::int64_t>& axes,
                            int keepdims, int noop = -1) {
-    fx::ModelBuilder m(opset);
-    auto& n =
-        m.node(op, {m.input("x", x), axes.empty() ? "" : m.initializer("axes", i64(axes))}, {"y"});
+    ModelBuilder m(opset);
+    auto& n = m.node(op, {in(m, "x", x), axes.empty() ? "" : init(m, "axes", i64(axes))}, {"y"});
     if (keepdims >= 0) setAttr(n, "keepdims", keepdims);
     if (noop >= 0) setAttr(n, "noop_with_empty_axes", noop);
     m.output("y", DType::Float32);
@@ -414,7 +475,7 @@ void TestOnnxMathShape::testArgReduce() {
 void TestOnnxMathShape::testReshapeFlatten() {
   const Tensor x = iota({2, 3, 2});
   auto reshaped = [&](Shape shape) {
-    return fx::values(DType::Float32, std::move(shape), x.toDoubles());
+    return values(DType::Float32, std::move(shape), x.toDoubles());
   };
   CHECK_MODEL(withConstants(13, "Reshape", x, {i64({0, -1})}), {reshaped({2, 6})});
   CHECK_MODEL(withConstants(6, "Reshape", x, {i64({3, 4})}), {reshaped({3, 4})});
@@ -427,12 +488,12 @@ void TestOnnxMathShape::testReshapeFlatten() {
   CHECK_MODEL(oneNode(13, "Reshape", {x, i64({0, -1})}, DType::Float32), {reshaped({2, 6})});
   CHECK_MODEL(oneNode(13, "Reshape", {x, i64({4, 0, -1})}, DType::Float32), {reshaped({4, 3, 1})});
   {  // PyTorch's x.view(x.size(0), -1) with a symbolic batch.
-    fx::ModelBuilder m(13);
-    const auto in = m.input("x", x, {kUnknownDim, 3, 2});
+    ModelBuilder m(13);
+    const auto in = in(m, "x", x, {kUnknownDim, 3, 2});
     m.node("Shape", {in}, {"shape"});
-    m.node("Gather", {"shape", m.initializer("zero", i64({}, {0}))}, {"batch"});
-    m.node("Unsqueeze", {"batch", m.initializer("axes", i64({0}))}, {"batch1"});
-    setAttr(m.node("Concat", {"batch1", m.initializer("rest", i64({-1}))}, {"s"}), "axis", 0);
+    m.node("Gather", {"shape", init(m, "zero", i64({}, {0}))}, {"batch"});
+    m.node("Unsqueeze", {"batch", init(m, "axes", i64({0}))}, {"batch1"});
+    setAttr(m.node("Concat", {"batch1", init(m, "rest", i64({-1}))}, {"s"}), "axis", 0);
     m.node("Reshape", {in, "s"}, {"y"});
     m.output("y", DType::Float32);
     CHECK_MODEL(m, {reshaped({2, 6})});
@@ -454,9 +515,7 @@ void TestOnnxMathShape::testTransposeSqueezeUnsqueeze() {
   CHECK_MODEL(withConstants(13, "Transpose", iota({2, 3, 2}), {}, ints("perm", {2, 0, 1})),
               {f32({2, 2, 3}, {1, 3, 5, 7, 9, 11, 2, 4, 6, 8, 10, 12})});
   const Tensor x = iota({1, 3, 1, 2});
-  auto same = [&](Shape shape) {
-    return fx::values(DType::Float32, std::move(shape), x.toDoubles());
-  };
+  auto same = [&](Shape shape) { return values(DType::Float32, std::move(shape), x.toDoubles()); };
   CHECK_MODEL(withConstants(11, "Squeeze", x, {}, ints("axes", {0, -2})), {same({3, 2})});
   CHECK_MODEL(withConstants(6, "Squeeze", x, {}), {same({3, 2})});
   CHECK_MODEL(withConstants(13, "Squeeze", x, {i64({-2})}), {same({1, 3, 2})});
@@ -466,9 +525,9 @@ void TestOnnxMathShape::testTransposeSqueezeUnsqueeze() {
               {iota({3})});
   const Tensor v = iota({3, 2});
   CHECK_MODEL(withConstants(11, "Unsqueeze", v, {}, ints("axes", {0, 3})),
-              {fx::values(DType::Float32, {1, 3, 2, 1}, v.toDoubles())});
+              {values(DType::Float32, {1, 3, 2, 1}, v.toDoubles())});
   CHECK_MODEL(withConstants(13, "Unsqueeze", v, {i64({-1, 1})}),
-              {fx::values(DType::Float32, {3, 1, 2, 1}, v.toDoubles())});
+              {values(DType::Float32, {3, 1, 2, 1}, v.toDoubles())});
 }
 
 void TestOnnxMathShape::testConcatSplit() {
@@ -514,10 +573,10 @@ void TestOnnxMathShape::testSlice() {
       withConstants(11, "Slice", x, {i64({2, 10}), i64({-4, 0}), i64({1, 0}), i64({-1, -1})}),
       {f32({2, 2}, {10, 9, 6, 5})});
   {  // Starts computed at run time (a graph input).
-    fx::ModelBuilder m(13);
+    ModelBuilder m(13);
     m.node("Slice",
-           {m.input("x", x), m.input("starts", i64({1})), m.initializer("ends", i64({3})),
-            m.initializer("axes", i64({0}))},
+           {in(m, "x", x), in(m, "starts", i64({1})), init(m, "ends", i64({3})),
+            init(m, "axes", i64({0}))},
            {"y"});
     m.output("y", DType::Float32);
     CHECK_MODEL(m, {f32({2, 4}, {4, 5, 6, 7, 8, 9, 10, 11})});
@@ -540,9 +599,9 @@ void TestOnnxMathShape::testGather() {
   CHECK_MODEL(oneNode(13, "Gather", {x, i64({2, 1}, {-1, 0})}, DType::Float32, axis(1)),
               {f32({3, 2, 1}, {2, 1, 4, 3, 6, 5})});
   {  // Gather of a Shape reads a dimension, also one unknown while importing.
-    fx::ModelBuilder m(13);
-    m.node("Shape", {m.input("x", x, {kUnknownDim, 2})}, {"s"});
-    setAttr(m.node("Gather", {"s", m.initializer("i", i64({2}, {0, -1}))}, {"y"}), "axis", 0);
+    ModelBuilder m(13);
+    m.node("Shape", {in(m, "x", x, {kUnknownDim, 2})}, {"s"});
+    setAttr(m.node("Gather", {"s", init(m, "i", i64({2}, {0, -1}))}, {"y"}), "axis", 0);
     m.output("y", DType::Int64);
     CHECK_MODEL(m, {i64({3, 2})});
   }
@@ -560,8 +619,8 @@ void TestOnnxMathShape::testExpandTile() {
   CHECK_MODEL(withConstants(13, "Expand", f32({3, 1}, {1, 2, 3}), {i64({2, 1, 4})}),
               {f32({2, 3, 4}, v)});
   {  // The shape a graph input; x keeps its size where the shape says 1.
-    fx::ModelBuilder m(8);
-    m.node("Expand", {m.input("x", f32({3}, {1, 2, 3}), {kUnknownDim}), m.input("s", i64({2, 1}))},
+    ModelBuilder m(8);
+    m.node("Expand", {in(m, "x", f32({3}, {1, 2, 3}), {kUnknownDim}), in(m, "s", i64({2, 1}))},
            {"y"});
     m.output("y", DType::Float32);
     CHECK_MODEL(m, {f32({2, 3}, {1, 2, 3, 1, 2, 3})});
@@ -572,11 +631,11 @@ void TestOnnxMathShape::testExpandTile() {
 
 void TestOnnxMathShape::testShapeAndMakers() {
   {
-    fx::ModelBuilder m(15);
-    const auto x = m.input("x", iota({2, 3, 4}), {kUnknownDim, 3, 4});
-    m.node("Shape", {x}, {"all"}, "/ShapeAll");
-    setAttr(m.node("Shape", {x}, {"tail"}, "/ShapeTail"), "start", -2);
-    auto& mid = m.node("Shape", {x}, {"mid"}, "/ShapeMid");
+    ModelBuilder m(15);
+    const auto x = in(m, "x", iota({2, 3, 4}), {kUnknownDim, 3, 4});
+    named(m.node("Shape", {x}, {"all"}), "/ShapeAll");
+    setAttr(named(m.node("Shape", {x}, {"tail"}), "/ShapeTail"), "start", -2);
+    auto& mid = named(m.node("Shape", {x}, {"mid"}), "/ShapeMid");
     setAttr(mid, "start", 1), setAttr(mid, "end", -1);
     m.node("Size", {x}, {"size"});
     m.node("ConstantOfShape", {"all"}, {"zeros"});
@@ -586,12 +645,12 @@ void TestOnnxMathShape::testShapeAndMakers() {
                     f32({2, 3, 4}, std::vector<double>(24, 0))});
   }
   {
-    fx::ModelBuilder m(13);
-    setAttr(m.node("Constant", {}, {"ints"}, "/Ints"), "value_ints",
+    ModelBuilder m(13);
+    setAttr(named(m.node("Constant", {}, {"ints"}), "/Ints"), "value_ints",
             std::vector<std::int64_t>{1, 2, 3});
-    setAttr(m.node("Constant", {}, {"float"}, "/Float"), "value_float", 2.5);
-    setAttr(m.node("Constant", {}, {"tensor"}, "/Tensor"), "value", i32({2}, {7, 8}));
-    setAttr(m.node("ConstantOfShape", {m.initializer("s", i64({2, 1}))}, {"sevens"}), "value",
+    setAttr(named(m.node("Constant", {}, {"float"}), "/Float"), "value_float", 2.5);
+    setAttr(named(m.node("Constant", {}, {"tensor"}), "/Tensor"), "value", i32({2}, {7, 8}));
+    setAttr(m.node("ConstantOfShape", {init(m, "s", i64({2, 1}))}, {"sevens"}), "value",
             i64({1}, {7}));
     m.output("ints", DType::Int64);
     m.output("float", DType::Float32);
@@ -607,8 +666,8 @@ void TestOnnxMathShape::testShapeAndMakers() {
                       [](onnx::NodeProto& n) { setAttr(n, "k", 1); }),
               {f32({3, 4}, {0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1})});
   {  // A shape unknown while importing, another dtype and a negative k.
-    fx::ModelBuilder m(9);
-    auto& n = m.node("EyeLike", {m.input("x", iota({3, 2}), {kUnknownDim, 2})}, {"y"});
+    ModelBuilder m(9);
+    auto& n = m.node("EyeLike", {in(m, "x", iota({3, 2}), {kUnknownDim, 2})}, {"y"});
     setAttr(n, "k", -1), setAttr(n, "dtype", static_cast<int>(onnx::TensorProto::INT32));
     m.output("y", DType::Int32);
     CHECK_MODEL(m, {i32({3, 2}, {0, 0, 1, 0, 0, 1})});
@@ -621,8 +680,7 @@ void TestOnnxMathShape::testErrors_data() {
   QTest::addColumn<QByteArray>("model");
   QTest::addColumn<QString>("node");
   QTest::addColumn<QString>("message");
-  auto row = [](const char* name, const fx::ModelBuilder& m, const char* node,
-                const char* message) {
+  auto row = [](const char* name, const ModelBuilder& m, const char* node, const char* message) {
     const std::string bytes = m.bytes();
     QTest::newRow(name) << QByteArray(bytes.data(), static_cast<qsizetype>(bytes.size()))
                         << QString(node) << QString(message);

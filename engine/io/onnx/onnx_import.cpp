@@ -219,6 +219,9 @@ std::vector<int> Importer::nodeOrder(const onnx::GraphProto& graph) const {
 
 std::optional<Tensor> Importer::constantValue(const VarPtr& v) {
   if (v->kind() == Variable::Kind::Constant) return static_cast<const Constant&>(*v).value();
+  // A float initializer is a shared variable (Note [Initializers]) but still the model's constant
+  // while importing: Resize scales, Clip bounds and the like read its value.
+  if (v->kind() == Variable::Kind::Shared) return static_cast<const SharedVariable&>(*v).value();
   if (!v->owner()) return std::nullopt;
   auto cached = m_folded.find(v.get());
   if (cached != m_folded.end()) return cached->second;

@@ -34,7 +34,8 @@ std::vector<VarPtr> convertShape(NodeContext& ctx) {
   const std::int64_t end = std::max(start, bound("end", rank));
   const std::vector<std::int64_t>& dims = x->type().shape();
   const auto first = dims.begin() + start, last = dims.begin() + end;
-  if (std::find(first, last, kUnknownDim) == last) return {constant(tensorOfInts(std::vector(first, last)))};
+  if (std::find(first, last, kUnknownDim) == last)
+    return {constant(tensorOfInts(std::vector(first, last)))};
   const VarPtr shape = shapeVector(x);
   if (start == 0 && end == rank) return {shape};
   return {slice(shape, 0, start, end)};
@@ -104,7 +105,8 @@ std::vector<VarPtr> convertRange(NodeContext& ctx) {
   std::vector<std::int64_t> length{kUnknownDim};
   const auto s = ctx.constantInput(0), l = ctx.constantInput(1), d = ctx.constantInput(2);
   if (s && l && d && d->item() != 0)
-    length[0] = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::ceil((l->item() - s->item()) / d->item())));
+    length[0] = std::max<std::int64_t>(
+        0, static_cast<std::int64_t>(std::ceil((l->item() - s->item()) / d->item())));
   else if (const auto inferred = ctx.inferredOutputType(0); inferred && inferred->ndim() == 1)
     length = inferred->shape();
   out = refineShape(out, length);
