@@ -13,9 +13,11 @@
 #include "engine/ops/as_op.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
+#include "engine/ops/blas/gemm.h"
 #include "engine/ops/nn/nn.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/shape.h"
+#include "engine/ops/shape/topk.h"
 #include "test_main.h"
 
 #include <QTemporaryDir>
@@ -118,6 +120,7 @@ class TestOnnxExport : public QObject {
   void convNetRoundTrip();
   void shapeOpsRoundTrip();
   void reductionsRoundTrip();
+  void nnOpsRoundTrip();
   void elemwise_data();
   void elemwise();
   void optimizedGraphRoundTrip();
@@ -263,7 +266,8 @@ void TestOnnxExport::reductionsRoundTrip() {
                               sum(n, {1}),           max(n, {0}),
                               all(b, {1}),           any(b),
                               sum(h),                logsumexp(x, {2}),
-                              var(x, {1}, true)};
+                              var(x, {1}, true),     mean(x, {0, 2}, true),
+                              mean(x, {2})};
   auto g = graphOf({x, n, b, h}, outs);
   ROUND_TRIP(r, *g,
              {{"x", randomTensor(DType::Float32, {3, 4, 5}, rng)},
@@ -271,6 +275,71 @@ void TestOnnxExport::reductionsRoundTrip() {
               {"b", randomTensor(DType::Bool, {3, 4}, rng)},
               {"h", randomTensor(DType::Float16, {6}, rng)}},
              17, 1e-3, 1e-4);
+  // The means over static axes are ONNX's ReduceMean (Note [ReduceMean]): the op type is in the
+  // serialized model.
+  const std::string bytes = io::writeOnnx(*g);
+  QVERIFY(bytes.find("ReduceMean") != std::string::npos);
+  auto only = graphOf({x}, {sum(x, {2}) / constant(5.0, DType::Float32)});
+  QVERIFY(io::writeOnnx(*only).find("ReduceMean") != std::string::npos);
+  auto notMean = graphOf({x}, {sum(x, {2}) / constant(4.0, DType::Float32)});  // not the count
+  QVERIFY(io::writeOnnx(*notMean).find("ReduceMean") == std::string::npos);
+}
+
+// The BLAS ops with constant and symbolic scalars, the input gradient of a strided grouped
+// convolution, batch normalization in training and over non-channel axes, the softmax gradients,
+// one-hot and the cross-entropy losses with both kinds of targets, top-k, and a DimShuffle that
+// drops, moves and inserts axes at once.
+void TestOnnxExport::nnOpsRoundTrip() {
+  std::mt19937_64 rng(9);
+  auto A = Variable::create(TensorType(DType::Float32, {4, 3}), "A");
+  auto Z = Variable::create(TensorType(DType::Float32, {4, 5}), "Z");
+  auto B = Variable::create(TensorType(DType::Float32, {3, 5}), "B");
+  auto u = Variable::create(TensorType(DType::Float32, {3}), "u");
+  auto v = Variable::create(TensorType(DType::Float32, {4}), "v");
+  auto alpha = Variable::create(TensorType(DType::Float32, {}), "alpha");
+  auto gy = Variable::create(TensorType(DType::Float32, {2, 4, 5, 4}), "gy");
+  auto w = param("w", {4, 3, 3, 3}, rng);
+  auto logits = Variable::create(TensorType(DType::Float32, {kUnknownDim, 5}), "logits");
+  auto t = Variable::create(TensorType(DType::Int64, {kUnknownDim}), "t");
+  auto q = Variable::create(TensorType(DType::Float32, {kUnknownDim, 5}), "q");
+  auto x3 = Variable::create(TensorType(DType::Float32, {2, 1, 3}), "x3");
+  auto scale = param("scale", {1, 5}, rng), shift = param("shift", {1, 5}, rng);
+  auto s3 = param("s3", {1, 1, 3}, rng), m3 = param("m3", {1, 1, 3}, rng);
+  auto v3 = SharedVariable::create(randomTensor(DType::Float32, {1, 1, 3}, rng, 0.5, 2), "v3");
+  const VarPtr half = constant(0.5, DType::Float32), two = constant(2.0, DType::Float32);
+  Conv2dParams p;
+  p.stride = {2, 2};
+  p.padding = {1, 1};
+  p.groups = 2;  // w: (4, 3, 3, 3) is (O, C/groups, KH, KW) for C = 6
+  const auto bn = batchNormTrain(logits, scale, shift, {0}, 1e-3);
+  const VarPtr sm = softmax(logits), lsm = logSoftmax(logits);
+  const auto ce = softmaxCrossEntropyWithLogitsAndSoftmax(logits, t);
+  const auto [topValues, topIndices] = topk(logits, 2, 1);
+  std::vector<VarPtr> outs = {
+      gemm(Z, alpha, A, B, half), gemm(Z, half, A, B, constant(0.0, DType::Float32)), gemm(Z, two, A, B, alpha),
+      gemv(v, alpha, A, u, half), gemv(v, two, A, u, constant(0.0, DType::Float32)), ger(A, alpha, v, u),
+      ger(A, two, v, u), conv2dGradInputs(w, gy, constantInt(9), constantInt(8), p),
+      bn.y, bn.mean, bn.var,
+      batchNormInference(x3, s3, s3, m3, v3, {0, 1}, 1e-4),
+      softmaxGrad(q, sm, 1), logSoftmaxGrad(q, lsm, 1),
+      oneHot(t, constantInt(5)), categoricalCrossEntropy(sm, t), categoricalCrossEntropy(sm, q),
+      ce[0], ce[1], softmaxCrossEntropyWithLogits(logits, q), softmaxCrossEntropyGrad(ce[0], ce[1], t),
+      topValues, topIndices, topk(logits, 3, 0, false).first,
+      dimshuffle(x3, {2, DimShuffle::kNewAxis, 0})};
+  auto g = graphOf({A, Z, B, u, v, alpha, gy, w, logits, t, q, x3, scale, shift, s3, m3, v3}, outs);
+  ROUND_TRIP(r, *g,
+             {{"A", randomTensor(DType::Float32, {4, 3}, rng)},
+              {"Z", randomTensor(DType::Float32, {4, 5}, rng)},
+              {"B", randomTensor(DType::Float32, {3, 5}, rng)},
+              {"u", randomTensor(DType::Float32, {3}, rng)},
+              {"v", randomTensor(DType::Float32, {4}, rng)},
+              {"alpha", Tensor::scalar(DType::Float32, -1.5)},
+              {"gy", randomTensor(DType::Float32, {2, 4, 5, 4}, rng)},
+              {"logits", randomTensor(DType::Float32, {6, 5}, rng)},
+              {"t", Tensor::fromDoubles(DType::Int64, {6}, {0, 4, 2, 2, 1, 3})},
+              {"q", randomTensor(DType::Float32, {6, 5}, rng, 0, 1)},
+              {"x3", randomTensor(DType::Float32, {2, 1, 3}, rng)}},
+             17, 1e-4, 1e-5);
 }
 
 Q_DECLARE_METATYPE(tscope::engine::DType)

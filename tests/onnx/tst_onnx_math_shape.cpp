@@ -16,7 +16,7 @@
 using namespace tscope::engine;
 using namespace tscope::engine::io;
 namespace fx = tscope::test::onnx;
-using ModelBuilder;
+using fx::ModelBuilder;
 
 namespace {
 
@@ -489,12 +489,12 @@ void TestOnnxMathShape::testReshapeFlatten() {
   CHECK_MODEL(oneNode(13, "Reshape", {x, i64({4, 0, -1})}, DType::Float32), {reshaped({4, 3, 1})});
   {  // PyTorch's x.view(x.size(0), -1) with a symbolic batch.
     ModelBuilder m(13);
-    const auto in = in(m, "x", x, {kUnknownDim, 3, 2});
-    m.node("Shape", {in}, {"shape"});
+    const auto input = in(m, "x", x, {kUnknownDim, 3, 2});
+    m.node("Shape", {input}, {"shape"});
     m.node("Gather", {"shape", init(m, "zero", i64({}, {0}))}, {"batch"});
     m.node("Unsqueeze", {"batch", init(m, "axes", i64({0}))}, {"batch1"});
     setAttr(m.node("Concat", {"batch1", init(m, "rest", i64({-1}))}, {"s"}), "axis", 0);
-    m.node("Reshape", {in, "s"}, {"y"});
+    m.node("Reshape", {input, "s"}, {"y"});
     m.output("y", DType::Float32);
     CHECK_MODEL(m, {reshaped({2, 6})});
   }

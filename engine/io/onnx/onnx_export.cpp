@@ -87,6 +87,11 @@ void attrString(onnx::NodeProto& node, std::string_view name, std::string_view v
   a->set_s(std::string(value));
 }
 
+bool usedOnlyOnce(const FunctionGraph& graph, const Variable& v) {
+  const std::vector<Client>& clients = graph.clients(v);
+  return clients.size() == 1 && !clients[0].isOutput();
+}
+
 const EmitterTable& defaultEmitters() {
   static const EmitterTable table = [] {
     EmitterTable t;
@@ -149,6 +154,9 @@ class ModelWriter {
   std::set<std::string> m_usedNodes;
   std::map<std::pair<std::string, DType>, std::string> m_casts;
   std::vector<VarPtr> m_keepAlive;  // Note [Export value names]
+  // Note [Export patterns]: the roots of matched patterns and the nodes they cover.
+  std::unordered_map<const Apply*, Emitter> m_patternRoots;
+  std::set<const Apply*> m_covered;
   // Output names handed out before the node that writes them is named: placeholder -> variables.
   static constexpr char kPendingMark[] = "\x01pending:";
   std::map<std::string, std::vector<const Variable*>> m_pending;
@@ -286,6 +294,7 @@ void ModelWriter::emitNode(const Apply& node, const Apply& reported) {
   const OpPtr outOfPlace = node.op().outOfPlace();
   const Op& op = outOfPlace ? *outOfPlace : node.op();
   Emitter fn = op.isExecutable() ? defaultEmitters().find(op.name()) : nullptr;
+  if (auto root = m_patternRoots.find(&node); root != m_patternRoots.end()) fn = root->second;
   if (fn == nullptr) {
     if (!op.isExecutable())
       unsupported(reported, "the op " + op.name() + " is opaque (its file named an op this build lacks)");
@@ -442,7 +451,24 @@ std::string ModelWriter::write() {
     if (v->owner() && !m_reserved.count(v.get())) m_reserved[v.get()] = outputNames.back();
     else copies.push_back(i);
   }
-  for (const Apply* node : m_graph.toposort()) emitNode(*node, *node);
+  const std::vector<Apply*> order = m_graph.toposort();
+  // Note [Export patterns]: matched from the outputs back, so a pattern's root is not covered by
+  // another pattern when it is matched.
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Apply* node = *it;
+    if (m_covered.count(node)) continue;
+    const OpPtr outOfPlace = node->op().outOfPlace();
+    const Op& op = outOfPlace ? *outOfPlace : node->op();
+    for (const ExportPattern& pattern : defaultEmitters().patterns(op.name())) {
+      std::vector<const Apply*> covered;
+      if (!pattern.match(m_graph, *node, covered)) continue;
+      m_patternRoots[node] = pattern.emit;
+      m_covered.insert(covered.begin(), covered.end());
+      break;
+    }
+  }
+  for (const Apply* node : order)
+    if (!m_covered.count(node)) emitNode(*node, *node);
   for (std::size_t i : copies) addNode("Identity", {value(m_graph.outputs()[i])}, {outputNames[i]});
   addGraphOutputs(outputNames);
   check();

@@ -5,6 +5,7 @@
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/elemwise/elemwise.h"
 #include "engine/ops/reduce/reduce.h"
+#include "engine/ops/shape/dimshuffle.h"
 
 #include <algorithm>
 #include <cmath>
@@ -322,6 +323,74 @@ void emitCAReduce(NodeExport& n) {
   }
 }
 
+// Note [ReduceMean]: the engine's mean(x, axes, keepdims) is true_div(sum(x, axes), count), the
+// sum followed by a DimShuffle that restores the reduced axes when keepdims (reduce.cpp), and
+// count a 0-d constant when the reduced sizes are static. That composition, in one float dtype,
+// is ONNX's ReduceMean (Note [Export patterns]).
+struct MeanParts {
+  VarPtr x;
+  std::vector<std::int64_t> axes;  // empty: every axis
+  bool keepdims = false;
+};
+
+// The parts of a mean rooted at root; graph (when given) checks that the sum and the DimShuffle
+// feed the division only.
+std::optional<MeanParts> meanParts(const FunctionGraph* graph, const Apply& root, std::vector<const Apply*>* covered) {
+  const auto* div = dynamic_cast<const Elemwise*>(&root.op());
+  if (!div || div->scalarOp() != S::TrueDiv || root.nInputs() != 2) return std::nullopt;
+  const Apply* sumNode = root.input(0)->owner();
+  const Apply* keep = nullptr;
+  if (sumNode && dynamic_cast<const DimShuffle*>(&sumNode->op())) {
+    keep = sumNode;
+    sumNode = keep->input(0)->owner();
+  }
+  const auto* reduce = sumNode ? dynamic_cast<const CAReduce*>(&sumNode->op()) : nullptr;
+  if (!reduce || reduce->scalarOp() != S::Add) return std::nullopt;
+  MeanParts parts;
+  parts.x = sumNode->input(0);
+  const TensorType& x = parts.x->type();
+  const DType d = x.dtype();
+  const VarPtr& count = root.input(1);
+  if (!isFloat(d) || sumNode->outputRef(0).type().dtype() != d || root.outputRef(0).type().dtype() != d ||
+      count->type() != TensorType(d, {}) || count->kind() != Variable::Kind::Constant)
+    return std::nullopt;
+  std::vector<int> axes = reduce->axesFor(x.ndim());
+  if (axes.empty()) axes = CAReduce(S::Add).axesFor(x.ndim());
+  double elements = 1;
+  for (int a : axes) {
+    if (!x.isDimKnown(a)) return std::nullopt;
+    elements *= static_cast<double>(x.shape()[static_cast<std::size_t>(a)]);
+  }
+  if (static_cast<const Constant&>(*count).value().item() != elements) return std::nullopt;
+  if (keep) {  // exactly the reduced axes put back
+    std::vector<int> restore;
+    int next = 0;
+    for (int a = 0; a < x.ndim(); ++a)
+      restore.push_back(std::binary_search(axes.begin(), axes.end(), a) ? DimShuffle::kNewAxis : next++);
+    if (static_cast<const DimShuffle&>(keep->op()).order() != restore) return std::nullopt;
+    parts.keepdims = true;
+  }
+  if (graph) {
+    if (!usedOnlyOnce(*graph, sumNode->outputRef(0)) || (keep && !usedOnlyOnce(*graph, keep->outputRef(0))))
+      return std::nullopt;
+    covered->push_back(sumNode);
+    if (keep) covered->push_back(keep);
+  }
+  if (static_cast<int>(axes.size()) < x.ndim()) parts.axes.assign(axes.begin(), axes.end());
+  return parts;
+}
+
+bool matchMean(const FunctionGraph& graph, const Apply& root, std::vector<const Apply*>& covered) {
+  return meanParts(&graph, root, &covered).has_value();
+}
+
+void emitMean(NodeExport& n) {
+  const MeanParts parts = *meanParts(nullptr, n.node(), nullptr);
+  auto& node = n.add("ReduceMean", {n.value(parts.x)}, {n.output(0)});
+  if (!parts.axes.empty()) attrInts(node, "axes", parts.axes);
+  attrInt(node, "keepdims", parts.keepdims ? 1 : 0);
+}
+
 void emitArgReduce(NodeExport& n) {
   const auto& op = n.op<ArgReduce>();
   const std::string opType = op.kind() == ArgReduce::Kind::Max ? "ArgMax" : "ArgMin";
@@ -415,6 +484,7 @@ void registerElemwiseEmitters(EmitterTable& table) {
   table.add("Argmax", &emitArgReduce);
   table.add("Argmin", &emitArgReduce);
   table.add("SumToShape", &emitSumToShape);
+  table.addPattern("Elemwise", {&matchMean, &emitMean});
 }
 
 }  // namespace tscope::engine::io::onnx_export

@@ -14,6 +14,7 @@
 //   }
 
 #include "engine/graph/apply.h"
+#include "engine/graph/function_graph.h"
 #include "engine/graph/op.h"
 #include "engine/io/onnx/onnx_export.h"
 
@@ -127,7 +128,18 @@ class NodeExport {
 
 using Emitter = void (*)(NodeExport& n);
 
-// Op name (Op::name()) -> emitter.
+// Note [Export patterns]: a few engine compositions have one ONNX node of their own (the engine's
+// mean is sum / count; ONNX has ReduceMean). A pattern rooted at an op name matches a graph node
+// and lists the upstream nodes it covers, each used by the pattern alone (not by another node, not
+// a graph output); those nodes are not exported and the pattern's emitter writes the root's
+// outputs from the pattern's inputs. Patterns are tried in a first pass over the graph.
+using PatternMatcher = bool (*)(const FunctionGraph& graph, const Apply& root, std::vector<const Apply*>& covered);
+struct ExportPattern {
+  PatternMatcher match;
+  Emitter emit;
+};
+
+// Op name (Op::name()) -> emitter, and the patterns rooted at an op name.
 class EmitterTable {
  public:
   void add(std::string opName, Emitter fn) { m_table[std::move(opName)] = fn; }
@@ -135,10 +147,23 @@ class EmitterTable {
     auto it = m_table.find(opName);
     return it == m_table.end() ? nullptr : it->second;
   }
+  void addPattern(std::string rootOpName, ExportPattern pattern) {
+    m_patterns[std::move(rootOpName)].push_back(pattern);
+  }
+  const std::vector<ExportPattern>& patterns(const std::string& rootOpName) const {
+    static const std::vector<ExportPattern> kNone;
+    auto it = m_patterns.find(rootOpName);
+    return it == m_patterns.end() ? kNone : it->second;
+  }
 
  private:
   std::map<std::string, Emitter, std::less<>> m_table;
+  std::map<std::string, std::vector<ExportPattern>, std::less<>> m_patterns;
 };
+
+// True when v is used by exactly one node input and is not a graph output (a pattern may cover
+// the node that computes it).
+bool usedOnlyOnce(const FunctionGraph& graph, const Variable& v);
 
 // One per file: onnx_export_elemwise.cpp (Elemwise, Composite, reductions, SumToShape),
 // onnx_export_shape.cpp (shape and indexing ops), onnx_export_nn.cpp (BLAS, convolution, pooling,

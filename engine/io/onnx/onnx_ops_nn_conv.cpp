@@ -17,8 +17,9 @@
 //   size fits the op's geometry (0 <= output_padding + begin - end < stride, PyTorch's exports);
 //   otherwise the full output (no padding) cropped / zero-extended to ONNX's pads.
 // - 3-d ConvTranspose: depth is folded into the batch and the kD taps into the output channels of
-//   one Conv2dGradInputs; each tap's slab is then added (IncSubtensor) at the output depths
-//   id * sd + kd * dd of a zero tensor, and the depth pads are cropped.
+//   one Conv2dGradInputs; with sd - 1 zero slabs put after each input depth, each tap's slabs are
+//   added (IncSubtensor, contiguous so that export can write it) at depths id * sd + kd * dd of a
+//   zero tensor, and the depth pads are cropped.
 #include "engine/io/onnx/onnx_ops_nn_common.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/nn/nn.h"
@@ -33,12 +34,11 @@ namespace {
 // The rank of input 0 (3, 4 or 5) and its float dtype; fails otherwise.
 int checkConvInputs(const NodeContext& ctx) {
   const int rank = ctx.rank(0);
-  if (rank < 3 || rank > 5) {
-    if (rank > 5)
-      ctx.unsupported(ctx.opType() + " with " + std::to_string(rank - 2) + " spatial axes");
+  if (rank > 5)
+    ctx.unsupported(ctx.opType() + " with " + std::to_string(rank - 2) + " spatial axes");
+  if (rank < 3)
     ctx.fail("expected input 0 of rank 3 to 5 (N, C, spatial...), found " +
              ctx.input(0)->type().str());
-  }
   if (ctx.rank(1) != rank)
     ctx.fail("expected filters of rank " + std::to_string(rank) + ", found " +
              ctx.input(1)->type().str());
@@ -241,14 +241,20 @@ VarPtr convTranspose3d(const NodeContext& ctx, const VarPtr& x, const VarPtr& w,
                             ShapeExpr{cin, dimProduct(kD, coutg), shapeI(w, 3), shapeI(w, 4)});
   const VarPtr z4 = convTranspose2d(x4, w4, axes[1], axes[2], group);
   const VarPtr oh = shapeI(z4, 2), ow = shapeI(z4, 3);
-  const VarPtr z = reshape(z4, ShapeExpr{n, depth, g, kD, coutg, oh, ow});
-  // Output depth id * sd + kd * dd receives tap kd of input depth id.
+  VarPtr z = reshape(z4, ShapeExpr{n, depth, g, kD, coutg, oh, ow});
+  // Output depth id * sd + kd * dd receives tap kd of input depth id: sd - 1 zero slabs go after
+  // each input depth (the last ones dropped), then each tap adds its slab at offset kd * dd.
+  const std::int64_t spread = (dw.in - 1) * dw.stride + 1;
+  if (dw.stride > 1) {
+    const VarPtr slots = padAxis(expandDims(z, 2), 2, 0, dw.stride - 1, 0.0);
+    z = slice(reshape(slots, ShapeExpr{n, constantInt(dw.in * dw.stride), g, kD, coutg, oh, ow}), 1,
+              IdxBound(), spread);
+  }
   const std::int64_t full = d.full();
   VarPtr acc = zeros(ShapeExpr{n, constantInt(full), g, coutg, oh, ow}, x->type().dtype());
   for (std::int64_t kd = 0; kd < dw.kernel; ++kd) {
     const std::int64_t start = kd * dw.dilation;
-    acc = incSubtensor(slice(acc, 1, start, start + (dw.in - 1) * dw.stride + 1, dw.stride),
-                       select(z, 3, kd));
+    acc = incSubtensor(slice(acc, 1, start, start + spread), select(z, 3, kd));
   }
   const VarPtr y = transpose(
       reshape(acc, ShapeExpr{n, constantInt(full), dimProduct(g, coutg), oh, ow}), {0, 2, 1, 3, 4});

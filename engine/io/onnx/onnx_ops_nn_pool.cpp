@@ -6,8 +6,9 @@
 // one such op where it can:
 // - Output sizes are ONNX's: floor or ceil of (in + pads - kernel) / stride + 1, where in ceil mode
 //   a last window that would start in the end padding is dropped (PyTorch's rule, which ONNX's
-//   spec states from opset 19). Ceil mode thus extends the end padding so that floor rounding
-//   gives the same windows.
+//   spec states from opset 19; ONNX 1.12's shape inference still counts it, so a model without
+//   the declared output size PyTorch writes fails the importer's type check there). Ceil mode
+//   thus extends the end padding so that floor rounding gives the same windows.
 // - Per axis the op takes p = min(begin, end, kernel - 1) as its padding; the remaining pads are
 //   added to the input explicitly (-inf for max, which never wins, 0 for average).
 // - Max needs nothing more. For average, the divisor of every window is compared with ONNX's:
@@ -175,11 +176,10 @@ VarPtr poolAxisBySlices(const VarPtr& x, int axis, const PoolAxis& p, bool takeM
 std::vector<VarPtr> convertPool(NodeContext& ctx, bool takeMax) {
   const int rank = ctx.rank(0);
   const VarPtr& x = ctx.input(0);
-  if (rank < 3 || rank > 5) {
-    if (rank > 5)
-      ctx.unsupported(ctx.opType() + " with " + std::to_string(rank - 2) + " spatial axes");
+  if (rank > 5)
+    ctx.unsupported(ctx.opType() + " with " + std::to_string(rank - 2) + " spatial axes");
+  if (rank < 3)
     ctx.fail("expected input 0 of rank 3 to 5 (N, C, spatial...), found " + x->type().str());
-  }
   const DType dtype = x->type().dtype();
   if (dtype != DType::Float32 && dtype != DType::Float64)
     ctx.unsupported(ctx.opType() + " on " + std::string(dtypeName(dtype)) + " tensors");
