@@ -26,11 +26,17 @@ namespace {
 using Result = test::CliResult;
 using test::cli;
 
-std::string example(const char* name) { return std::string(TSCOPE_SOURCE_DIR) + "/examples/graphs/" + name; }
+std::string example(const char* name) {
+  return std::string(TSCOPE_SOURCE_DIR) + "/examples/graphs/" + name;
+}
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
-bool exists(const std::string& path) { return std::filesystem::exists(path); }
+bool exists(const std::string& path) {
+  return std::filesystem::exists(path);
+}
 
 }  // namespace
 
@@ -71,7 +77,8 @@ class TestCliExport : public QObject {
       QCOMPARE(model.opset, path == onnx ? 17 : 13);
       const auto got = io::runGraph(*model.document.original, inputs).outputs;
       QCOMPARE(got.size(), want.size());
-      for (std::size_t i = 0; i < want.size(); ++i) QVERIFY2(got[i].allClose(want[i], 1e-5, 1e-6), path.c_str());
+      for (std::size_t i = 0; i < want.size(); ++i)
+        QVERIFY2(got[i].allClose(want[i], 1e-5, 1e-6), path.c_str());
     }
 #endif
   }
@@ -81,18 +88,22 @@ class TestCliExport : public QObject {
     const std::string out = dir.filePath("out.onnx").toStdString();
     Result noOut = cli({"export", example("mlp_forward.tsg")});
     QCOMPARE(noOut.code, int(gui::kExitUsage));
-    QVERIFY2(contains(noOut.err, "-o OUT is required") && contains(noOut.err, ".onnx"), noOut.err.c_str());
+    QVERIFY2(contains(noOut.err, "-o OUT is required") && contains(noOut.err, ".onnx"),
+             noOut.err.c_str());
 
-    Result badExt = cli({"export", example("mlp_forward.tsg"), "-o", dir.filePath("graph.xyz").toStdString()});
+    Result badExt =
+        cli({"export", example("mlp_forward.tsg"), "-o", dir.filePath("graph.xyz").toStdString()});
     QCOMPARE(badExt.code, int(gui::kExitUsage));
-    QVERIFY2(contains(badExt.err, "unknown extension '.xyz'") && contains(badExt.err, "supported: .onnx"),
+    QVERIFY2(contains(badExt.err, "unknown extension '.xyz'") &&
+                 contains(badExt.err, "supported: .onnx"),
              badExt.err.c_str());
 
     Result badGraph = cli({"export", example("mlp_forward.tsg"), "-o", out, "--graph", "final"});
     QCOMPARE(badGraph.code, int(gui::kExitUsage));
     QVERIFY2(contains(badGraph.err, "final"), badGraph.err.c_str());
 
-    Result noOptimized = cli({"export", example("mlp_forward.tsg"), "-o", out, "--graph", "optimized"});
+    Result noOptimized =
+        cli({"export", example("mlp_forward.tsg"), "-o", out, "--graph", "optimized"});
     QCOMPARE(noOptimized.code, int(gui::kExitFailure));
     QVERIFY2(contains(noOptimized.err, "no optimized graph"), noOptimized.err.c_str());
 
@@ -113,14 +124,16 @@ class TestCliExport : public QObject {
     auto x = Variable::create(TensorType(DType::Float32, {1, 1, 4, 4}), "x");
     auto gy = Variable::create(TensorType(DType::Float32, {1, 1, 2, 2}), "gy");
     io::TsgDocument doc;
-    doc.original = std::make_unique<FunctionGraph>(std::vector<VarPtr>{x, gy},
-                                                   std::vector<VarPtr>{maxPool2dGrad(x, gy, Pool2dParams::window(2, 2))});
+    doc.original = std::make_unique<FunctionGraph>(
+        std::vector<VarPtr>{x, gy},
+        std::vector<VarPtr>{maxPool2dGrad(x, gy, Pool2dParams::window(2, 2))});
     const std::string file = dir.filePath("grad.tsg").toStdString();
     io::saveTsg(doc, file);
     const std::string out = dir.filePath("grad.onnx").toStdString();
     Result r = cli({"export", file, "-o", out});
     QCOMPARE(r.code, int(gui::kExitFailure));
-    QVERIFY2(contains(r.err, "MaxPool2dGrad") && contains(r.err, "no ONNX form") && contains(r.err, "node "),
+    QVERIFY2(contains(r.err, "MaxPool2dGrad") && contains(r.err, "no ONNX form") &&
+                 contains(r.err, "node "),
              r.err.c_str());
     QVERIFY(!exists(out));
   }

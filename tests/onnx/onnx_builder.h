@@ -67,6 +67,7 @@ class ModelBuilder {
     in->set_name(name);
     auto* t = in->mutable_type()->mutable_tensor_type();
     t->set_elem_type(onnxType(like.dtype()));
+    t->mutable_shape();  // a 0-d input declares an empty shape (no shape would be unknown rank)
     for (std::size_t i = 0; i < dims.size(); ++i) {
       if (dims[i] == kUnknownDim)
         t->mutable_shape()->add_dim()->set_dim_param("d" + std::to_string(i));

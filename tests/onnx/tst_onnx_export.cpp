@@ -31,19 +31,22 @@ using namespace tscope::engine;
 
 namespace {
 
-Tensor randomTensor(DType dtype, const std::vector<std::int64_t>& shape, std::mt19937_64& rng, double lo = -2.0,
-                    double hi = 2.0) {
+Tensor randomTensor(DType dtype, const std::vector<std::int64_t>& shape, std::mt19937_64& rng,
+                    double lo = -2.0, double hi = 2.0) {
   std::vector<double> values(static_cast<std::size_t>(shapeNumel(shape)));
   std::uniform_real_distribution<double> real(lo, hi);
   for (double& v : values) {
     v = real(rng);
-    if (dtype == DType::Bool) v = v > (lo + hi) / 2 ? 1 : 0;
-    else if (!isFloat(dtype)) v = std::round(v);
+    if (dtype == DType::Bool)
+      v = v > (lo + hi) / 2 ? 1 : 0;
+    else if (!isFloat(dtype))
+      v = std::round(v);
   }
   return Tensor::fromDoubles(dtype, shape, values);
 }
 
-std::shared_ptr<SharedVariable> param(const std::string& name, const std::vector<std::int64_t>& shape,
+std::shared_ptr<SharedVariable> param(const std::string& name,
+                                      const std::vector<std::int64_t>& shape,
                                       std::mt19937_64& rng) {
   return SharedVariable::create(randomTensor(DType::Float32, shape, rng, -0.5, 0.5), name);
 }
@@ -73,8 +76,8 @@ struct RoundTrip {
 
 // Exports the graph, imports it back and runs both on the given inputs (by name); the imported
 // graph also under fast_run. Fails the test when the outputs differ.
-RoundTrip roundTrip(const FunctionGraph& graph, const std::map<std::string, Tensor>& inputs, int opset = 17,
-                    double rtol = 1e-5, double atol = 1e-6) {
+RoundTrip roundTrip(const FunctionGraph& graph, const std::map<std::string, Tensor>& inputs,
+                    int opset = 17, double rtol = 1e-5, double atol = 1e-6) {
   RoundTrip r;
   io::OnnxExportOptions options;
   options.opset = opset;
@@ -87,27 +90,29 @@ RoundTrip roundTrip(const FunctionGraph& graph, const std::map<std::string, Tens
     run.mode = mode;
     r.actual = io::runGraph(*r.imported.document.original, run).outputs;
     if (r.actual.size() != r.expected.size())
-      throw std::runtime_error("the imported graph has " + std::to_string(r.actual.size()) + " outputs, expected " +
-                               std::to_string(r.expected.size()));
+      throw std::runtime_error("the imported graph has " + std::to_string(r.actual.size()) +
+                               " outputs, expected " + std::to_string(r.expected.size()));
     for (std::size_t i = 0; i < r.expected.size(); ++i) {
       const Tensor& want = r.expected[i];
       const Tensor& got = r.actual[i];
-      if (want.dtype() != got.dtype() || want.shape() != got.shape() || !got.allClose(want, rtol, atol))
+      if (want.dtype() != got.dtype() || want.shape() != got.shape() ||
+          !got.allClose(want, rtol, atol))
         throw std::runtime_error("output " + std::to_string(i) + " differs (mode " +
                                  (mode == Mode::None ? "none" : "fast_run") + "): expected " +
-                                 std::string(dtypeName(want.dtype())) + " " + want.toString() + ", found " +
-                                 std::string(dtypeName(got.dtype())) + " " + got.toString());
+                                 std::string(dtypeName(want.dtype())) + " " + want.toString() +
+                                 ", found " + std::string(dtypeName(got.dtype())) + " " +
+                                 got.toString());
     }
   }
   return r;
 }
 
-#define ROUND_TRIP(result, ...)                                       \
-  RoundTrip result;                                                   \
-  try {                                                               \
-    result = roundTrip(__VA_ARGS__);                                  \
-  } catch (const std::exception& e) {                                 \
-    QFAIL(e.what());                                                  \
+#define ROUND_TRIP(result, ...)       \
+  RoundTrip result;                   \
+  try {                               \
+    result = roundTrip(__VA_ARGS__);  \
+  } catch (const std::exception& e) { \
+    QFAIL(e.what());                  \
   }
 
 }  // namespace
@@ -171,7 +176,8 @@ void TestOnnxExport::convNetRoundTrip() {
   auto w2 = param("conv2.weight", {8, 4, 3, 3}, rng);
   auto scale = param("bn.weight", {1, 8, 1, 1}, rng), shift = param("bn.bias", {1, 8, 1, 1}, rng);
   auto mean = param("bn.running_mean", {1, 8, 1, 1}, rng);
-  auto var = SharedVariable::create(randomTensor(DType::Float32, {1, 8, 1, 1}, rng, 0.5, 1.5), "bn.running_var");
+  auto var = SharedVariable::create(randomTensor(DType::Float32, {1, 8, 1, 1}, rng, 0.5, 1.5),
+                                    "bn.running_var");
   auto fc = param("fc.weight", {8 * 2 * 2, 4}, rng);
   VarPtr y;
   {
@@ -191,7 +197,7 @@ void TestOnnxExport::convNetRoundTrip() {
     avg.stride = {1, 1};
     avg.padding = {1, 0};
     avg.includePad = false;
-    h = avgPool2d(h, avg);  // (N, 8, 4, 2)
+    h = avgPool2d(h, avg);                         // (N, 8, 4, 2)
     h = maxPool2d(h, Pool2dParams::window(2, 1));  // (N, 8, 2, 2)
     y = logSoftmax(dot(flatten(h, 2), fc));
   }
@@ -208,10 +214,12 @@ void TestOnnxExport::shapeOpsRoundTrip() {
   auto i = Variable::create(TensorType(DType::Int64, {}), "i");
   auto rows = Variable::create(TensorType(DType::Int32, {5}), "rows");
   std::vector<VarPtr> outs;
-  outs.push_back(subtensor(x, {Idx::slice(1, std::nullopt), Idx::slice(std::nullopt, std::nullopt, 2)}));  // x[1:, ::2]
-  outs.push_back(subtensor(x, {Idx::all(), Idx::at(-1)}));                                                   // x[:, -1]
-  outs.push_back(subtensor(x, {Idx::slice(std::nullopt, std::nullopt, -1), Idx::at(2)}));                    // x[::-1, 2]
-  outs.push_back(subtensor(y, {Idx::at(i), Idx::slice(i, std::nullopt)}));                                   // y[i, i:]
+  outs.push_back(subtensor(
+      x, {Idx::slice(1, std::nullopt), Idx::slice(std::nullopt, std::nullopt, 2)}));  // x[1:, ::2]
+  outs.push_back(subtensor(x, {Idx::all(), Idx::at(-1)}));                            // x[:, -1]
+  outs.push_back(
+      subtensor(x, {Idx::slice(std::nullopt, std::nullopt, -1), Idx::at(2)}));  // x[::-1, 2]
+  outs.push_back(subtensor(y, {Idx::at(i), Idx::slice(i, std::nullopt)}));      // y[i, i:]
   outs.push_back(concatenate({x, y}, 0));
   outs.push_back(stack({x, x}, 1));
   outs.push_back(reshape(x, std::vector<std::int64_t>{3, -1, 2}));
@@ -221,7 +229,8 @@ void TestOnnxExport::shapeOpsRoundTrip() {
   outs.push_back(tile(x, {2, 1, 3}));
   const std::vector<VarPtr> parts = split(x, {1, 2, 3}, 1);
   outs.insert(outs.end(), parts.begin(), parts.end());
-  outs.push_back(alloc(subtensor(x, {Idx::at(0)}), ShapeExpr{constantInt(3), shapeI(y, 0), constantInt(6)}));
+  outs.push_back(
+      alloc(subtensor(x, {Idx::at(0)}), ShapeExpr{constantInt(3), shapeI(y, 0), constantInt(6)}));
   outs.push_back(arange(constantInt(2), shapeI(y, 0) + constantInt(5), constantInt(2)));
   outs.push_back(advancedSubtensor1(y, rows));
   outs.push_back(take(x, rows, 1));
@@ -230,18 +239,21 @@ void TestOnnxExport::shapeOpsRoundTrip() {
   outs.push_back(shapeVector(y));
   outs.push_back(specifyShape(y, {-1, 6}));
   outs.push_back(setSubtensor(x, constant(Tensor::fromDoubles(DType::Float32, {2}, {7, 8})),
-                              {Idx::slice(1, 3), Idx::at(2)}));                       // x[1:3, 2] = [7, 8]
-  outs.push_back(incSubtensor(y, subtensor(x, {Idx::at(0)}), {Idx::slice(1, -1)}));  // y[1:-1] += x[0]
-  outs.push_back(setSubtensor(y, constant(0.5, DType::Float32), {Idx::all(), Idx::slice(-2, std::nullopt)}));
+                              {Idx::slice(1, 3), Idx::at(2)}));  // x[1:3, 2] = [7, 8]
+  outs.push_back(
+      incSubtensor(y, subtensor(x, {Idx::at(0)}), {Idx::slice(1, -1)}));  // y[1:-1] += x[0]
+  outs.push_back(
+      setSubtensor(y, constant(0.5, DType::Float32), {Idx::all(), Idx::slice(-2, std::nullopt)}));
   // Integer-array indexing: arrays broadcast together ((2, 1) with (3,)), adjacent or not, with
   // slices around them.
   auto z = Variable::create(TensorType(DType::Float32, {3, 4, 5}), "z");
   auto r2 = Variable::create(TensorType(DType::Int64, {2, 1}), "r2");
   auto c3 = Variable::create(TensorType(DType::Int64, {3}), "c3");
-  outs.push_back(advancedSubtensor(x, {r2, c3}));                              // (2, 3)
+  outs.push_back(advancedSubtensor(x, {r2, c3}));                               // (2, 3)
   outs.push_back(advancedSubtensor(z, {Idx::slice(1, std::nullopt), r2, c3}));  // (2, 2, 3)
-  outs.push_back(advancedSubtensor(z, {r2, Idx::all(), c3}));                  // (2, 3, 4)
-  outs.push_back(advancedSubtensor(z, {Idx::slice(std::nullopt, std::nullopt, -1), c3}));  // (3, 3, 5)
+  outs.push_back(advancedSubtensor(z, {r2, Idx::all(), c3}));                   // (2, 3, 4)
+  outs.push_back(
+      advancedSubtensor(z, {Idx::slice(std::nullopt, std::nullopt, -1), c3}));  // (3, 3, 5)
   auto g = graphOf({x, y, i, rows, z, r2, c3}, outs);
   ROUND_TRIP(r, *g,
              {{"x", randomTensor(DType::Float32, {4, 6}, rng)},
@@ -259,14 +271,22 @@ void TestOnnxExport::reductionsRoundTrip() {
   auto n = Variable::create(TensorType(DType::Int16, {3, 4}), "n");
   auto b = Variable::create(TensorType(DType::Bool, {3, 4}), "b");
   auto h = Variable::create(TensorType(DType::Float16, {6}), "h");
-  std::vector<VarPtr> outs = {sum(x, {1}),           sum(x),
-                              prod(x, {0, 2}, true), max(x, {-1}),
-                              min(x, {0}),           mean(x, {1, 2}),
-                              argmax(x, 1),          argmin(x),
-                              sum(n, {1}),           max(n, {0}),
-                              all(b, {1}),           any(b),
-                              sum(h),                logsumexp(x, {2}),
-                              var(x, {1}, true),     mean(x, {0, 2}, true),
+  std::vector<VarPtr> outs = {sum(x, {1}),
+                              sum(x),
+                              prod(x, {0, 2}, true),
+                              max(x, {-1}),
+                              min(x, {0}),
+                              mean(x, {1, 2}),
+                              argmax(x, 1),
+                              argmin(x),
+                              sum(n, {1}),
+                              max(n, {0}),
+                              all(b, {1}),
+                              any(b),
+                              sum(h),
+                              logsumexp(x, {2}),
+                              var(x, {1}, true),
+                              mean(x, {0, 2}, true),
                               mean(x, {2})};
   auto g = graphOf({x, n, b, h}, outs);
   ROUND_TRIP(r, *g,
@@ -315,17 +335,31 @@ void TestOnnxExport::nnOpsRoundTrip() {
   const VarPtr sm = softmax(logits), lsm = logSoftmax(logits);
   const auto ce = softmaxCrossEntropyWithLogitsAndSoftmax(logits, t);
   const auto [topValues, topIndices] = topk(logits, 2, 1);
-  std::vector<VarPtr> outs = {
-      gemm(Z, alpha, A, B, half), gemm(Z, half, A, B, constant(0.0, DType::Float32)), gemm(Z, two, A, B, alpha),
-      gemv(v, alpha, A, u, half), gemv(v, two, A, u, constant(0.0, DType::Float32)), ger(A, alpha, v, u),
-      ger(A, two, v, u), conv2dGradInputs(w, gy, constantInt(9), constantInt(8), p),
-      bn.y, bn.mean, bn.var,
-      batchNormInference(x3, s3, s3, m3, v3, {0, 1}, 1e-4),
-      softmaxGrad(q, sm, 1), logSoftmaxGrad(q, lsm, 1),
-      oneHot(t, constantInt(5)), categoricalCrossEntropy(sm, t), categoricalCrossEntropy(sm, q),
-      ce[0], ce[1], softmaxCrossEntropyWithLogits(logits, q), softmaxCrossEntropyGrad(ce[0], ce[1], t),
-      topValues, topIndices, topk(logits, 3, 0, false).first,
-      dimshuffle(x3, {2, DimShuffle::kNewAxis, 0})};
+  std::vector<VarPtr> outs = {gemm(Z, alpha, A, B, half),
+                              gemm(Z, half, A, B, constant(0.0, DType::Float32)),
+                              gemm(Z, two, A, B, alpha),
+                              gemv(v, alpha, A, u, half),
+                              gemv(v, two, A, u, constant(0.0, DType::Float32)),
+                              ger(A, alpha, v, u),
+                              ger(A, two, v, u),
+                              conv2dGradInputs(w, gy, constantInt(9), constantInt(8), p),
+                              bn.y,
+                              bn.mean,
+                              bn.var,
+                              batchNormInference(x3, s3, s3, m3, v3, {0, 1}, 1e-4),
+                              softmaxGrad(q, sm, 1),
+                              logSoftmaxGrad(q, lsm, 1),
+                              oneHot(t, constantInt(5)),
+                              categoricalCrossEntropy(sm, t),
+                              categoricalCrossEntropy(sm, q),
+                              ce[0],
+                              ce[1],
+                              softmaxCrossEntropyWithLogits(logits, q),
+                              softmaxCrossEntropyGrad(ce[0], ce[1], t),
+                              topValues,
+                              topIndices,
+                              topk(logits, 3, 0, false).first,
+                              dimshuffle(x3, {2, DimShuffle::kNewAxis, 0})};
   auto g = graphOf({A, Z, B, u, v, alpha, gy, w, logits, t, q, x3, scale, shift, s3, m3, v3}, outs);
   ROUND_TRIP(r, *g,
              {{"A", randomTensor(DType::Float32, {4, 3}, rng)},
@@ -344,37 +378,42 @@ void TestOnnxExport::nnOpsRoundTrip() {
 
 Q_DECLARE_METATYPE(tscope::engine::DType)
 
-// One Elemwise scalar op on operands of the given dtypes, at opsets 13 and 17: the casts the engine's
-// promotion implies and the widening ONNX's type constraints need (Add on int8 at opset 13).
+// One Elemwise scalar op on operands of the given dtypes, at opsets 13 and 17: the casts the
+// engine's promotion implies and the widening ONNX's type constraints need (Add on int8 at opset
+// 13).
 void TestOnnxExport::elemwise_data() {
   QTest::addColumn<QString>("op");
   QTest::addColumn<DType>("a");
   QTest::addColumn<DType>("b");
   QTest::addColumn<int>("opset");
-  const DType F = DType::Float32, D = DType::Float64, I = DType::Int32, L = DType::Int64, B = DType::Int8,
-              U = DType::UInt8, H = DType::Float16, Z = DType::Bool;
+  const DType F = DType::Float32, D = DType::Float64, I = DType::Int32, L = DType::Int64,
+              B = DType::Int8, U = DType::UInt8, H = DType::Float16, Z = DType::Bool;
   struct Row {
     const char* op;
     DType a, b;
   };
   const Row rows[] = {
-      {"add", F, F},       {"add", B, U},      {"add", Z, Z},      {"sub", F, D},       {"sub", B, B},
-      {"mul", I, F},       {"mul", U, U},      {"true_div", I, I}, {"true_div", F, F},  {"int_div", L, L},
-      {"int_div", F, F},   {"mod", I, I},      {"mod", D, D},      {"pow", F, F},       {"pow", I, I},
-      {"minimum", F, H},   {"maximum", B, L},  {"maximum", Z, Z},  {"neg", F, F},       {"neg", B, B},
-      {"abs", I, I},       {"sign", F, F},     {"sqr", F, F},      {"sqr", B, B},       {"exp", F, F},
-      {"exp", I, I},       {"expm1", F, F},    {"log", F, F},      {"log1p", D, D},     {"log2", F, F},
-      {"log10", F, F},     {"sqrt", H, H},     {"tanh", F, F},     {"sigmoid", F, F},   {"softplus", D, D},
-      {"sin", F, F},       {"cos", F, F},      {"erf", F, F},      {"floor", F, F},     {"ceil", D, D},
-      {"round", F, F},     {"floor", I, I},    {"relu", F, F},     {"relu", I, I},      {"relu", U, U},
-      {"clip", F, F},      {"clip", I, I},     {"eq", F, I},       {"neq", I, I},       {"lt", F, F},
-      {"le", I, F},        {"gt", Z, Z},       {"ge", B, U},       {"and", Z, Z},       {"or", I, Z},
-      {"xor", Z, Z},       {"not", F, F},      {"switch", F, F},   {"switch", I, F},    {"identity", I, I},
+      {"add", F, F},      {"add", B, U},     {"add", Z, Z},      {"sub", F, D},
+      {"sub", B, B},      {"mul", I, F},     {"mul", U, U},      {"true_div", I, I},
+      {"true_div", F, F}, {"int_div", L, L}, {"int_div", F, F},  {"mod", I, I},
+      {"mod", D, D},      {"pow", F, F},     {"pow", I, I},      {"minimum", F, H},
+      {"maximum", B, L},  {"maximum", Z, Z}, {"neg", F, F},      {"neg", B, B},
+      {"abs", I, I},      {"sign", F, F},    {"sqr", F, F},      {"sqr", B, B},
+      {"exp", F, F},      {"exp", I, I},     {"expm1", F, F},    {"log", F, F},
+      {"log1p", D, D},    {"log2", F, F},    {"log10", F, F},    {"sqrt", H, H},
+      {"tanh", F, F},     {"sigmoid", F, F}, {"softplus", D, D}, {"sin", F, F},
+      {"cos", F, F},      {"erf", F, F},     {"floor", F, F},    {"ceil", D, D},
+      {"round", F, F},    {"floor", I, I},   {"relu", F, F},     {"relu", I, I},
+      {"relu", U, U},     {"clip", F, F},    {"clip", I, I},     {"eq", F, I},
+      {"neq", I, I},      {"lt", F, F},      {"le", I, F},       {"gt", Z, Z},
+      {"ge", B, U},       {"and", Z, Z},     {"or", I, Z},       {"xor", Z, Z},
+      {"not", F, F},      {"switch", F, F},  {"switch", I, F},   {"identity", I, I},
       {"second", F, I},
   };
   for (const Row& row : rows)
     for (int opset : {13, 17})
-      QTest::addRow("%s %s %s opset %d", row.op, dtypeName(row.a).data(), dtypeName(row.b).data(), opset)
+      QTest::addRow("%s %s %s opset %d", row.op, dtypeName(row.a).data(), dtypeName(row.b).data(),
+                    opset)
           << QString(row.op) << row.a << row.b << opset;
 }
 
@@ -411,7 +450,8 @@ void TestOnnxExport::elemwise() {
   if (op == "int_div" || op == "mod" || op == "true_div")
     values["y"] = Tensor::fromDoubles(b, {4}, {2, -3, 1, -1});
   for (auto it = values.begin(); it != values.end();)
-    it = std::any_of(inputs.begin(), inputs.end(), [&](const VarPtr& v) { return v->name() == it->first; })
+    it = std::any_of(inputs.begin(), inputs.end(),
+                     [&](const VarPtr& v) { return v->name() == it->first; })
              ? std::next(it)
              : values.erase(it);
   try {
@@ -446,11 +486,13 @@ void TestOnnxExport::optimizedGraphRoundTrip() {
   QVERIFY2(ops.count("Gemm"), "fast_run turns z + 2 dot(x, W) into a Gemm");
   QVERIFY2(inplace, "fast_run makes some node in-place");
   ROUND_TRIP(r, *doc.optimized,
-             {{"x", randomTensor(DType::Float32, {5, 4}, rng)}, {"z", randomTensor(DType::Float32, {5, 3}, rng)}}, 17,
-             1e-5, 1e-5);
+             {{"x", randomTensor(DType::Float32, {5, 4}, rng)},
+              {"z", randomTensor(DType::Float32, {5, 3}, rng)}},
+             17, 1e-5, 1e-5);
   // ... and what the original graph computes.
   io::RunInputs run;
-  run.byName = {{"x", randomTensor(DType::Float32, {5, 4}, rng)}, {"z", randomTensor(DType::Float32, {5, 3}, rng)}};
+  run.byName = {{"x", randomTensor(DType::Float32, {5, 4}, rng)},
+                {"z", randomTensor(DType::Float32, {5, 3}, rng)}};
   const auto want = io::runGraph(*doc.original, run).outputs;
   const auto got = io::runGraph(*r.imported.document.original, run).outputs;
   for (std::size_t i = 0; i < want.size(); ++i) QVERIFY(got[i].allClose(want[i], 1e-5, 1e-5));
@@ -467,7 +509,8 @@ void TestOnnxExport::trainingGraphRoundTrip_data() {
 
 void TestOnnxExport::trainingGraphRoundTrip() {
   QFETCH(QString, file);
-  const io::TsgDocument doc = io::loadTsg(std::string(TSCOPE_SOURCE_DIR) + "/examples/graphs/" + file.toStdString());
+  io::TsgDocument doc =
+      io::loadTsg(std::string(TSCOPE_SOURCE_DIR) + "/examples/graphs/" + file.toStdString());
   std::mt19937_64 rng(7);
   std::map<std::string, Tensor> inputs;
   for (const VarPtr& in : doc.original->inputs()) {
@@ -475,10 +518,16 @@ void TestOnnxExport::trainingGraphRoundTrip() {
     std::vector<std::int64_t> shape = in->type().shape();
     for (std::int64_t& d : shape)
       if (d == kUnknownDim) d = 6;
-    inputs[in->name()] = in->type().dtype() == DType::Int64 ? randomTensor(DType::Int64, shape, rng, 0, 9)
-                                                            : randomTensor(in->type().dtype(), shape, rng, 0, 1);
+    inputs[in->name()] = in->type().dtype() == DType::Int64
+                             ? randomTensor(DType::Int64, shape, rng, 0, 9)
+                             : randomTensor(in->type().dtype(), shape, rng, 0, 1);
   }
   ROUND_TRIP(r, *doc.original, inputs, 17, 1e-4, 1e-6);
+  // The fast_run-optimized graph too, against the original's outputs.
+  io::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
+  ROUND_TRIP(o, *doc.optimized, inputs, 13, 1e-4, 1e-6);
+  for (std::size_t i = 0; i < r.expected.size(); ++i)
+    QVERIFY(o.actual[i].allClose(r.expected[i], 1e-4, 1e-6));
 }
 
 // Graph inputs keep their names (made unique; "input_<k>" for none), unknown dims stay unknown,
@@ -490,7 +539,8 @@ void TestOnnxExport::namesAndShapes() {
   auto b = Variable::create(TensorType(DType::Float32, {kUnknownDim, 3}), "x");
   auto c = Variable::create(TensorType(DType::Float32, {2, kUnknownDim}));
   auto w = SharedVariable::create(Tensor::full(DType::Float32, {3}, 0.5), "x");
-  const Tensor va = randomTensor(DType::Float32, {4, 3}, rng), vb = randomTensor(DType::Float32, {4, 3}, rng),
+  const Tensor va = randomTensor(DType::Float32, {4, 3}, rng),
+               vb = randomTensor(DType::Float32, {4, 3}, rng),
                vc = randomTensor(DType::Float32, {2, 5}, rng);
   VarPtr total = a + b * w;
   total->setName("total");
@@ -523,10 +573,10 @@ void TestOnnxExport::namesAndShapes() {
 // saveOnnx writes nothing (an existing file keeps its content).
 void TestOnnxExport::unsupportedOpNamesTheNode() {
   auto x = Variable::create(TensorType(DType::Float32, {3}), "x");
-  auto twice = std::make_shared<AsOp>(
-      "TwiceOp", std::vector<TensorType>{TensorType(DType::Float32, {3})},
-      std::vector<TensorType>{TensorType(DType::Float32, {3})},
-      [](std::span<const Tensor> in) { return std::vector<Tensor>{in[0]}; });
+  auto twice =
+      std::make_shared<AsOp>("TwiceOp", std::vector<TensorType>{TensorType(DType::Float32, {3})},
+                             std::vector<TensorType>{TensorType(DType::Float32, {3})},
+                             [](std::span<const Tensor> in) { return std::vector<Tensor>{in[0]}; });
   VarPtr y;
   {
     NameScope s("block");
@@ -575,9 +625,11 @@ void TestOnnxExport::opsetRange() {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, io::writeOnnx(*g, options));
   }
   for (int opset = io::kOnnxExportMinOpset; opset <= io::kOnnxExportMaxOpset; ++opset) {
-    ROUND_TRIP(r, *g, {{"x", Tensor::fromDoubles(DType::Int8, {2, 3}, {-100, 100, 3, -4, 70, 0})}}, opset);
+    ROUND_TRIP(r, *g, {{"x", Tensor::fromDoubles(DType::Int8, {2, 3}, {-100, 100, 3, -4, 70, 0})}},
+               opset);
     QCOMPARE(r.imported.opset, opset);
-    QCOMPARE(r.actual[0].toDoubles(), (std::vector<double>{56, 0, 6, 0, 0, 0}));  // wraps as int8 does
+    QCOMPARE(r.actual[0].toDoubles(),
+             (std::vector<double>{56, 0, 6, 0, 0, 0}));  // wraps as int8 does
   }
 }
 

@@ -34,9 +34,6 @@ onnx::NodeProto& named(onnx::NodeProto& n, const std::string& name) {
   n.set_name(name);
   return n;
 }
-void setAttr(onnx::NodeProto& n, const std::string& name, std::int64_t v) {
-  fx::attrInt(n, name, v);
-}
 void setAttr(onnx::NodeProto& n, const std::string& name, int v) {
   fx::attrInt(n, name, v);
 }

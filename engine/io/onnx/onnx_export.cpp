@@ -4,10 +4,9 @@
 #include "engine/io/atomic_file.h"
 #include "engine/io/onnx/onnx_export_emit.h"
 
+#include <cstring>
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
-
-#include <cstring>
 #include <set>
 #include <unordered_map>
 
@@ -15,19 +14,29 @@ namespace tscope::engine::io {
 
 namespace onnx_export {
 
-// --- Types and tensors -----------------------------------------------------------------------------
+// --- Types and tensors
+// -----------------------------------------------------------------------------
 
 int onnxDataType(DType dtype) {
   switch (dtype) {
-    case DType::Bool: return onnx::TensorProto::BOOL;
-    case DType::Int8: return onnx::TensorProto::INT8;
-    case DType::Int16: return onnx::TensorProto::INT16;
-    case DType::Int32: return onnx::TensorProto::INT32;
-    case DType::Int64: return onnx::TensorProto::INT64;
-    case DType::UInt8: return onnx::TensorProto::UINT8;
-    case DType::Float16: return onnx::TensorProto::FLOAT16;
-    case DType::Float32: return onnx::TensorProto::FLOAT;
-    case DType::Float64: return onnx::TensorProto::DOUBLE;
+    case DType::Bool:
+      return onnx::TensorProto::BOOL;
+    case DType::Int8:
+      return onnx::TensorProto::INT8;
+    case DType::Int16:
+      return onnx::TensorProto::INT16;
+    case DType::Int32:
+      return onnx::TensorProto::INT32;
+    case DType::Int64:
+      return onnx::TensorProto::INT64;
+    case DType::UInt8:
+      return onnx::TensorProto::UINT8;
+    case DType::Float16:
+      return onnx::TensorProto::FLOAT16;
+    case DType::Float32:
+      return onnx::TensorProto::FLOAT;
+    case DType::Float64:
+      return onnx::TensorProto::DOUBLE;
   }
   return onnx::TensorProto::UNDEFINED;
 }
@@ -47,12 +56,23 @@ std::optional<DType> computeDTypeFor(DType d, DTypeSet allowed) {
   switch (d) {
     case DType::Bool:
     case DType::UInt8:
-    case DType::Int8: wider = {DType::Int16, DType::Int32, DType::Int64}; break;
-    case DType::Int16: wider = {DType::Int32, DType::Int64}; break;
-    case DType::Int32: wider = {DType::Int64}; break;
-    case DType::Float16: wider = {DType::Float32, DType::Float64}; break;
-    case DType::Float32: wider = {DType::Float64}; break;
-    default: break;
+    case DType::Int8:
+      wider = {DType::Int16, DType::Int32, DType::Int64};
+      break;
+    case DType::Int16:
+      wider = {DType::Int32, DType::Int64};
+      break;
+    case DType::Int32:
+      wider = {DType::Int64};
+      break;
+    case DType::Float16:
+      wider = {DType::Float32, DType::Float64};
+      break;
+    case DType::Float32:
+      wider = {DType::Float64};
+      break;
+    default:
+      break;
   }
   for (DType w : wider)
     if (contains(allowed, w)) return w;
@@ -73,7 +93,8 @@ void attrFloat(onnx::NodeProto& node, std::string_view name, double value) {
   a->set_f(static_cast<float>(value));
 }
 
-void attrInts(onnx::NodeProto& node, std::string_view name, const std::vector<std::int64_t>& values) {
+void attrInts(onnx::NodeProto& node, std::string_view name,
+              const std::vector<std::int64_t>& values) {
   onnx::AttributeProto* a = node.add_attribute();
   a->set_name(std::string(name));
   a->set_type(onnx::AttributeProto::INTS);
@@ -103,7 +124,8 @@ const EmitterTable& defaultEmitters() {
   return table;
 }
 
-// --- The model being built -------------------------------------------------------------------------
+// --- The model being built
+// -------------------------------------------------------------------------
 
 // Note [Export value names]: ONNX values are named once (SSA). Graph inputs, shared variables and
 // graph outputs are named first, in that order, so they keep their variables' names; a clash
@@ -150,6 +172,7 @@ class ModelWriter {
   std::unordered_map<const Variable*, std::string> m_names;     // emitted values
   std::unordered_map<const Variable*, std::string> m_reserved;  // names outputs must take
   std::set<std::string> m_usedValues;
+  std::unordered_map<std::string, int> m_valueSuffix;
   std::unordered_map<std::string, int> m_nodeNameCount;
   std::set<std::string> m_usedNodes;
   std::map<std::pair<std::string, DType>, std::string> m_casts;
@@ -167,7 +190,9 @@ class ModelWriter {
 
 std::string ModelWriter::uniqueValue(const std::string& base) {
   std::string name = base;
-  for (int k = 1; m_usedValues.count(name); ++k) name = base + "_" + std::to_string(k);
+  // The next suffix to try per base, so that n values of one name cost O(n), not O(n^2).
+  for (int& k = m_valueSuffix[base]; m_usedValues.count(name);)
+    name = base + "_" + std::to_string(++k);
   m_usedValues.insert(name);
   return name;
 }
@@ -195,7 +220,8 @@ std::string ModelWriter::initializer(const Tensor& value, const std::string& bas
 // the optimizer.
 std::string ModelWriter::constant(const Tensor& value, const std::string& varName) {
   if (!isFloat(value.dtype())) return initializer(value, constantName(varName));
-  onnx::NodeProto& node = addNode("Constant", {}, {varName.empty() ? std::string(kPendingMark) : uniqueValue(varName)});
+  onnx::NodeProto& node =
+      addNode("Constant", {}, {varName.empty() ? std::string(kPendingMark) : uniqueValue(varName)});
   onnx::AttributeProto* a = node.add_attribute();
   a->set_name("value");
   a->set_type(onnx::AttributeProto::TENSOR);
@@ -224,15 +250,19 @@ std::string ModelWriter::value(const VarPtr& v) {
     m_names[v.get()] = name;
     return name;
   }
-  throw GraphError("ONNX export: the value " + v->displayName() + " is used before a node computes it");
+  throw GraphError("ONNX export: the value " + v->displayName() +
+                   " is used before a node computes it");
 }
 
 std::string ModelWriter::outputName(const Variable& v, int k) {
   if (auto it = m_names.find(&v); it != m_names.end()) return it->second;
   std::string name;
-  if (auto it = m_reserved.find(&v); it != m_reserved.end()) name = it->second;
-  else if (!v.name().empty()) name = uniqueValue(v.name());
-  else name = kPendingMark + std::to_string(m_nextPending++);
+  if (auto it = m_reserved.find(&v); it != m_reserved.end())
+    name = it->second;
+  else if (!v.name().empty())
+    name = uniqueValue(v.name());
+  else
+    name = kPendingMark + std::to_string(m_nextPending++);
   if (name.starts_with(kPendingMark)) m_pending[name].push_back(&v);
   m_names[&v] = name;
   return name;
@@ -266,7 +296,8 @@ onnx::NodeProto& ModelWriter::addNode(std::string_view opType, std::vector<std::
   }
   for (const std::string& in : inputs)
     if (in.starts_with(kPendingMark))
-      throw std::logic_error("ONNX export: a " + std::string(opType) + " node reads a value no node has written yet");
+      throw std::logic_error("ONNX export: a " + std::string(opType) +
+                             " node reads a value no node has written yet");
   onnx::NodeProto& node = *graph().add_node();
   node.set_op_type(std::string(opType));
   node.set_name(name);
@@ -297,7 +328,8 @@ void ModelWriter::emitNode(const Apply& node, const Apply& reported) {
   if (auto root = m_patternRoots.find(&node); root != m_patternRoots.end()) fn = root->second;
   if (fn == nullptr) {
     if (!op.isExecutable())
-      unsupported(reported, "the op " + op.name() + " is opaque (its file named an op this build lacks)");
+      unsupported(reported,
+                  "the op " + op.name() + " is opaque (its file named an op this build lacks)");
     unsupported(reported, "the op " + op.name() + " has no ONNX form");
   }
   const Apply* previous = m_current;
@@ -311,8 +343,10 @@ void ModelWriter::emitNode(const Apply& node, const Apply& reported) {
     unsupported(reported, e.what());
   }
   for (int k = 0; k < node.nOutputs(); ++k)
-    if (auto it = m_names.find(&node.outputRef(k)); it == m_names.end() || it->second.starts_with(kPendingMark))
-      unsupported(reported, "the exporter wrote no value for output " + std::to_string(k) + " (a bug)");
+    if (auto it = m_names.find(&node.outputRef(k));
+        it == m_names.end() || it->second.starts_with(kPendingMark))
+      unsupported(reported,
+                  "the exporter wrote no value for output " + std::to_string(k) + " (a bug)");
   m_current = previous;
 }
 
@@ -358,7 +392,8 @@ void ModelWriter::addGraphInputs() {
   int k = 0;
   for (const VarPtr& in : m_graph.inputs()) {
     if (in->kind() == Variable::Kind::Shared || in->kind() == Variable::Kind::Constant) continue;
-    const std::string name = uniqueValue(in->name().empty() ? "input_" + std::to_string(k) : in->name());
+    const std::string name =
+        uniqueValue(in->name().empty() ? "input_" + std::to_string(k) : in->name());
     ++k;
     m_names[in.get()] = name;
     onnx::ValueInfoProto& info = *graph().add_input();
@@ -368,19 +403,23 @@ void ModelWriter::addGraphInputs() {
     auto* shape = tensorType->mutable_shape();
     for (int axis = 0; axis < in->type().ndim(); ++axis) {
       auto* dim = shape->add_dim();
-      if (in->type().isDimKnown(axis)) dim->set_dim_value(in->type().shape()[axis]);
-      else dim->set_dim_param(axis == 0 ? std::string("N") : "d" + std::to_string(axis));
+      if (in->type().isDimKnown(axis))
+        dim->set_dim_value(in->type().shape()[axis]);
+      else
+        dim->set_dim_param(axis == 0 ? std::string("N") : "d" + std::to_string(axis));
     }
   }
   // Shared variables keep their names (after the inputs'): the model's parameters.
   int p = 0;
   for (const VarPtr& in : m_graph.inputs()) {
     if (in->kind() == Variable::Kind::Regular) continue;
-    const Tensor& v = in->kind() == Variable::Kind::Shared ? static_cast<const SharedVariable&>(*in).value()
-                                                           : static_cast<const Constant&>(*in).value();
-    m_names[in.get()] = in->kind() == Variable::Kind::Shared
-                            ? initializer(v, in->name().empty() ? "param_" + std::to_string(p) : in->name())
-                            : constant(v, in->name());
+    const Tensor& v = in->kind() == Variable::Kind::Shared
+                          ? static_cast<const SharedVariable&>(*in).value()
+                          : static_cast<const Constant&>(*in).value();
+    m_names[in.get()] =
+        in->kind() == Variable::Kind::Shared
+            ? initializer(v, in->name().empty() ? "param_" + std::to_string(p) : in->name())
+            : constant(v, in->name());
     ++p;
   }
 }
@@ -407,15 +446,17 @@ void ModelWriter::check() {
   try {
     onnx::checker::check_model(m_model);
   } catch (const std::exception& e) {
-    throw OnnxExportError(std::string("the exported model fails ONNX's checker (an exporter bug): ") + e.what());
+    throw OnnxExportError(
+        std::string("the exported model fails ONNX's checker (an exporter bug): ") + e.what());
   }
   onnx::ModelProto inferred = m_model;
   try {
     onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(),
                                        onnx::ShapeInferenceOptions(true, 1, false));
   } catch (const std::exception& e) {
-    throw OnnxExportError(std::string("the exported model fails ONNX's shape inference (an exporter bug): ") +
-                          e.what());
+    throw OnnxExportError(
+        std::string("the exported model fails ONNX's shape inference (an exporter bug): ") +
+        e.what());
   }
   for (int i = 0; i < inferred.graph().output_size(); ++i) {
     const auto& from = inferred.graph().output(i).type().tensor_type().shape();
@@ -444,12 +485,15 @@ std::string ModelWriter::write() {
     const VarPtr& v = m_graph.outputs()[i];
     // ONNX has no updates: an unnamed update of shared variable W is the output "W_update".
     std::string base = v->name().empty() ? "output_" + std::to_string(i) : v->name();
-    if (auto u = m_graph.updateMapping().find(i); v->name().empty() && u != m_graph.updateMapping().end() &&
-                                                   !m_graph.inputs()[u->second]->name().empty())
+    if (auto u = m_graph.updateMapping().find(i); v->name().empty() &&
+                                                  u != m_graph.updateMapping().end() &&
+                                                  !m_graph.inputs()[u->second]->name().empty())
       base = m_graph.inputs()[u->second]->name() + "_update";
     outputNames.push_back(uniqueValue(base));
-    if (v->owner() && !m_reserved.count(v.get())) m_reserved[v.get()] = outputNames.back();
-    else copies.push_back(i);
+    if (v->owner() && !m_reserved.count(v.get()))
+      m_reserved[v.get()] = outputNames.back();
+    else
+      copies.push_back(i);
   }
   const std::vector<Apply*> order = m_graph.toposort();
   // Note [Export patterns]: matched from the outputs back, so a pattern's root is not covered by
@@ -473,16 +517,20 @@ std::string ModelWriter::write() {
   addGraphOutputs(outputNames);
   check();
   std::string bytes;
-  if (!m_model.SerializeToString(&bytes)) throw OnnxExportError("serializing the ONNX model failed");
+  if (!m_model.SerializeToString(&bytes))
+    throw OnnxExportError("serializing the ONNX model failed");
   return bytes;
 }
 
-// --- NodeExport ------------------------------------------------------------------------------------
+// --- NodeExport
+// ------------------------------------------------------------------------------------
 
 NodeExport::NodeExport(ModelWriter& writer, const Apply& node, const Op& op, const Apply& reported)
     : m_writer(writer), m_node(node), m_op(op), m_reported(reported) {}
 
-int NodeExport::opset() const { return m_writer.opset(); }
+int NodeExport::opset() const {
+  return m_writer.opset();
+}
 
 const Tensor* NodeExport::constantInput(int i) const {
   const VarPtr& v = m_node.input(i);
@@ -504,8 +552,12 @@ std::optional<double> NodeExport::constantScalar(int i) const {
   return t->item();
 }
 
-std::string NodeExport::input(int i) { return m_writer.value(m_node.input(i)); }
-std::string NodeExport::value(const VarPtr& v) { return m_writer.value(v); }
+std::string NodeExport::input(int i) {
+  return m_writer.value(m_node.input(i));
+}
+std::string NodeExport::value(const VarPtr& v) {
+  return m_writer.value(v);
+}
 
 std::string NodeExport::input(int i, DType as) {
   return m_writer.cast(input(i), inType(i).dtype(), as);
@@ -515,11 +567,14 @@ std::string NodeExport::cast(const std::string& value, DType from, DType to) {
   return m_writer.cast(value, from, to);
 }
 
-std::string NodeExport::output(int i) { return m_writer.outputName(m_node.outputRef(i), i); }
+std::string NodeExport::output(int i) {
+  return m_writer.outputName(m_node.outputRef(i), i);
+}
 
 std::string NodeExport::newValue(std::string_view what) {
   const std::string& scope = m_reported.scope();
-  return m_writer.uniqueValue("/" + (scope.empty() ? std::string() : scope + "/") + std::string(what));
+  return m_writer.uniqueValue("/" + (scope.empty() ? std::string() : scope + "/") +
+                              std::string(what));
 }
 
 onnx::NodeProto& NodeExport::add(std::string_view opType, std::vector<std::string> inputs,
@@ -527,19 +582,21 @@ onnx::NodeProto& NodeExport::add(std::string_view opType, std::vector<std::strin
   return m_writer.addNode(opType, std::move(inputs), std::move(outputs));
 }
 
-std::string NodeExport::add1(std::string_view opType, std::vector<std::string> inputs, std::string output) {
+std::string NodeExport::add1(std::string_view opType, std::vector<std::string> inputs,
+                             std::string output) {
   std::vector<std::string> outputs;
   if (!output.empty()) outputs.push_back(std::move(output));
   return add(opType, std::move(inputs), std::move(outputs)).output(0);
 }
 
-std::string NodeExport::compute(std::string_view opType, const std::vector<std::pair<std::string, DType>>& inputs,
+std::string NodeExport::compute(std::string_view opType,
+                                const std::vector<std::pair<std::string, DType>>& inputs,
                                 DType dtype, DTypeSet allowed, std::optional<DType> resultDType,
                                 std::string output) {
   const std::optional<DType> k = computeDTypeFor(dtype, allowed);
   if (!k)
-    unsupported("ONNX's " + std::string(opType) + " has no form for " + std::string(dtypeName(dtype)) +
-                " values");
+    unsupported("ONNX's " + std::string(opType) + " has no form for " +
+                std::string(dtypeName(dtype)) + " values");
   std::vector<std::string> names;
   for (const auto& [name, d] : inputs) names.push_back(cast(name, d, *k));
   const DType result = resultDType.value_or(*k);
@@ -557,26 +614,35 @@ std::string NodeExport::ints(const std::vector<std::int64_t>& values) {
   return tensor(t);
 }
 
-std::string NodeExport::scalar(double value, DType dtype) { return tensor(Tensor::scalar(dtype, value)); }
+std::string NodeExport::scalar(double value, DType dtype) {
+  return tensor(Tensor::scalar(dtype, value));
+}
 
-std::string NodeExport::tensor(const Tensor& value) { return m_writer.constant(value, {}); }
+std::string NodeExport::tensor(const Tensor& value) {
+  return m_writer.constant(value, {});
+}
 
-void NodeExport::emitExpansion(const std::vector<VarPtr>& outputs) { m_writer.emitExpansion(*this, outputs); }
+void NodeExport::emitExpansion(const std::vector<VarPtr>& outputs) {
+  m_writer.emitExpansion(*this, outputs);
+}
 
-void NodeExport::unsupported(const std::string& why) const { m_writer.unsupported(m_reported, why); }
+void NodeExport::unsupported(const std::string& why) const {
+  m_writer.unsupported(m_reported, why);
+}
 
 }  // namespace onnx_export
 
 std::string writeOnnx(const FunctionGraph& graph, const OnnxExportOptions& options) {
   if (options.opset < kOnnxExportMinOpset || options.opset > kOnnxExportMaxOpset)
-    throw std::invalid_argument("ONNX export writes opsets " + std::to_string(kOnnxExportMinOpset) + " to " +
-                                std::to_string(kOnnxExportMaxOpset) + ", found opset " +
+    throw std::invalid_argument("ONNX export writes opsets " + std::to_string(kOnnxExportMinOpset) +
+                                " to " + std::to_string(kOnnxExportMaxOpset) + ", found opset " +
                                 std::to_string(options.opset));
   onnx_export::ModelWriter writer(graph, options);
   return writer.write();
 }
 
-void saveOnnx(const FunctionGraph& graph, const std::filesystem::path& path, const OnnxExportOptions& options) {
+void saveOnnx(const FunctionGraph& graph, const std::filesystem::path& path,
+              const OnnxExportOptions& options) {
   const std::string bytes = writeOnnx(graph, options);
   if (auto why = writeFileAtomically(path, std::as_bytes(std::span(bytes.data(), bytes.size()))))
     throw std::runtime_error("cannot write " + path.string() + ": " + *why);

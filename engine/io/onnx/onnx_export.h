@@ -19,7 +19,10 @@
 //     initializers too, float constants Constant nodes (Note [Constants in the exported model]);
 //   - ONNX node names are the scope path and the ONNX op type ("/layer1/conv1/Conv", "/Tanh_1"), so
 //     re-importing restores the scopes; each node's doc_string names the engine op and its site;
-//   - graph outputs keep their variables' names ("output_<i>" when empty).
+//   - graph outputs keep their variables' names ("output_<i>" when empty, "W_update" for an
+//     unnamed update of shared variable W: ONNX has no updates, so they are plain outputs);
+//   - a few compositions are one ONNX node (the engine's sum / count is ReduceMean, Note [Export
+//     patterns] in onnx_export_emit.h).
 // The model must pass ONNX's checker and its strict shape inference (whose output types are
 // checked against the engine's); a failure there is an exporter bug and throws OnnxExportError.
 
@@ -37,7 +40,7 @@ inline constexpr int kOnnxExportMinOpset = 13;
 inline constexpr int kOnnxExportMaxOpset = 17;
 
 struct OnnxExportOptions {
-  int opset = 17;                           // kOnnxExportMinOpset..kOnnxExportMaxOpset
+  int opset = 17;  // kOnnxExportMinOpset..kOnnxExportMaxOpset
   std::string producerName = "tensorscope";
   std::string producerVersion = "0.1.0";
   std::string graphName = "tensorscope";

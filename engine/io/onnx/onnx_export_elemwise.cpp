@@ -1,7 +1,6 @@
 // ONNX forms of the elementwise family: Elemwise (one scalar op each), Composite (its Elemwise
 // chain), the reductions (CAReduce, Argmax/Argmin) and SumToShape.
 #include "engine/io/onnx/onnx_export_emit.h"
-
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/elemwise/elemwise.h"
 #include "engine/ops/reduce/reduce.h"
@@ -22,7 +21,8 @@ using Operand = std::pair<std::string, DType>;
 DTypeSet arithmeticTypes(int opset) {  // Add, Sub, Mul, Div: 8- and 16-bit integers from opset 14
   return opset >= 14 ? kNumericTypes : kFloatTypes | kWideIntTypes;
 }
-inline constexpr DTypeSet kNegTypes = kFloatTypes | kWideIntTypes | dtypeBit(DType::Int8) | dtypeBit(DType::Int16);
+inline constexpr DTypeSet kNegTypes =
+    kFloatTypes | kWideIntTypes | dtypeBit(DType::Int8) | dtypeBit(DType::Int16);
 inline constexpr DTypeSet kPowTypes = kFloatTypes | kWideIntTypes;
 inline constexpr DTypeSet kReduceSumTypes = kFloatTypes | kWideIntTypes;  // ReduceSum, ReduceProd
 inline constexpr DTypeSet kReduceMaxTypes =
@@ -43,7 +43,8 @@ std::vector<std::string> castAll(NodeExport& n, const std::vector<Operand>& ops,
 }
 
 // Writes value (of dtype `from`) into `result` as dtype `to`: a Cast, or an Identity.
-void finish(NodeExport& n, const std::string& value, DType from, DType to, const std::string& result) {
+void finish(NodeExport& n, const std::string& value, DType from, DType to,
+            const std::string& result) {
   if (from == to) {
     n.add("Identity", {value}, {result});
     return;
@@ -53,10 +54,12 @@ void finish(NodeExport& n, const std::string& value, DType from, DType to, const
 
 // The binary opType folded left to right over the operands in dtype k (as Elemwise folds an n-ary
 // add), the last node writing `result` with dtype `out`.
-void fold(NodeExport& n, std::string_view opType, const std::vector<Operand>& ops, DType k, DTypeSet allowed,
-          DType out, const std::string& result) {
+void fold(NodeExport& n, std::string_view opType, const std::vector<Operand>& ops, DType k,
+          DTypeSet allowed, DType out, const std::string& result) {
   const std::optional<DType> c = computeDTypeFor(k, allowed);
-  if (!c) n.unsupported("ONNX's " + std::string(opType) + " has no form for " + std::string(dtypeName(k)) + " values");
+  if (!c)
+    n.unsupported("ONNX's " + std::string(opType) + " has no form for " +
+                  std::string(dtypeName(k)) + " values");
   std::vector<std::string> names = castAll(n, ops, *c);
   std::string acc = names[0];
   for (std::size_t j = 1; j < names.size(); ++j) {
@@ -75,17 +78,28 @@ bool emitBoolArithmetic(NodeExport& n, ScalarOp s, const std::string& result) {
   for (int i = 0; i < n.nInputs(); ++i) in.push_back(n.input(i, DType::Bool));
   auto foldLogic = [&](std::string_view opType) {
     std::string acc = in[0];
-    for (std::size_t j = 1; j < in.size(); ++j) acc = n.add1(opType, {acc, in[j]}, j + 1 == in.size() ? result : "");
+    for (std::size_t j = 1; j < in.size(); ++j)
+      acc = n.add1(opType, {acc, in[j]}, j + 1 == in.size() ? result : "");
   };
   switch (s) {
     case S::Add:
-    case S::Maximum: foldLogic("Or"); return true;
+    case S::Maximum:
+      foldLogic("Or");
+      return true;
     case S::Mul:
     case S::Minimum:
-    case S::IntDiv: foldLogic("And"); return true;
-    case S::Sub: foldLogic("Xor"); return true;
-    case S::Pow: n.add("Or", {in[0], n.add1("Not", {in[1]})}, {result}); return true;
-    case S::Clip: n.add("And", {n.add1("Or", {in[0], in[1]}), in[2]}, {result}); return true;
+    case S::IntDiv:
+      foldLogic("And");
+      return true;
+    case S::Sub:
+      foldLogic("Xor");
+      return true;
+    case S::Pow:
+      n.add("Or", {in[0], n.add1("Not", {in[1]})}, {result});
+      return true;
+    case S::Clip:
+      n.add("And", {n.add1("Or", {in[0], in[1]}), in[2]}, {result});
+      return true;
     case S::Neg:
     case S::Abs:
     case S::Sign:
@@ -93,8 +107,11 @@ bool emitBoolArithmetic(NodeExport& n, ScalarOp s, const std::string& result) {
     case S::Floor:
     case S::Ceil:
     case S::Round:
-    case S::Relu: n.add("Identity", {in[0]}, {result}); return true;
-    default: return false;
+    case S::Relu:
+      n.add("Identity", {in[0]}, {result});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -107,7 +124,8 @@ bool emitBoolArithmetic(NodeExport& n, ScalarOp s, const std::string& result) {
 // gives 0 for integers, ONNX leaves it undefined.)
 void emitFloorDivMod(NodeExport& n, bool isDiv, DType k, DType out, const std::string& result) {
   const std::optional<DType> c = computeDTypeFor(k, arithmeticTypes(n.opset()));
-  if (!c) n.unsupported("no ONNX form for integer division of " + std::string(dtypeName(k)) + " values");
+  if (!c)
+    n.unsupported("no ONNX form for integer division of " + std::string(dtypeName(k)) + " values");
   const std::string a = n.cast(n.input(0), n.inType(0).dtype(), *c);
   const std::string b = n.cast(n.input(1), n.inType(1).dtype(), *c);
   auto write = [&](const std::string& opType, std::vector<std::string> in) {
@@ -121,8 +139,10 @@ void emitFloorDivMod(NodeExport& n, bool isDiv, DType k, DType out, const std::s
     attrInt(modNode, "fmod", 0);
     const std::string mod = modNode.output(0);
     if (!isDiv) {
-      if (*c == out) n.add("Identity", {mod}, {result});
-      else finish(n, mod, *c, out, result);
+      if (*c == out)
+        n.add("Identity", {mod}, {result});
+      else
+        finish(n, mod, *c, out, result);
       return;
     }
     write("Div", {n.add1("Sub", {a, mod}), b});
@@ -133,9 +153,9 @@ void emitFloorDivMod(NodeExport& n, bool isDiv, DType k, DType out, const std::s
   const std::string fm = fmodNode.output(0);
   const std::string zero = n.scalar(0, *c);
   // The signs of the remainder and the divisor differ (and the remainder is not 0).
-  const std::string differ = n.add1(
-      "And", {n.add1("Not", {n.add1("Equal", {fm, zero})}),
-              n.add1("Xor", {n.add1("Less", {fm, zero}), n.add1("Less", {b, zero})})});
+  const std::string differ =
+      n.add1("And", {n.add1("Not", {n.add1("Equal", {fm, zero})}),
+                     n.add1("Xor", {n.add1("Less", {fm, zero}), n.add1("Less", {b, zero})})});
   if (!isDiv) {
     write("Where", {differ, n.add1("Add", {fm, b}), fm});
     return;
@@ -143,6 +163,46 @@ void emitFloorDivMod(NodeExport& n, bool isDiv, DType k, DType out, const std::s
   const std::string q = n.add1("Div", {n.add1("Sub", {a, fm}), b});
   write("Round", {n.add1("Sub", {q, n.cast(differ, DType::Bool, *c)})});
 }
+
+// The scalar ops with a direct ONNX form, one rule per line. Fold: a binary op folded left to
+// right over the operands (Elemwise's n-ary add); Each: one node over all operands (variadic
+// Min/Max, unary functions); Compare: operands in their promoted dtype, a bool result (Not of it
+// for neq). kArithmetic stands for arithmeticTypes(opset).
+enum class Form : std::uint8_t { Fold, Each, Compare, CompareNot };
+inline constexpr DTypeSet kArithmetic = 0;
+struct DirectForm {
+  ScalarOp op;
+  const char* onnx;
+  Form form;
+  DTypeSet types;
+};
+constexpr DirectForm kDirectForms[] = {
+    {S::Add, "Add", Form::Fold, kArithmetic},
+    {S::Sub, "Sub", Form::Fold, kArithmetic},
+    {S::Mul, "Mul", Form::Fold, kArithmetic},
+    {S::TrueDiv, "Div", Form::Fold, kArithmetic},
+    {S::Pow, "Pow", Form::Fold, kPowTypes},
+    {S::Minimum, "Min", Form::Each, kNumericTypes},
+    {S::Maximum, "Max", Form::Each, kNumericTypes},
+    {S::Neg, "Neg", Form::Each, kNegTypes},
+    {S::Abs, "Abs", Form::Each, kNumericTypes},
+    {S::Sign, "Sign", Form::Each, kNumericTypes},
+    {S::Exp, "Exp", Form::Each, kFloatTypes},
+    {S::Log, "Log", Form::Each, kFloatTypes},
+    {S::Sqrt, "Sqrt", Form::Each, kFloatTypes},
+    {S::Tanh, "Tanh", Form::Each, kFloatTypes},
+    {S::Sigmoid, "Sigmoid", Form::Each, kFloatTypes},
+    {S::Softplus, "Softplus", Form::Each, kFloatTypes},
+    {S::Sin, "Sin", Form::Each, kFloatTypes},
+    {S::Cos, "Cos", Form::Each, kFloatTypes},
+    {S::Erf, "Erf", Form::Each, kFloatTypes},
+    {S::Eq, "Equal", Form::Compare, kAllTypes},
+    {S::Neq, "Equal", Form::CompareNot, kAllTypes},
+    {S::Lt, "Less", Form::Compare, kNumericTypes},
+    {S::Le, "LessOrEqual", Form::Compare, kNumericTypes},
+    {S::Gt, "Greater", Form::Compare, kNumericTypes},
+    {S::Ge, "GreaterOrEqual", Form::Compare, kNumericTypes},
+};
 
 void emitElemwise(NodeExport& n) {
   const auto& op = n.op<Elemwise>();
@@ -163,108 +223,108 @@ void emitElemwise(NodeExport& n) {
     n.unsupported("ONNX has no form of " + std::string(info.name) + " on bool values");
   }
   const std::vector<Operand> ops = operands(n);
-  auto unary = [&](std::string_view opType, DTypeSet allowed) {
-    n.compute(opType, {ops[0]}, k, allowed, out, result);
-  };
-  auto binary = [&](std::string_view opType, DTypeSet allowed) { fold(n, opType, ops, k, allowed, out, result); };
-  auto compare = [&](std::string_view opType, DTypeSet allowed, bool negate) {
-    const std::optional<DType> c = computeDTypeFor(k, allowed);
-    if (!c) n.unsupported("ONNX's " + std::string(opType) + " has no form for " + std::string(dtypeName(k)));
-    std::vector<std::string> in = castAll(n, ops, *c);
-    if (negate) n.add("Not", {n.add1(opType, in)}, {result});
-    else n.add(opType, in, {result});
-  };
-  // f(x) written as a chain on x in the float dtype k (the output dtype): first(x), then
-  // op(first, constant), writing `output` (a new value when empty).
-  auto withConstant = [&](std::string_view first, std::string_view then, double c, bool constantFirst,
-                          const std::string& output) {
-    const std::string x = n.cast(ops[0].first, ops[0].second, k);
-    const std::string f = first.empty() ? x : n.add1(first, {x});
-    const std::string cst = n.scalar(c, k);
-    return constantFirst ? n.add1(then, {cst, f}, output) : n.add1(then, {f, cst}, output);
-  };
-  const DTypeSet arith = arithmeticTypes(n.opset());
+  const DTypeSet arithmetic = arithmeticTypes(n.opset());
+  for (const DirectForm& f : kDirectForms) {
+    if (f.op != s) continue;
+    const DTypeSet types = f.types == kArithmetic ? arithmetic : f.types;
+    if (f.form == Form::Fold) {
+      fold(n, f.onnx, ops, k, types, out, result);
+    } else if (f.form == Form::Each) {
+      n.compute(f.onnx, ops, k, types, out, result);
+    } else {
+      const std::optional<DType> c = computeDTypeFor(k, types);
+      if (!c)
+        n.unsupported("ONNX's " + std::string(f.onnx) + " has no form for " +
+                      std::string(dtypeName(k)));
+      const std::vector<std::string> in = castAll(n, ops, *c);
+      if (f.form == Form::CompareNot)
+        n.add("Not", {n.add1(f.onnx, in)}, {result});
+      else
+        n.add(f.onnx, in, {result});
+    }
+    return;
+  }
+  // x in dtype k (a float for the functions below).
+  auto x = [&] { return n.cast(ops[0].first, ops[0].second, k); };
   switch (s) {
-    case S::Add: binary("Add", arith); return;
-    case S::Sub: binary("Sub", arith); return;
-    case S::Mul: binary("Mul", arith); return;
-    case S::TrueDiv: binary("Div", arith); return;
-    case S::Pow: binary("Pow", kPowTypes); return;
-    case S::Minimum: n.compute("Min", ops, k, kNumericTypes, out, result); return;
-    case S::Maximum: n.compute("Max", ops, k, kNumericTypes, out, result); return;
     case S::IntDiv:
-    case S::Mod: emitFloorDivMod(n, s == S::IntDiv, k, out, result); return;
-    case S::Neg: unary("Neg", kNegTypes); return;
-    case S::Abs: unary("Abs", kNumericTypes); return;
-    case S::Sign: unary("Sign", kNumericTypes); return;
-    case S::Sqr: {
-      const auto c = computeDTypeFor(k, arith);
-      const std::string x = n.cast(ops[0].first, ops[0].second, *c);
-      n.compute("Mul", {{x, *c}, {x, *c}}, *c, arith, out, result);
+    case S::Mod:
+      emitFloorDivMod(n, s == S::IntDiv, k, out, result);
+      return;
+    case S::Sqr: {  // x * x
+      const std::optional<DType> c = computeDTypeFor(k, arithmetic);
+      const std::string xc = n.cast(ops[0].first, ops[0].second, *c);
+      n.compute("Mul", {{xc, *c}, {xc, *c}}, *c, arithmetic, out, result);
       return;
     }
-    case S::Exp: unary("Exp", kFloatTypes); return;
-    case S::Log: unary("Log", kFloatTypes); return;
-    case S::Sqrt: unary("Sqrt", kFloatTypes); return;
-    case S::Tanh: unary("Tanh", kFloatTypes); return;
-    case S::Sigmoid: unary("Sigmoid", kFloatTypes); return;
-    case S::Softplus: unary("Softplus", kFloatTypes); return;
-    case S::Sin: unary("Sin", kFloatTypes); return;
-    case S::Cos: unary("Cos", kFloatTypes); return;
-    case S::Erf: unary("Erf", kFloatTypes); return;
-    // expm1(x) = exp(x) - 1, log1p(x) = log(1 + x), log2(x) = log(x) / ln 2 (k is a float).
-    case S::Expm1: withConstant("Exp", "Sub", 1.0, false, result); return;
-    case S::Log1p: n.add("Log", {withConstant("", "Add", 1.0, true, {})}, {result}); return;
-    case S::Log2: withConstant("Log", "Div", std::numbers::ln2, false, result); return;
-    case S::Log10: withConstant("Log", "Div", std::numbers::ln10, false, result); return;
+    case S::Expm1:  // exp(x) - 1
+      n.add("Sub", {n.add1("Exp", {x()}), n.scalar(1, k)}, {result});
+      return;
+    case S::Log1p:  // log(1 + x)
+      n.add("Log", {n.add1("Add", {n.scalar(1, k), x()})}, {result});
+      return;
+    case S::Log2:  // log(x) / ln 2
+    case S::Log10:
+      n.add("Div",
+            {n.add1("Log", {x()}),
+             n.scalar(s == S::Log2 ? std::numbers::ln2 : std::numbers::ln10, k)},
+            {result});
+      return;
     case S::Floor:
     case S::Ceil:
     case S::Round:
       if (!isFloat(k)) {  // the identity on integers
-        finish(n, n.cast(ops[0].first, ops[0].second, k), k, out, result);
+        finish(n, x(), k, out, result);
         return;
       }
-      unary(s == S::Floor ? "Floor" : s == S::Ceil ? "Ceil" : "Round", kFloatTypes);
+      n.compute(s == S::Floor  ? "Floor"
+                : s == S::Ceil ? "Ceil"
+                               : "Round",
+                ops, k, kFloatTypes, out, result);
       return;
     case S::Relu:
-      if (isFloat(k) || (n.opset() >= 14 && isSigned(k))) {
-        unary("Relu", kFloatTypes | kNegTypes);
-      } else if (isSigned(k)) {  // max(x, 0) before opset 14's integer Relu
+      if (isFloat(k) || (n.opset() >= 14 && isSigned(k)))
+        n.compute("Relu", ops, k, kFloatTypes | kNegTypes, out, result);
+      else if (isSigned(k))  // max(x, 0) before opset 14's integer Relu
         n.compute("Max", {ops[0], {n.scalar(0, k), k}}, k, kNumericTypes, out, result);
-      } else {
-        finish(n, n.cast(ops[0].first, ops[0].second, k), k, out, result);
-      }
+      else  // unsigned: the identity
+        finish(n, x(), k, out, result);
       return;
     case S::Clip:
       // ONNX's Clip takes 0-d bounds; others broadcast: minimum(maximum(x, lo), hi), as the engine.
       if (n.inType(1).ndim() == 0 && n.inType(2).ndim() == 0) {
         n.compute("Clip", ops, k, kNumericTypes, out, result);
       } else {
-        const auto c = computeDTypeFor(k, kNumericTypes);
+        const std::optional<DType> c = computeDTypeFor(k, kNumericTypes);
         const std::vector<std::string> in = castAll(n, ops, *c);
-        n.compute("Min", {{n.add1("Max", {in[0], in[1]}), *c}, {in[2], *c}}, *c, kNumericTypes, out, result);
+        n.compute("Min", {{n.add1("Max", {in[0], in[1]}), *c}, {in[2], *c}}, *c, kNumericTypes, out,
+                  result);
       }
       return;
-    case S::Eq: compare("Equal", kAllTypes, false); return;
-    case S::Neq: compare("Equal", kAllTypes, true); return;
-    case S::Lt: compare("Less", kNumericTypes, false); return;
-    case S::Le: compare("LessOrEqual", kNumericTypes, false); return;
-    case S::Gt: compare("Greater", kNumericTypes, false); return;
-    case S::Ge: compare("GreaterOrEqual", kNumericTypes, false); return;
     // Logic reads each operand's truth (nonzero), which a Cast to bool gives.
     case S::And:
     case S::Or:
-    case S::Xor: {
-      const std::string opType = s == S::And ? "And" : s == S::Or ? "Or" : "Xor";
-      n.add(opType, {n.input(0, DType::Bool), n.input(1, DType::Bool)}, {result});
+    case S::Xor:
+      n.add(s == S::And  ? "And"
+            : s == S::Or ? "Or"
+                         : "Xor",
+            {n.input(0, DType::Bool), n.input(1, DType::Bool)}, {result});
       return;
-    }
-    case S::Not: n.add("Not", {n.input(0, DType::Bool)}, {result}); return;
-    case S::Switch: n.add("Where", {n.input(0, DType::Bool), n.input(1, out), n.input(2, out)}, {result}); return;
-    case S::Cast: finish(n, ops[0].first, ops[0].second, out, result); return;
-    case S::Identity: finish(n, ops[0].first, ops[0].second, out, result); return;
-    // second(a, b): b broadcast against a (Expand broadcasts both ways).
-    case S::Second: n.add("Expand", {n.input(1, out), n.add1("Shape", {ops[0].first})}, {result}); return;
+    case S::Not:
+      n.add("Not", {n.input(0, DType::Bool)}, {result});
+      return;
+    case S::Switch:
+      n.add("Where", {n.input(0, DType::Bool), n.input(1, out), n.input(2, out)}, {result});
+      return;
+    case S::Cast:
+    case S::Identity:
+      finish(n, ops[0].first, ops[0].second, out, result);
+      return;
+    case S::Second:  // b broadcast against a (Expand broadcasts both ways)
+      n.add("Expand", {n.input(1, out), n.add1("Shape", {ops[0].first})}, {result});
+      return;
+    default:
+      break;
   }
   n.unsupported("no ONNX form for the scalar op " + std::string(info.name));
 }
@@ -292,12 +352,14 @@ void emitCAReduce(NodeExport& n) {
   const std::vector<std::int64_t> axes64(axes.begin(), axes.end());
   auto reduce = [&](std::string_view opType, const std::string& x, DType k, DTypeSet allowed) {
     const std::optional<DType> c = computeDTypeFor(k, allowed);
-    if (!c) n.unsupported("ONNX's " + std::string(opType) + " has no form for " + std::string(dtypeName(k)));
+    if (!c)
+      n.unsupported("ONNX's " + std::string(opType) + " has no form for " +
+                    std::string(dtypeName(k)));
     const std::string xc = n.cast(x, k, *c);
     std::vector<std::string> inputs{xc};
     if (opType == "ReduceSum") inputs.push_back(n.ints(axes64));  // an input from opset 13
-    onnx::NodeProto& node = n.add(opType, inputs, *c == out ? std::vector<std::string>{result}
-                                                            : std::vector<std::string>{});
+    onnx::NodeProto& node = n.add(
+        opType, inputs, *c == out ? std::vector<std::string>{result} : std::vector<std::string>{});
     if (opType != "ReduceSum") attrInts(node, "axes", axes64);
     attrInt(node, "keepdims", 0);
     if (*c != out) finish(n, node.output(0), *c, out, result);
@@ -306,20 +368,24 @@ void emitCAReduce(NodeExport& n) {
     case S::Add:
     case S::Mul: {
       const DType acc = op.accDType(in.dtype());
-      reduce(op.scalarOp() == S::Add ? "ReduceSum" : "ReduceProd", n.input(0, acc), acc, kReduceSumTypes);
+      reduce(op.scalarOp() == S::Add ? "ReduceSum" : "ReduceProd", n.input(0, acc), acc,
+             kReduceSumTypes);
       return;
     }
     case S::Maximum:
     case S::Minimum:
-      reduce(op.scalarOp() == S::Maximum ? "ReduceMax" : "ReduceMin", n.input(0), in.dtype(), kReduceMaxTypes);
+      reduce(op.scalarOp() == S::Maximum ? "ReduceMax" : "ReduceMin", n.input(0), in.dtype(),
+             kReduceMaxTypes);
       return;
     case S::And:
     case S::Or: {
       const std::string truth = n.cast(n.input(0, DType::Bool), DType::Bool, DType::UInt8);
-      reduce(op.scalarOp() == S::And ? "ReduceMin" : "ReduceMax", truth, DType::UInt8, kReduceMaxTypes);
+      reduce(op.scalarOp() == S::And ? "ReduceMin" : "ReduceMax", truth, DType::UInt8,
+             kReduceMaxTypes);
       return;
     }
-    default: n.unsupported("no ONNX reduction for " + op.str());
+    default:
+      n.unsupported("no ONNX reduction for " + op.str());
   }
 }
 
@@ -335,7 +401,8 @@ struct MeanParts {
 
 // The parts of a mean rooted at root; graph (when given) checks that the sum and the DimShuffle
 // feed the division only.
-std::optional<MeanParts> meanParts(const FunctionGraph* graph, const Apply& root, std::vector<const Apply*>* covered) {
+std::optional<MeanParts> meanParts(const FunctionGraph* graph, const Apply& root,
+                                   std::vector<const Apply*>* covered) {
   const auto* div = dynamic_cast<const Elemwise*>(&root.op());
   if (!div || div->scalarOp() != S::TrueDiv || root.nInputs() != 2) return std::nullopt;
   const Apply* sumNode = root.input(0)->owner();
@@ -351,8 +418,9 @@ std::optional<MeanParts> meanParts(const FunctionGraph* graph, const Apply& root
   const TensorType& x = parts.x->type();
   const DType d = x.dtype();
   const VarPtr& count = root.input(1);
-  if (!isFloat(d) || sumNode->outputRef(0).type().dtype() != d || root.outputRef(0).type().dtype() != d ||
-      count->type() != TensorType(d, {}) || count->kind() != Variable::Kind::Constant)
+  if (!isFloat(d) || sumNode->outputRef(0).type().dtype() != d ||
+      root.outputRef(0).type().dtype() != d || count->type() != TensorType(d, {}) ||
+      count->kind() != Variable::Kind::Constant)
     return std::nullopt;
   std::vector<int> axes = reduce->axesFor(x.ndim());
   if (axes.empty()) axes = CAReduce(S::Add).axesFor(x.ndim());
@@ -366,12 +434,14 @@ std::optional<MeanParts> meanParts(const FunctionGraph* graph, const Apply& root
     std::vector<int> restore;
     int next = 0;
     for (int a = 0; a < x.ndim(); ++a)
-      restore.push_back(std::binary_search(axes.begin(), axes.end(), a) ? DimShuffle::kNewAxis : next++);
+      restore.push_back(std::binary_search(axes.begin(), axes.end(), a) ? DimShuffle::kNewAxis
+                                                                        : next++);
     if (static_cast<const DimShuffle&>(keep->op()).order() != restore) return std::nullopt;
     parts.keepdims = true;
   }
   if (graph) {
-    if (!usedOnlyOnce(*graph, sumNode->outputRef(0)) || (keep && !usedOnlyOnce(*graph, keep->outputRef(0))))
+    if (!usedOnlyOnce(*graph, sumNode->outputRef(0)) ||
+        (keep && !usedOnlyOnce(*graph, keep->outputRef(0))))
       return std::nullopt;
     covered->push_back(sumNode);
     if (keep) covered->push_back(keep);
@@ -397,8 +467,10 @@ void emitArgReduce(NodeExport& n) {
   const auto c = computeDTypeFor(n.inType(0).dtype(), kNumericTypes);
   std::string x = n.input(0, *c);
   std::int64_t axis = 0;
-  if (op.axis()) axis = *op.axis();
-  else x = n.add1("Reshape", {x, n.ints({-1})});  // the index into the flattened tensor
+  if (op.axis())
+    axis = *op.axis();
+  else
+    x = n.add1("Reshape", {x, n.ints({-1})});  // the index into the flattened tensor
   onnx::NodeProto& node = n.add(opType, {x}, {n.output(0)});
   attrInt(node, "axis", axis);
   attrInt(node, "keepdims", 0);
@@ -421,8 +493,10 @@ void emitSumToShape(NodeExport& n) {
   for (int a = 0; a < lead; ++a) summed[static_cast<std::size_t>(a)] = true;
   for (int i = 0; i < k; ++i) {
     const auto axis = static_cast<std::size_t>(lead + i);
-    if (const auto c = n.constantInts(i + 1)) summed[axis] = (*c)[0] == 1 && g.shape()[axis] != 1;
-    else split[axis] = !g.isDimKnown(static_cast<int>(axis));
+    if (const auto c = n.constantInts(i + 1))
+      summed[axis] = (*c)[0] == 1 && g.shape()[axis] != 1;
+    else
+      split[axis] = !g.isDimKnown(static_cast<int>(axis));
   }
   if (std::find(summed.begin(), summed.end(), true) == summed.end() &&
       std::find(split.begin(), split.end(), true) == split.end()) {
@@ -435,8 +509,9 @@ void emitSumToShape(NodeExport& n) {
   // Positions after the split: each split axis is followed by its (n / t) part.
   std::vector<std::int64_t> reduceAxes, squeezeAxes;
   std::vector<std::string> shapeParts;
-  const std::string shape =
-      std::find(split.begin(), split.end(), true) == split.end() ? std::string() : n.add1("Shape", {x});
+  const std::string shape = std::find(split.begin(), split.end(), true) == split.end()
+                                ? std::string()
+                                : n.add1("Shape", {x});
   auto dim = [&](int a) { return n.add1("Slice", {shape, n.ints({a}), n.ints({a + 1})}); };
   std::int64_t pos = 0;
   for (int a = 0; a < g.ndim(); ++a, ++pos) {

@@ -18,10 +18,9 @@
 #include "engine/graph/op.h"
 #include "engine/io/onnx/onnx_export.h"
 
-#include <onnx/onnx_pb.h>
-
 #include <cstdint>
 #include <map>
+#include <onnx/onnx_pb.h>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,7 +31,9 @@ namespace tscope::engine::io::onnx_export {
 // --- ONNX type constraints ---------------------------------------------------------------------
 // A set of dtypes (one bit per DType): what an ONNX op accepts for a type parameter.
 using DTypeSet = std::uint16_t;
-constexpr DTypeSet dtypeBit(DType d) { return static_cast<DTypeSet>(1u << static_cast<unsigned>(d)); }
+constexpr DTypeSet dtypeBit(DType d) {
+  return static_cast<DTypeSet>(1u << static_cast<unsigned>(d));
+}
 inline constexpr DTypeSet kFloatTypes =
     dtypeBit(DType::Float16) | dtypeBit(DType::Float32) | dtypeBit(DType::Float64);
 inline constexpr DTypeSet kWideIntTypes = dtypeBit(DType::Int32) | dtypeBit(DType::Int64);
@@ -40,7 +41,9 @@ inline constexpr DTypeSet kNarrowIntTypes =
     dtypeBit(DType::Int8) | dtypeBit(DType::Int16) | dtypeBit(DType::UInt8);
 inline constexpr DTypeSet kNumericTypes = kFloatTypes | kWideIntTypes | kNarrowIntTypes;
 inline constexpr DTypeSet kAllTypes = kNumericTypes | dtypeBit(DType::Bool);
-inline bool contains(DTypeSet set, DType d) { return (set & dtypeBit(d)) != 0; }
+inline bool contains(DTypeSet set, DType d) {
+  return (set & dtypeBit(d)) != 0;
+}
 // The dtype to compute in for an ONNX op that accepts `allowed`: d itself when allowed, else the
 // narrowest allowed dtype that holds every value of d (bool and narrow integers -> int32 or
 // int64, float16 -> float32); nullopt when there is none. Integer results cast back to d wrap as
@@ -55,7 +58,8 @@ void tensorToOnnx(const Tensor& value, const std::string& name, onnx::TensorProt
 // --- Attributes --------------------------------------------------------------------------------
 void attrInt(onnx::NodeProto& node, std::string_view name, std::int64_t value);
 void attrFloat(onnx::NodeProto& node, std::string_view name, double value);
-void attrInts(onnx::NodeProto& node, std::string_view name, const std::vector<std::int64_t>& values);
+void attrInts(onnx::NodeProto& node, std::string_view name,
+              const std::vector<std::int64_t>& values);
 void attrString(onnx::NodeProto& node, std::string_view name, std::string_view value);
 
 class ModelWriter;
@@ -70,7 +74,10 @@ class NodeExport {
   const Op& op() const { return m_op; }
   // The graph node this one belongs to (itself, or the node an expansion came from).
   const Apply& reported() const { return m_reported; }
-  template <class T> const T& op() const { return dynamic_cast<const T&>(m_op); }
+  template <class T>
+  const T& op() const {
+    return dynamic_cast<const T&>(m_op);
+  }
   int opset() const;
 
   int nInputs() const { return m_node.nInputs(); }
@@ -101,13 +108,14 @@ class NodeExport {
   onnx::NodeProto& add(std::string_view opType, std::vector<std::string> inputs,
                        std::vector<std::string> outputs = {});
   // add() with one output; returns its name.
-  std::string add1(std::string_view opType, std::vector<std::string> inputs, std::string output = {});
+  std::string add1(std::string_view opType, std::vector<std::string> inputs,
+                   std::string output = {});
   // Runs a one-output op whose inputs must share one dtype that `allowed` lists: each input is
   // converted to `dtype` or the wider computeDTypeFor(dtype, allowed), and the result back to
   // `resultDType` (none: the compute dtype). Returns the output name (`output` when given).
-  std::string compute(std::string_view opType, const std::vector<std::pair<std::string, DType>>& inputs,
-                      DType dtype, DTypeSet allowed, std::optional<DType> resultDType,
-                      std::string output = {});
+  std::string compute(std::string_view opType,
+                      const std::vector<std::pair<std::string, DType>>& inputs, DType dtype,
+                      DTypeSet allowed, std::optional<DType> resultDType, std::string output = {});
   // A 1-d int64 constant, a 0-d constant, any constant.
   std::string ints(const std::vector<std::int64_t>& values);
   std::string scalar(double value, DType dtype);
@@ -133,7 +141,8 @@ using Emitter = void (*)(NodeExport& n);
 // and lists the upstream nodes it covers, each used by the pattern alone (not by another node, not
 // a graph output); those nodes are not exported and the pattern's emitter writes the root's
 // outputs from the pattern's inputs. Patterns are tried in a first pass over the graph.
-using PatternMatcher = bool (*)(const FunctionGraph& graph, const Apply& root, std::vector<const Apply*>& covered);
+using PatternMatcher = bool (*)(const FunctionGraph& graph, const Apply& root,
+                                std::vector<const Apply*>& covered);
 struct ExportPattern {
   PatternMatcher match;
   Emitter emit;

@@ -2,7 +2,6 @@
 // gradient, pooling, softmax and its gradients, batch normalization, one-hot and the
 // cross-entropy losses.
 #include "engine/io/onnx/onnx_export_emit.h"
-
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/blas/gemm.h"
 #include "engine/ops/nn/nn.h"
@@ -16,8 +15,8 @@ inline constexpr DTypeSet kMatMulTypes = kFloatTypes | kWideIntTypes;
 // numpy's matmul is ONNX's MatMul (1-d operands included).
 void emitDot(NodeExport& n) {
   const DType out = n.outType(0).dtype();
-  n.compute("MatMul", {{n.input(0), n.inType(0).dtype()}, {n.input(1), n.inType(1).dtype()}}, out, kMatMulTypes,
-            out, n.output(0));
+  n.compute("MatMul", {{n.input(0), n.inType(0).dtype()}, {n.input(1), n.inType(1).dtype()}}, out,
+            kMatMulTypes, out, n.output(0));
 }
 
 // p scaled by the 0-d input `scale` unless it is the constant 1.
@@ -31,7 +30,9 @@ std::string scaled(NodeExport& n, const std::string& p, int scale) {
 void emitGemm(NodeExport& n) {
   const auto alpha = n.constantScalar(1), beta = n.constantScalar(4);
   // Gemm's alpha and beta are float attributes: only values a float holds exactly.
-  auto exact = [](const std::optional<double>& v) { return v && static_cast<double>(static_cast<float>(*v)) == *v; };
+  auto exact = [](const std::optional<double>& v) {
+    return v && static_cast<double>(static_cast<float>(*v)) == *v;
+  };
   if (exact(alpha) && exact(beta)) {
     std::vector<std::string> inputs{n.input(2), n.input(3)};
     if (*beta != 0.0) inputs.push_back(n.input(0));
@@ -62,7 +63,8 @@ void emitGer(NodeExport& n) {
 }
 
 void convAttributes(onnx::NodeProto& node, const Conv2dParams& p, const TensorType& w) {
-  if (w.isDimKnown(2) && w.isDimKnown(3)) attrInts(node, "kernel_shape", {w.shape()[2], w.shape()[3]});
+  if (w.isDimKnown(2) && w.isDimKnown(3))
+    attrInts(node, "kernel_shape", {w.shape()[2], w.shape()[3]});
   attrInts(node, "strides", {p.stride[0], p.stride[1]});
   attrInts(node, "pads", {p.padding[0], p.padding[1], p.padding[0], p.padding[1]});
   attrInts(node, "dilations", {p.dilation[0], p.dilation[1]});
@@ -77,26 +79,29 @@ void emitConv2d(NodeExport& n) {
 // Note [Conv2dGradInputs as ConvTranspose]: the gradient wrt a convolution's input is ONNX's
 // ConvTranspose of gy with the same filters (whose layout (O, C/groups, KH, KW) is ConvTranspose's
 // (C_in, C_out/groups, KH, KW)). Because several input sizes H give the same output size OH when
-// the stride is above 1, ConvTranspose needs output_padding = H + 2p - (s (OH - 1) + d (KH - 1) + 1),
-// which needs H, W and the kernel size known: constants.
+// the stride is above 1, ConvTranspose needs output_padding = H + 2p - (s (OH - 1) + d (KH - 1) +
+// 1), which needs H, W and the kernel size known: constants.
 void emitConv2dGradInputs(NodeExport& n) {
   const Conv2dParams& p = n.op<Conv2dGradInputs>().params();
   const TensorType& w = n.inType(0);
   const auto h = n.constantScalar(2), wd = n.constantScalar(3);
   if (!h || !wd || !w.isDimKnown(2) || !w.isDimKnown(3))
     n.unsupported("ConvTranspose needs the input size and the kernel size as constants");
-  const std::array<std::int64_t, 2> size{static_cast<std::int64_t>(*h), static_cast<std::int64_t>(*wd)};
+  const std::array<std::int64_t, 2> size{static_cast<std::int64_t>(*h),
+                                         static_cast<std::int64_t>(*wd)};
   std::vector<std::int64_t> outputPadding;
   for (int a = 0; a < 2; ++a) {
     const std::int64_t k = w.shape()[2 + a];
     const std::int64_t span = size[a] + 2 * p.padding[a] - p.dilation[a] * (k - 1) - 1;
     if (span < 0) n.unsupported("an input smaller than the dilated kernel");
     const std::int64_t outSize = span / p.stride[a] + 1;
-    outputPadding.push_back(size[a] + 2 * p.padding[a] - (p.stride[a] * (outSize - 1) + p.dilation[a] * (k - 1) + 1));
+    outputPadding.push_back(size[a] + 2 * p.padding[a] -
+                            (p.stride[a] * (outSize - 1) + p.dilation[a] * (k - 1) + 1));
   }
   auto& node = n.add("ConvTranspose", {n.input(1), n.input(0)}, {n.output(0)});
   convAttributes(node, p, w);
-  if (outputPadding[0] != 0 || outputPadding[1] != 0) attrInts(node, "output_padding", outputPadding);
+  if (outputPadding[0] != 0 || outputPadding[1] != 0)
+    attrInts(node, "output_padding", outputPadding);
 }
 
 void poolAttributes(onnx::NodeProto& node, const Pool2dParams& p) {
@@ -113,7 +118,8 @@ void emitAvgPool2d(NodeExport& n) {
   const Pool2dParams& p = n.op<AvgPool2d>().params();
   auto& node = n.add("AveragePool", {n.input(0)}, {n.output(0)});
   poolAttributes(node, p);
-  if (p.includePad && (p.padding[0] != 0 || p.padding[1] != 0)) attrInt(node, "count_include_pad", 1);
+  if (p.includePad && (p.padding[0] != 0 || p.padding[1] != 0))
+    attrInt(node, "count_include_pad", 1);
 }
 
 void emitSoftmax(NodeExport& n) {
@@ -142,9 +148,9 @@ void emitSoftmaxGrad(NodeExport& n) {
 }
 
 // The per-statistic inputs have x's rank with the reduced axes of size 1. ONNX's
-// BatchNormalization normalizes over every axis but 1 with (C,) statistics: when the axes are those,
-// each statistic is squeezed to (C,); otherwise the normalization is written out,
-// (x - mean) / sqrt(var + eps) * scale + shift.
+// BatchNormalization normalizes over every axis but 1 with (C,) statistics: when the axes are
+// those, each statistic is squeezed to (C,); otherwise the normalization is written out, (x - mean)
+// / sqrt(var + eps) * scale + shift.
 void emitBatchNormInference(NodeExport& n) {
   const auto& op = n.op<BatchNormInference>();
   const int ndim = n.inType(0).ndim();
@@ -156,11 +162,13 @@ void emitBatchNormInference(NodeExport& n) {
   if (ndim >= 2 && axes == channelLayout) {
     std::vector<std::string> inputs{n.input(0)};
     const std::string squeezeAxes = n.ints(axes);
-    for (int i = 1; i <= 4; ++i) inputs.push_back(n.add1("Squeeze", {n.input(i, dtype), squeezeAxes}));
+    for (int i = 1; i <= 4; ++i)
+      inputs.push_back(n.add1("Squeeze", {n.input(i, dtype), squeezeAxes}));
     attrFloat(n.add("BatchNormalization", inputs, {n.output(0)}), "epsilon", op.epsilon());
     return;
   }
-  const std::string std_ = n.add1("Sqrt", {n.add1("Add", {n.input(4, dtype), n.scalar(op.epsilon(), dtype)})});
+  const std::string std_ =
+      n.add1("Sqrt", {n.add1("Add", {n.input(4, dtype), n.scalar(op.epsilon(), dtype)})});
   const std::string xhat = n.add1("Div", {n.add1("Sub", {n.input(0), n.input(3, dtype)}), std_});
   n.add("Add", {n.add1("Mul", {xhat, n.input(1, dtype)}), n.input(2, dtype)}, {n.output(0)});
 }
@@ -171,7 +179,8 @@ void emitBatchNormTrain(NodeExport& n) {
   const DType dtype = n.inType(0).dtype();
   const std::vector<std::int64_t> axes(op.axes().begin(), op.axes().end());
   auto mean = [&](const std::string& v, const std::string& out) {
-    auto& node = n.add("ReduceMean", {v}, out.empty() ? std::vector<std::string>{} : std::vector<std::string>{out});
+    auto& node = n.add("ReduceMean", {v},
+                       out.empty() ? std::vector<std::string>{} : std::vector<std::string>{out});
     attrInts(node, "axes", axes);
     attrInt(node, "keepdims", 1);
     return node.output(0);
@@ -187,11 +196,13 @@ void emitBatchNormTrain(NodeExport& n) {
 
 // one_hot(t, depth) as Equal(t[..., None], range(depth)), a bool mask: the standard ops every
 // runtime and the importer have (ONNX's OneHot would wrap negative targets). depth: a 0-d int64.
-std::string oneHotMask(NodeExport& n, const std::string& targets, DType targetDType, const std::string& depth) {
+std::string oneHotMask(NodeExport& n, const std::string& targets, DType targetDType,
+                       const std::string& depth) {
   const std::string zero = n.tensor(Tensor::scalar(DType::Int64, 0));
   const std::string one = n.tensor(Tensor::scalar(DType::Int64, 1));
   const std::string classes = n.add1("Range", {zero, depth, one});
-  const std::string column = n.add1("Unsqueeze", {n.cast(targets, targetDType, DType::Int64), n.ints({-1})});
+  const std::string column =
+      n.add1("Unsqueeze", {n.cast(targets, targetDType, DType::Int64), n.ints({-1})});
   return n.add1("Equal", {column, classes});
 }
 
@@ -207,11 +218,13 @@ std::string classCount(NodeExport& n, const std::string& value) {
 
 // The loss -sum_k q[i, k] logp[i, k] for distribution targets q; for class targets
 // -logp[i, t_i], picked with Where so that a -inf elsewhere in the row does not give NaN.
-void negativeLogLikelihood(NodeExport& n, const std::string& logp, int targets, const std::string& result) {
+void negativeLogLikelihood(NodeExport& n, const std::string& logp, int targets,
+                           const std::string& result) {
   const DType dtype = n.outType(0).dtype();
   std::string terms;
   if (n.inType(targets).ndim() == 1) {
-    const std::string mask = oneHotMask(n, n.input(targets), n.inType(targets).dtype(), classCount(n, logp));
+    const std::string mask =
+        oneHotMask(n, n.input(targets), n.inType(targets).dtype(), classCount(n, logp));
     terms = n.add1("Where", {mask, logp, n.scalar(0, dtype)});
   } else {
     terms = n.add1("Mul", {n.input(targets, dtype), logp});
@@ -237,7 +250,8 @@ void emitSoftmaxCrossEntropyGrad(NodeExport& n) {
   const DType dtype = n.inType(1).dtype();
   std::string q;
   if (n.inType(2).ndim() == 1) {
-    q = n.cast(oneHotMask(n, n.input(2), n.inType(2).dtype(), classCount(n, n.input(1))), DType::Bool, dtype);
+    q = n.cast(oneHotMask(n, n.input(2), n.inType(2).dtype(), classCount(n, n.input(1))),
+               DType::Bool, dtype);
   } else {
     q = n.input(2, dtype);
   }

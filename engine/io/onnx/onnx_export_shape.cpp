@@ -1,7 +1,6 @@
 // ONNX forms of the shape and indexing family: DimShuffle, Reshape, Shape/ShapeI/MakeVector,
 // SpecifyShape, Join/Split, Alloc/ARange, Tile/Repeat, Subtensor and integer-array indexing.
 #include "engine/io/onnx/onnx_export_emit.h"
-
 #include "engine/ops/basic.h"
 #include "engine/ops/shape/shape.h"
 #include "engine/ops/shape/topk.h"
@@ -40,8 +39,9 @@ class Chain {
       Step& s = m_steps[i];
       std::vector<std::string> inputs{m_value};
       inputs.insert(inputs.end(), s.extra.begin(), s.extra.end());
-      auto& node = m_n.add(s.opType, std::move(inputs),
-                           i + 1 == m_steps.size() ? std::vector<std::string>{result} : std::vector<std::string>{});
+      auto& node = m_n.add(
+          s.opType, std::move(inputs),
+          i + 1 == m_steps.size() ? std::vector<std::string>{result} : std::vector<std::string>{});
       s.attrs(node);
       m_value = node.output(0);
     }
@@ -63,13 +63,15 @@ class Chain {
 std::string int64Vector(NodeExport& n, const std::vector<VarPtr>& scalars) {
   std::vector<std::int64_t> values;
   for (const VarPtr& s : scalars)
-    if (auto c = constantIntValue(s)) values.push_back(*c);
+    if (auto c = constantIntValue(s))
+      values.push_back(*c);
     else if (s->kind() == Variable::Kind::Constant && !isFloat(s->type().dtype()))
       values.push_back(static_cast<std::int64_t>(static_cast<const Constant&>(*s).value().item()));
   if (values.size() == scalars.size()) return n.ints(values);
   std::vector<std::string> parts;
   for (const VarPtr& s : scalars)
-    parts.push_back(n.add1("Unsqueeze", {n.cast(n.value(s), s->type().dtype(), DType::Int64), n.ints({0})}));
+    parts.push_back(
+        n.add1("Unsqueeze", {n.cast(n.value(s), s->type().dtype(), DType::Int64), n.ints({0})}));
   auto& concat = n.add("Concat", parts);
   attrInt(concat, "axis", 0);
   return concat.output(0);
@@ -84,18 +86,23 @@ void emitDimShuffle(NodeExport& n) {
   for (int a = 0; a < op.inputNdim(); ++a)
     if (std::find(order.begin(), order.end(), a) == order.end()) dropped.push_back(a);
   for (std::size_t i = 0; i < order.size(); ++i) {
-    if (order[i] == DimShuffle::kNewAxis) newAxes.push_back(static_cast<std::int64_t>(i));
-    else kept.push_back(order[i]);
+    if (order[i] == DimShuffle::kNewAxis)
+      newAxes.push_back(static_cast<std::int64_t>(i));
+    else
+      kept.push_back(order[i]);
   }
   // After the Squeeze, input axis a sits at a minus the dropped axes before it.
   std::vector<std::int64_t> perm;
   for (int a : kept)
-    perm.push_back(a - std::count_if(dropped.begin(), dropped.end(), [&](std::int64_t d) { return d < a; }));
+    perm.push_back(
+        a - std::count_if(dropped.begin(), dropped.end(), [&](std::int64_t d) { return d < a; }));
   Chain chain(n, n.input(0));
   if (!dropped.empty()) chain.step("Squeeze", {n.ints(dropped)});
   bool identity = true;
-  for (std::size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<std::int64_t>(i);
-  if (!identity) chain.step("Transpose", {}, [perm](onnx::NodeProto& node) { attrInts(node, "perm", perm); });
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    identity = identity && perm[i] == static_cast<std::int64_t>(i);
+  if (!identity)
+    chain.step("Transpose", {}, [perm](onnx::NodeProto& node) { attrInts(node, "perm", perm); });
   if (!newAxes.empty()) chain.step("Unsqueeze", {n.ints(newAxes)});
   chain.finish(n.output(0));
 }
@@ -103,14 +110,19 @@ void emitDimShuffle(NodeExport& n) {
 // Reshape: the engine's 0 is a size (allowzero=1 from opset 14), -1 is inferred as in ONNX.
 void emitReshape(NodeExport& n) {
   auto& node = n.add("Reshape", {n.input(0), n.input(1, DType::Int64)}, {n.output(0)});
-  if (const auto shape = n.constantInts(1); shape && std::count(shape->begin(), shape->end(), 0) > 0) {
-    if (std::count(shape->begin(), shape->end(), -1) > 0) n.unsupported("a shape with both 0 and -1");
-    if (n.opset() < 14) n.unsupported("a shape with a 0 needs opset 14 or later (Reshape's allowzero)");
+  if (const auto shape = n.constantInts(1);
+      shape && std::count(shape->begin(), shape->end(), 0) > 0) {
+    if (std::count(shape->begin(), shape->end(), -1) > 0)
+      n.unsupported("a shape with both 0 and -1");
+    if (n.opset() < 14)
+      n.unsupported("a shape with a 0 needs opset 14 or later (Reshape's allowzero)");
     attrInt(node, "allowzero", 1);
   }
 }
 
-void emitShape(NodeExport& n) { n.add("Shape", {n.input(0)}, {n.output(0)}); }
+void emitShape(NodeExport& n) {
+  n.add("Shape", {n.input(0)}, {n.output(0)});
+}
 
 // ShapeI{i}: Shape, then Gather of the 0-d index i (a 0-d result).
 void emitShapeI(NodeExport& n) {
@@ -130,11 +142,14 @@ void emitMakeVector(NodeExport& n) {
     return;
   }
   std::vector<std::string> parts;
-  for (int i = 0; i < n.nInputs(); ++i) parts.push_back(n.add1("Unsqueeze", {n.input(i, dtype), n.ints({0})}));
+  for (int i = 0; i < n.nInputs(); ++i)
+    parts.push_back(n.add1("Unsqueeze", {n.input(i, dtype), n.ints({0})}));
   attrInt(n.add("Concat", parts, {n.output(0)}), "axis", 0);
 }
 
-void emitSpecifyShape(NodeExport& n) { n.add("Identity", {n.input(0)}, {n.output(0)}); }
+void emitSpecifyShape(NodeExport& n) {
+  n.add("Identity", {n.input(0)}, {n.output(0)});
+}
 
 void emitJoin(NodeExport& n) {
   const DType out = n.outType(0).dtype();
@@ -146,7 +161,8 @@ void emitJoin(NodeExport& n) {
 void emitSplit(NodeExport& n) {
   std::vector<std::string> outputs;
   for (int k = 0; k < n.nOutputs(); ++k) outputs.push_back(n.output(k));
-  attrInt(n.add("Split", {n.input(0), n.input(1, DType::Int64)}, outputs), "axis", n.op<Split>().axis());
+  attrInt(n.add("Split", {n.input(0), n.input(1, DType::Int64)}, outputs), "axis",
+          n.op<Split>().axis());
 }
 
 // Alloc(value, d...): Expand of the value to the shape (the value broadcasts into it).
@@ -157,10 +173,12 @@ void emitAlloc(NodeExport& n) {
 
 void emitARange(NodeExport& n) {
   const DType dtype = n.op<ARange>().dtype();
-  constexpr DTypeSet kRangeTypes = dtypeBit(DType::Float32) | dtypeBit(DType::Float64) |
-                                   dtypeBit(DType::Int16) | kWideIntTypes;
-  n.compute("Range", {{n.input(0), n.inType(0).dtype()}, {n.input(1), n.inType(1).dtype()},
-                      {n.input(2), n.inType(2).dtype()}},
+  constexpr DTypeSet kRangeTypes =
+      dtypeBit(DType::Float32) | dtypeBit(DType::Float64) | dtypeBit(DType::Int16) | kWideIntTypes;
+  n.compute("Range",
+            {{n.input(0), n.inType(0).dtype()},
+             {n.input(1), n.inType(1).dtype()},
+             {n.input(2), n.inType(2).dtype()}},
             dtype, kRangeTypes, dtype, n.output(0));
 }
 
@@ -174,7 +192,8 @@ void emitTile(NodeExport& n) {
     std::iota(lead.begin(), lead.end(), 0);
     chain.step("Unsqueeze", {n.ints(lead)});
   }
-  reps.insert(reps.begin(), std::max<std::size_t>(reps.size(), static_cast<std::size_t>(ndim)) - reps.size(), 1);
+  reps.insert(reps.begin(),
+              std::max<std::size_t>(reps.size(), static_cast<std::size_t>(ndim)) - reps.size(), 1);
   if (std::any_of(reps.begin(), reps.end(), [](std::int64_t r) { return r != 1; }))
     chain.step("Tile", {n.ints(reps)});
   chain.finish(n.output(0));
@@ -191,7 +210,8 @@ void emitRepeat(NodeExport& n) {
     counts.assign(static_cast<std::size_t>(x.shape()[axis]), counts[0]);
   if (counts.size() != 1 || !x.isDimKnown(axis)) {
     std::vector<std::int64_t> indices;
-    for (std::size_t j = 0; j < counts.size(); ++j) indices.insert(indices.end(), counts[j], static_cast<std::int64_t>(j));
+    for (std::size_t j = 0; j < counts.size(); ++j)
+      indices.insert(indices.end(), counts[j], static_cast<std::int64_t>(j));
     attrInt(n.add("Gather", {n.input(0), n.ints(indices)}, {n.output(0)}), "axis", axis);
     return;
   }
@@ -253,7 +273,8 @@ void emitSubtensor(NodeExport& n) {
       continue;
     }
     std::optional<Part> start = read(e.start), stop = read(e.stop), step = read(e.step);
-    if (!start && !stop && (!step || (step->constant && *step->constant == 1))) continue;  // whole axis
+    if (!start && !stop && (!step || (step->constant && *step->constant == 1)))
+      continue;  // whole axis
     const Part s = step.value_or(Part{1, nullptr});
     auto open = [&](bool isStart) -> Part {  // an absent bound, by the step's sign
       const std::int64_t forward = isStart ? 0 : kEnd, backward = isStart ? kEnd : kBegin;
@@ -268,7 +289,8 @@ void emitSubtensor(NodeExport& n) {
   // One int64 vector per Slice input: constants, symbolic parts, and the open bounds of a symbolic
   // step chosen by Where(step < 0, backward end, forward end).
   auto vector = [&](const std::vector<Part>& parts, bool isStart) {
-    bool allConstant = std::all_of(parts.begin(), parts.end(), [](const Part& p) { return p.constant.has_value(); });
+    bool allConstant = std::all_of(parts.begin(), parts.end(),
+                                   [](const Part& p) { return p.constant.has_value(); });
     if (allConstant) {
       std::vector<std::int64_t> values;
       for (const Part& p : parts) values.push_back(*p.constant);
@@ -280,11 +302,14 @@ void emitSubtensor(NodeExport& n) {
       if (p.constant) {
         pieces.push_back(n.ints({*p.constant}));
       } else if (p.var) {
-        pieces.push_back(n.add1("Unsqueeze", {n.cast(n.value(p.var), p.var->type().dtype(), DType::Int64), n.ints({0})}));
+        pieces.push_back(
+            n.add1("Unsqueeze",
+                   {n.cast(n.value(p.var), p.var->type().dtype(), DType::Int64), n.ints({0})}));
       } else {
         const VarPtr& stepVar = steps[k].var;
         const std::string negative =
-            n.add1("Less", {n.cast(n.value(stepVar), stepVar->type().dtype(), DType::Int64), n.tensor(Tensor::scalar(DType::Int64, 0))});
+            n.add1("Less", {n.cast(n.value(stepVar), stepVar->type().dtype(), DType::Int64),
+                            n.tensor(Tensor::scalar(DType::Int64, 0))});
         const std::string choice = n.add1(
             "Where", {negative, n.ints({isStart ? kEnd : kBegin}), n.ints({isStart ? 0 : kEnd})});
         pieces.push_back(choice);
@@ -295,11 +320,14 @@ void emitSubtensor(NodeExport& n) {
     return concat.output(0);
   };
   Chain chain(n, n.input(0));
-  if (!axes.empty()) chain.step("Slice", {vector(starts, true), vector(ends, false), n.ints(axes), vector(steps, true)});
+  if (!axes.empty())
+    chain.step("Slice",
+               {vector(starts, true), vector(ends, false), n.ints(axes), vector(steps, true)});
   if (!squeezeAxes.empty()) chain.step("Squeeze", {n.ints(squeezeAxes)});
   for (auto it = gathers.rbegin(); it != gathers.rend(); ++it) {
-    const int axis = it->first - static_cast<int>(std::count_if(squeezeAxes.begin(), squeezeAxes.end(),
-                                                                [&](std::int64_t s) { return s < it->first; }));
+    const int axis =
+        it->first - static_cast<int>(std::count_if(squeezeAxes.begin(), squeezeAxes.end(),
+                                                   [&](std::int64_t s) { return s < it->first; }));
     const std::string index = n.cast(n.value(it->second), it->second->type().dtype(), DType::Int64);
     chain.step("Gather", {index}, [axis](onnx::NodeProto& node) { attrInt(node, "axis", axis); });
   }
@@ -313,7 +341,8 @@ std::string gatherIndex(NodeExport& n, const VarPtr& index) {
 }
 
 void emitAdvancedSubtensor1(NodeExport& n) {
-  attrInt(n.add("Gather", {n.input(0), gatherIndex(n, n.node().input(1))}, {n.output(0)}), "axis", 0);
+  attrInt(n.add("Gather", {n.input(0), gatherIndex(n, n.node().input(1))}, {n.output(0)}), "axis",
+          0);
 }
 
 // Note [Advanced indexing in ONNX]: x[entries] with integer arrays on some axes A and constant
@@ -339,14 +368,16 @@ void emitAdvancedSubtensor(NodeExport& n) {
     if (a >= static_cast<int>(entries.size())) continue;
     const AdvEntry& e = entries[static_cast<std::size_t>(a)];
     const std::int64_t step = e.step.kind == IdxPart::Kind::None ? 1 : e.step.value;
-    if (e.start.kind == IdxPart::Kind::None && e.stop.kind == IdxPart::Kind::None && step == 1) continue;
+    if (e.start.kind == IdxPart::Kind::None && e.stop.kind == IdxPart::Kind::None && step == 1)
+      continue;
     starts.push_back(e.start.kind != IdxPart::Kind::None ? e.start.value : step > 0 ? 0 : kEnd);
     ends.push_back(e.stop.kind != IdxPart::Kind::None ? e.stop.value : step > 0 ? kEnd : kBegin);
     axes.push_back(a);
     steps.push_back(step);
   }
   std::string x = n.input(0);
-  if (!axes.empty()) x = n.add1("Slice", {x, n.ints(starts), n.ints(ends), n.ints(axes), n.ints(steps)});
+  if (!axes.empty())
+    x = n.add1("Slice", {x, n.ints(starts), n.ints(ends), n.ints(axes), n.ints(steps)});
   std::vector<std::int64_t> perm;
   for (int a : arrays) perm.push_back(a);
   for (int a : others) perm.push_back(a);
@@ -360,7 +391,8 @@ void emitAdvancedSubtensor(NodeExport& n) {
   std::string shape;
   auto size = [&](int j) {
     const int a = arrays[static_cast<std::size_t>(j)];
-    if (xt.isDimKnown(a)) return n.tensor(Tensor::scalar(DType::Int64, static_cast<double>(xt.shape()[a])));
+    if (xt.isDimKnown(a))
+      return n.tensor(Tensor::scalar(DType::Int64, static_cast<double>(xt.shape()[a])));
     if (shape.empty()) shape = n.add1("Shape", {x});
     return n.add1("Gather", {shape, n.tensor(Tensor::scalar(DType::Int64, j))});
   };
@@ -375,19 +407,23 @@ void emitAdvancedSubtensor(NodeExport& n) {
       break;
     }
     const std::string d = size(j);
-    a = n.add1("Where", {n.add1("Less", {a, n.tensor(Tensor::scalar(DType::Int64, 0))}), n.add1("Add", {a, d}), a});
+    a = n.add1("Where", {n.add1("Less", {a, n.tensor(Tensor::scalar(DType::Int64, 0))}),
+                         n.add1("Add", {a, d}), a});
     index = j == 0 ? a : n.add1("Add", {n.add1("Mul", {index, d}), a});
   }
   if (m > 1) {  // fold the array axes into one
     if (shape.empty()) shape = n.add1("Shape", {x});
-    auto& concat = n.add("Concat", {n.ints({-1}), n.add1("Slice", {shape, n.ints({m}), n.ints({kEnd})})});
+    auto& concat =
+        n.add("Concat", {n.ints({-1}), n.add1("Slice", {shape, n.ints({m}), n.ints({kEnd})})});
     attrInt(concat, "axis", 0);
     x = n.add1("Reshape", {x, concat.output(0)});
   }
   const bool adjacent = arrays.back() - arrays.front() == m - 1;
   const int first = arrays.front();
   const bool moveBack = adjacent && first > 0 && nb > 0;
-  auto& gather = n.add("Gather", {x, index}, moveBack ? std::vector<std::string>{} : std::vector<std::string>{n.output(0)});
+  auto& gather =
+      n.add("Gather", {x, index},
+            moveBack ? std::vector<std::string>{} : std::vector<std::string>{n.output(0)});
   attrInt(gather, "axis", 0);
   if (!moveBack) return;
   // B + others -> others[:first] + B + others[first:].
@@ -411,7 +447,8 @@ void emitIncSubtensor(NodeExport& n) {
   const TensorType& xt = n.inType(0);
   const int rank = xt.ndim();
   const auto& entries = op.indices().entries();
-  std::vector<std::int64_t> begin(static_cast<std::size_t>(rank), 0), end(begin), starts, ends, axes, indexAxes;
+  std::vector<std::int64_t> begin(static_cast<std::size_t>(rank), 0), end(begin), starts, ends,
+      axes, indexAxes;
   for (std::size_t a = 0; a < entries.size(); ++a) {
     const IdxEntry& e = entries[a];
     const std::int64_t d = xt.shape()[a];
@@ -427,7 +464,9 @@ void emitIncSubtensor(NodeExport& n) {
       if (e.stop.kind == IdxPart::Kind::Constant) stop = e.stop.value;
     }
     auto needSize = [&] {
-      if (d == kUnknownDim) n.unsupported("an inc/set-subtensor whose bounds need the unknown size of axis " + std::to_string(a));
+      if (d == kUnknownDim)
+        n.unsupported("an inc/set-subtensor whose bounds need the unknown size of axis " +
+                      std::to_string(a));
     };
     if (start < 0) {
       needSize();
@@ -449,7 +488,8 @@ void emitIncSubtensor(NodeExport& n) {
   }
   const DType dtype = xt.dtype();
   const std::string x = n.input(0);
-  const std::string region = axes.empty() ? x : n.add1("Slice", {x, n.ints(starts), n.ints(ends), n.ints(axes)});
+  const std::string region =
+      axes.empty() ? x : n.add1("Slice", {x, n.ints(starts), n.ints(ends), n.ints(axes)});
   const std::string regionShape = n.add1("Shape", {region});
   // y aligned with the region: leading axes up to the region's rank less the index axes, then the
   // index axes themselves.
@@ -479,8 +519,8 @@ void emitIncSubtensor(NodeExport& n) {
   tensorToOnnx(Tensor::full(DType::UInt8, {1}, 1), {}, *value->mutable_t());
   value->mutable_t()->clear_name();
   const std::string mask =
-      n.cast(n.add1("Pad", {ones.output(0), padsValue, n.tensor(Tensor::scalar(DType::UInt8, 0))}), DType::UInt8,
-             DType::Bool);
+      n.cast(n.add1("Pad", {ones.output(0), padsValue, n.tensor(Tensor::scalar(DType::UInt8, 0))}),
+             DType::UInt8, DType::Bool);
   n.add("Where", {mask, padded, x}, {n.output(0)});
 }
 

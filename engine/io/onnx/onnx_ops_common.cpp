@@ -83,7 +83,12 @@ Tensor tensorOfInts(const std::vector<std::int64_t>& values) {
 }
 
 VarPtr asInt64(const VarPtr& v) {
-  return v->type().dtype() == DType::Int64 ? v : cast(v, DType::Int64);
+  if (v->type().dtype() == DType::Int64) return v;
+  // A constant stays one, so the entries it gives stay visible (Note [Vector entries]).
+  if (v->kind() == Variable::Kind::Constant && v->type().ndim() == 0 &&
+      isInteger(v->type().dtype()))
+    return constantInt(tensorInts(static_cast<const Constant&>(*v).value()).at(0));
+  return cast(v, DType::Int64);
 }
 
 ShapeExpr vectorInputEntries(const NodeContext& ctx, int input, std::string_view what) {
