@@ -90,7 +90,7 @@ class TestCli : public QObject {
     QTest::newRow("wrong format") << "info" << "{\"format\": \"x\", \"version\": 1, \"graphs\": {}}" << 1 << "/format";
     QTest::newRow("empty file") << "print" << "" << 1 << "not valid JSON";
     QTest::newRow("missing file") << "info" << "<none>" << 1 << "no such file";
-    QTest::newRow("wrong extension") << "info" << "<png>" << 1 << "expected a .tsg file";
+    QTest::newRow("wrong extension") << "info" << "<png>" << 1 << "expected a .tsg or .onnx file";
   }
 
   void testRefusals() {

@@ -14,8 +14,7 @@ namespace tscope::engine::io {
 
 namespace onnx_export {
 
-// --- Types and tensors
-// -----------------------------------------------------------------------------
+// --- Types and tensors ---------------------------------------------------------------------------
 
 int onnxDataType(DType dtype) {
   switch (dtype) {
@@ -124,8 +123,7 @@ const EmitterTable& defaultEmitters() {
   return table;
 }
 
-// --- The model being built
-// -------------------------------------------------------------------------
+// --- The model being built -----------------------------------------------------------------------
 
 // Note [Export value names]: ONNX values are named once (SSA). Graph inputs, shared variables and
 // graph outputs are named first, in that order, so they keep their variables' names; a clash
@@ -522,8 +520,7 @@ std::string ModelWriter::write() {
   return bytes;
 }
 
-// --- NodeExport
-// ------------------------------------------------------------------------------------
+// --- NodeExport ----------------------------------------------------------------------------------
 
 NodeExport::NodeExport(ModelWriter& writer, const Apply& node, const Op& op, const Apply& reported)
     : m_writer(writer), m_node(node), m_op(op), m_reported(reported) {}

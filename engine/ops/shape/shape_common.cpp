@@ -157,7 +157,8 @@ DType propDType(const nlohmann::json& props, const std::string& op, const std::s
 void propKeys(const nlohmann::json& props, const std::string& op,
               std::initializer_list<const char*> allowed) {
   requireObject(props, op);
-  for (const auto& [key, value] : props.items()) {
+  for (const auto& item : props.items()) {
+    const std::string& key = item.key();  // a named reference: clang 14 cannot capture bindings
     if (std::none_of(allowed.begin(), allowed.end(), [&](const char* k) { return key == k; })) {
       std::string names;
       for (const char* k : allowed)
