@@ -153,9 +153,9 @@ int runOptimize(const QCommandLineParser& p, const std::string& file, std::strin
   auto checkTag = [&](const std::string& option, const std::string& tag) {
     if (known.count(tag)) return;
     std::string list;
-    for (const std::string& k : {"fast_run", "fast_compile", "merge", "canonicalize", "stabilize", "specialize",
-                                 "fusion", "inplace", "final_merge"})
-      if (known.count(k)) list += (list.empty() ? "" : ", ") + k;
+    for (const char* k : {"fast_run", "fast_compile", "merge", "canonicalize", "stabilize", "specialize", "fusion",
+                          "inplace", "final_merge"})
+      if (known.count(k)) list += (list.empty() ? "" : ", ") + std::string(k);
     throw std::invalid_argument("--" + option + " " + tag + ": no rewrite or tag has this name (tags include " + list +
                                 "; any rewrite's name works too)");
   };

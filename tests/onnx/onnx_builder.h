@@ -14,16 +14,10 @@
 #include "engine/io/onnx/onnx_import.h"
 #include "onnx_fixture.h"
 
-// ONNX's compile definitions do not reach the tests (tscope_onnx links ONNX privately).
-#ifndef ONNX_NAMESPACE
-#define ONNX_NAMESPACE onnx
-#endif
-#ifndef ONNX_ML
-#define ONNX_ML 1
-#endif
 #include <QtTest/QtTest>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <onnx/onnx_pb.h>
 #include <random>
@@ -138,6 +132,25 @@ inline Tensor randomTensor(Shape shape, std::uint64_t seed, DType dtype = DType:
   std::vector<double> v(static_cast<std::size_t>(engine::shapeNumel(shape)));
   for (double& x : v) x = dist(rng);
   return Tensor::fromDoubles(dtype, std::move(shape), v);
+}
+
+// Calls f(index) for every index of shape, row-major (for naive reference loops).
+inline void forEachIndex(const Shape& shape, const std::function<void(const Shape&)>& f) {
+  if (engine::shapeNumel(shape) == 0) return;
+  Shape idx(shape.size(), 0);
+  for (;;) {
+    f(idx);
+    int a = static_cast<int>(shape.size()) - 1;
+    while (a >= 0 && ++idx[static_cast<std::size_t>(a)] == shape[static_cast<std::size_t>(a)])
+      idx[static_cast<std::size_t>(a--)] = 0;
+    if (a < 0) return;
+  }
+}
+
+// The concatenation of two shapes.
+inline Shape cat(Shape a, const Shape& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
 }
 
 // How many nodes of the graph run `op`.

@@ -209,6 +209,34 @@ class TestOnnxImport : public QObject {
     }
   }
 
+  // Note [Guarding ONNX shape inference]: conv-like nodes with inconsistent ranks or attribute
+  // lengths are refused before ONNX's own inference (which would read out of bounds) sees them.
+  void convLikeNodesAreCheckedBeforeOnnxInference() {
+    {
+      ModelBuilder m(13);
+      m.input("x", Tensor::zeros(DType::Float32, {1, 2, 6, 5}));
+      m.initializer("w", Tensor::zeros(DType::Float32, {4, 2, 2, 3, 2}));
+      m.node("Conv", {"x", "w"}, {"y"});
+      m.output("y", DType::Float32);
+      checkRefused(m, "expected the input and the weight to have the same rank, found 4 and 5");
+    }
+    {
+      ModelBuilder m(13);
+      m.input("x", Tensor::zeros(DType::Float32, {1, 2, 6, 5}));
+      m.initializer("w", Tensor::zeros(DType::Float32, {3}));
+      m.node("ConvTranspose", {"x", "w"}, {"y"});
+      m.output("y", DType::Float32);
+      checkRefused(m, "expected a weight of rank >= 3, found rank 1");
+    }
+    {
+      ModelBuilder m(13);
+      m.input("x", Tensor::zeros(DType::Float32, {1, 2, 6, 5}));
+      attrInts(m.node("MaxPool", {"x"}, {"y"}), "kernel_shape", {2, 2, 2});
+      m.output("y", DType::Float32);
+      checkRefused(m, "attribute 'kernel_shape': expected 2 values for 2 spatial axes, found 3");
+    }
+  }
+
   void badInitializersAreRefused() {
     ::onnx::ModelProto model;
     model.ParseFromString(smallModel().bytes());

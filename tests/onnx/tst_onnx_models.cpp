@@ -9,6 +9,7 @@
 // after fast_run).
 #include "engine/graph/config.h"
 #include "engine/io/onnx/onnx_export.h"
+#include "engine/io/onnx/onnx_convert.h"
 #include "engine/io/onnx/onnx_import.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/shape/shape_vector.h"
@@ -87,31 +88,6 @@ onnx::ModelProto inferredModel(const std::filesystem::path& path) {
   return model;
 }
 
-std::optional<DType> dtypeOfOnnx(int elemType) {
-  switch (elemType) {
-    case onnx::TensorProto::FLOAT:
-      return DType::Float32;
-    case onnx::TensorProto::DOUBLE:
-      return DType::Float64;
-    case onnx::TensorProto::FLOAT16:
-      return DType::Float16;
-    case onnx::TensorProto::INT64:
-      return DType::Int64;
-    case onnx::TensorProto::INT32:
-      return DType::Int32;
-    case onnx::TensorProto::INT16:
-      return DType::Int16;
-    case onnx::TensorProto::INT8:
-      return DType::Int8;
-    case onnx::TensorProto::UINT8:
-      return DType::UInt8;
-    case onnx::TensorProto::BOOL:
-      return DType::Bool;
-    default:
-      return std::nullopt;
-  }
-}
-
 // Every variable of the imported graph by name (several when a composition reuses a name).
 std::multimap<std::string, const Variable*> variablesByName(const FunctionGraph& graph) {
   std::multimap<std::string, const Variable*> out;
@@ -145,7 +121,7 @@ std::string disagreement(const Variable& v, const onnx::TypeProto& onnxType,
       onnx::TensorProto::DataType_Name(
           static_cast<onnx::TensorProto::DataType>(onnxType.tensor_type().elem_type())) +
       " " + shapeText(onnxType);
-  const std::optional<DType> dtype = dtypeOfOnnx(onnxType.tensor_type().elem_type());
+  const std::optional<DType> dtype = tscope::engine::io::onnx_import::dtypeFromOnnx(onnxType.tensor_type().elem_type());
   if (!dtype || *dtype != t.dtype()) return "dtype" + both;
   if (!onnxType.tensor_type().has_shape()) return {};
   const auto& shape = onnxType.tensor_type().shape();
@@ -464,7 +440,7 @@ class TestOnnxModels : public QObject {
       for (const auto& out : node.output()) {
         const auto t = typed.find(out);
         if (t != typed.end() && used.count(out) &&
-            isFloat(dtypeOfOnnx(t->second->tensor_type().elem_type()).value_or(DType::Int64)))
+            isFloat(tscope::engine::io::onnx_import::dtypeFromOnnx(t->second->tensor_type().elem_type()).value_or(DType::Int64)))
           required.insert(out);
       }
     }

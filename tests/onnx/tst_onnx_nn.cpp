@@ -20,23 +20,6 @@ namespace {
 
 // --- Naive references ----------------------------------------------------------------------------
 
-// Calls f(index) for every index of shape, row-major.
-void forEachIndex(const Shape& shape, const std::function<void(const Shape&)>& f) {
-  if (shapeNumel(shape) == 0) return;
-  Shape idx(shape.size(), 0);
-  for (;;) {
-    f(idx);
-    int a = static_cast<int>(shape.size()) - 1;
-    while (a >= 0 && ++idx[static_cast<std::size_t>(a)] == shape[static_cast<std::size_t>(a)])
-      idx[static_cast<std::size_t>(a--)] = 0;
-    if (a < 0) return;
-  }
-}
-
-Shape cat(Shape a, const Shape& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 Shape tail(const Shape& s, std::size_t from) {
   return Shape(s.begin() + static_cast<long>(from), s.end());
 }

@@ -19,23 +19,6 @@ Q_DECLARE_METATYPE(tscope::engine::Shape)
 
 namespace {
 
-// Calls f(index) for every index of shape, row-major.
-void forEachIndex(const Shape& shape, const std::function<void(const Shape&)>& f) {
-  if (shapeNumel(shape) == 0) return;
-  Shape idx(shape.size(), 0);
-  for (;;) {
-    f(idx);
-    int a = static_cast<int>(shape.size()) - 1;
-    while (a >= 0 && ++idx[static_cast<std::size_t>(a)] == shape[static_cast<std::size_t>(a)])
-      idx[static_cast<std::size_t>(a--)] = 0;
-    if (a < 0) return;
-  }
-}
-
-Shape cat(Shape a, const Shape& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 // Integers in [-5, 5] (int dtypes) or uniform [-1, 1) values.
 Tensor values(const Shape& shape, std::uint64_t seed, DType dtype) {

@@ -6,6 +6,7 @@
 // export. The fixture set covers every op issue 5 lists, each form-changing opset on both sides,
 // so the suite cannot silently lose coverage. The harness's comparison is tested too.
 #include "engine/graph/type.h"
+#include "engine/io/onnx/onnx_convert.h"
 #include "engine/io/onnx/onnx_import.h"
 #include "onnx_fixture.h"
 #include "test_main.h"
@@ -14,14 +15,6 @@
 #define TSCOPE_TEST_ONNX_EXPORT 1
 #endif
 
-// tscope_onnx links ONNX privately, so ONNX's compile definitions do not reach the tests; these
-// are the ones Debian's ONNXTargets.cmake gives (as in tst_onnx_models.cpp).
-#ifndef ONNX_NAMESPACE
-#define ONNX_NAMESPACE onnx
-#endif
-#ifndef ONNX_ML
-#define ONNX_ML 1
-#endif
 #include <fstream>
 #include <map>
 #include <onnx/onnx_pb.h>
@@ -81,31 +74,6 @@ int defaultOpset(const onnx::ModelProto& model) {
   return 0;
 }
 
-std::optional<DType> dtypeOfOnnx(int elemType) {
-  switch (elemType) {
-    case onnx::TensorProto::FLOAT:
-      return DType::Float32;
-    case onnx::TensorProto::DOUBLE:
-      return DType::Float64;
-    case onnx::TensorProto::FLOAT16:
-      return DType::Float16;
-    case onnx::TensorProto::INT64:
-      return DType::Int64;
-    case onnx::TensorProto::INT32:
-      return DType::Int32;
-    case onnx::TensorProto::INT16:
-      return DType::Int16;
-    case onnx::TensorProto::INT8:
-      return DType::Int8;
-    case onnx::TensorProto::UINT8:
-      return DType::UInt8;
-    case onnx::TensorProto::BOOL:
-      return DType::Bool;
-    default:
-      return std::nullopt;
-  }
-}
-
 // Empty when the imported type agrees with ONNX's: same dtype and rank, every dimension ONNX
 // knows known with that size, and every dimension carrying one of the graph inputs' symbols
 // unknown (it varies from call to call). Other symbols are the "unk__N" ONNX makes up for what it
@@ -122,7 +90,7 @@ std::string disagreement(const TensorType& t, const onnx::TypeProto& onnxType,
         (d ? ", " : "") + (shape.dim(d).has_dim_value() ? std::to_string(shape.dim(d).dim_value())
                                                         : shape.dim(d).dim_param());
   const std::string both = ": imported " + t.str() + ", ONNX " + onnxText + ")";
-  if (dtypeOfOnnx(onnxType.tensor_type().elem_type()) != t.dtype()) return "dtype" + both;
+  if (tscope::engine::io::onnx_import::dtypeFromOnnx(onnxType.tensor_type().elem_type()) != t.dtype()) return "dtype" + both;
   if (!onnxType.tensor_type().has_shape()) return {};
   if (shape.dim_size() != t.ndim()) return "rank" + both;
   for (int d = 0; d < shape.dim_size(); ++d) {

@@ -17,9 +17,14 @@
 
 namespace tscope::engine::io {
 
+// Converters quote attribute values and names from the file: every part is made JSON-safe here
+// (Note [Text from models]), so the GUI and --json output can always carry the message.
 OnnxError::OnnxError(std::string source, std::string where, std::string message)
-    : std::runtime_error(source + ": " + (where.empty() ? std::string() : where + ": ") + message),
-      m_source(std::move(source)), m_where(std::move(where)), m_message(std::move(message)) {}
+    : std::runtime_error(onnx_import::safeText(source) + ": " +
+                         (where.empty() ? std::string() : onnx_import::safeText(where) + ": ") +
+                         onnx_import::safeText(message)),
+      m_source(onnx_import::safeText(source)), m_where(onnx_import::safeText(where)),
+      m_message(onnx_import::safeText(message)) {}
 
 namespace onnx_import {
 
@@ -94,6 +99,68 @@ void Importer::readOpsets(const onnx::ModelProto& model) {
   m_result.opset = m_opset;
 }
 
+// Note [Guarding ONNX shape inference]: ONNX 1.12's inference functions for the convolution and
+// pooling family trust their inputs' ranks and attribute lengths; a malformed model (found by
+// fuzzing: a rank-5 weight on a rank-4 input, a rank-1 "weight") makes them read out of bounds.
+// Before inference runs, such nodes are checked against every rank known from the file (graph
+// inputs, initializers, value_info) and refused with a clear error. Ranks that only inference
+// itself would find are not covered; exporters write value_info for them.
+void Importer::precheckConvLike(const onnx::GraphProto& graph) const {
+  std::unordered_map<std::string, int> ranks;
+  auto note = [&](const onnx::ValueInfoProto& vi) {
+    if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
+      ranks[vi.name()] = vi.type().tensor_type().shape().dim_size();
+  };
+  for (const auto& vi : graph.input()) note(vi);
+  for (const auto& vi : graph.value_info()) note(vi);
+  for (const auto& init : graph.initializer()) ranks[init.name()] = init.dims_size();
+  static const std::unordered_set<std::string> convs = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv"};
+  static const std::unordered_set<std::string> pools = {"MaxPool", "AveragePool", "LpPool", "MaxUnpool",
+                                                        "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool",
+                                                        "MaxRoiPool", "InstanceNormalization"};
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    if (!(node.domain().empty() || node.domain() == "ai.onnx")) continue;
+    const bool conv = convs.count(node.op_type()) > 0;
+    if (!conv && !pools.count(node.op_type())) continue;
+    auto rankOf = [&](int k) {
+      if (k >= node.input_size()) return -1;
+      auto it = ranks.find(node.input(k));
+      return it == ranks.end() ? -1 : it->second;
+    };
+    const int xRank = rankOf(0);
+    const int wIndex = node.op_type() == "QLinearConv" ? 3 : 1;
+    const int wRank = conv ? rankOf(wIndex) : -1;
+    if (node.input_size() == 0) fail(nodeWhere(node, i), "expected an input, found none");
+    if (xRank >= 0 && xRank < 3)
+      fail(nodeWhere(node, i), "expected an input of rank >= 3 (N, C, spatial...), found rank " + std::to_string(xRank));
+    if (conv && wRank >= 0 && wRank < 3)
+      fail(nodeWhere(node, i), "expected a weight of rank >= 3, found rank " + std::to_string(wRank));
+    if (conv && xRank >= 0 && wRank >= 0 && xRank != wRank)
+      fail(nodeWhere(node, i), "expected the input and the weight to have the same rank, found " +
+                                   std::to_string(xRank) + " and " + std::to_string(wRank));
+    const int spatial = xRank >= 0 ? xRank - 2 : wRank >= 0 ? wRank - 2 : -1;
+    for (const auto& a : node.attribute()) {
+      if (a.type() != onnx::AttributeProto::INTS) continue;
+      const int n = a.ints_size();
+      int expected = -1;
+      if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations" ||
+          a.name() == "output_padding" || a.name() == "output_shape")
+        expected = spatial;
+      else if (a.name() == "pads")
+        expected = spatial >= 0 ? 2 * spatial : -1;
+      if (expected >= 0 && n != expected && !(a.name() == "output_shape" && n == spatial + 2))
+        fail(nodeWhere(node, i), "attribute '" + a.name() + "': expected " + std::to_string(expected) +
+                                     " values for " + std::to_string(spatial) + " spatial axes, found " +
+                                     std::to_string(n));
+      for (std::int64_t v : a.ints())
+        if (v < 0 || v > (std::int64_t{1} << 31) || (v == 0 && (a.name() == "kernel_shape" || a.name() == "strides" ||
+                                                                 a.name() == "dilations")))
+          fail(nodeWhere(node, i), "attribute '" + a.name() + "': value " + std::to_string(v) + " is out of range");
+    }
+  }
+}
+
 void Importer::checkAndInfer(onnx::ModelProto& model) {
   const int known = libraryMaxOpset();
   if (m_opset > known) {
@@ -109,6 +176,7 @@ void Importer::checkAndInfer(onnx::ModelProto& model) {
     }
   }
   if (m_options.inferShapes) {
+    precheckConvLike(model.graph());
     try {
       onnx::shape_inference::InferShapes(model);
     } catch (const std::exception& e) {

@@ -27,6 +27,7 @@ class Importer {
  private:
   void readOpsets(const onnx::ModelProto& model);
   void checkAndInfer(onnx::ModelProto& model);
+  void precheckConvLike(const onnx::GraphProto& graph) const;
   void readInitializers(const onnx::GraphProto& graph);
   void readInputs(const onnx::GraphProto& graph);
   std::vector<int> nodeOrder(const onnx::GraphProto& graph) const;

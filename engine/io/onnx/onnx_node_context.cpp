@@ -178,7 +178,8 @@ void NodeContext::unsupported(const std::string& what) const {
 }
 
 int NodeContext::axis(std::int64_t axis, int rank, std::string_view what) const {
-  if (axis < -rank || axis >= std::max(rank, 1) || (rank == 0 && axis != 0 && axis != -1))
+  if (rank <= 0) fail("expected " + std::string(what) + " of a tensor with at least one axis, found a 0-d tensor");
+  if (axis < -rank || axis >= rank)
     fail("expected " + std::string(what) + " in [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) +
          "] for rank " + std::to_string(rank) + ", found " + std::to_string(axis));
   return static_cast<int>(axis < 0 ? axis + rank : axis);

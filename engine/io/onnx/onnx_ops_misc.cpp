@@ -51,6 +51,9 @@ struct Pads {
   std::vector<std::int64_t> begin, end;
 };
 
+// The index vectors of a resized axis are built while importing: at most 2^24 entries each.
+constexpr std::int64_t kMaxResizedAxis = std::int64_t{1} << 24;
+
 Pads readPads(const NodeContext& ctx, int rank) {
   const bool fromInput = ctx.opset() >= 11;
   const std::vector<std::int64_t> pads =
@@ -66,6 +69,10 @@ Pads readPads(const NodeContext& ctx, int rank) {
   if (pads.size() != 2 * n)
     ctx.fail("pads: expected " + std::to_string(2 * n) + " values (begin and end for " +
              std::to_string(n) + " axes), found " + std::to_string(pads.size()));
+  // Sizes are int64 arithmetic later: a pad beyond 2^40 elements is no real model's.
+  for (std::int64_t v : pads)
+    if (v > (std::int64_t{1} << 40) || v < -(std::int64_t{1} << 40))
+      ctx.fail("pads: expected values within +-2^40, found " + std::to_string(v));
   Pads p{std::vector<std::int64_t>(static_cast<std::size_t>(rank), 0),
          std::vector<std::int64_t>(static_cast<std::size_t>(rank), 0)};
   for (std::size_t i = 0; i < n; ++i) {
@@ -293,10 +300,16 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
       if (in == kUnknownDim)
         ctx.unsupported(op + " of an axis whose size is not static (axis " + std::to_string(a) +
                         ")");
+      const double scaled = static_cast<double>(scale) * static_cast<double>(in);
+      if (!(scaled <= static_cast<double>(kMaxResizedAxis)))
+        ctx.fail("scales: axis " + std::to_string(a) + " of size " + std::to_string(in) + " scaled by " +
+                 std::to_string(scales[k]) + " exceeds " + std::to_string(kMaxResizedAxis) + " elements");
       out = static_cast<std::int64_t>(scale * static_cast<float>(in));
     } else {
       out = sizes[k];
-      if (out < 0) ctx.fail("sizes: expected sizes >= 0, found " + std::to_string(out));
+      if (out < 0 || out > kMaxResizedAxis)
+        ctx.fail("sizes: expected sizes from 0 to " + std::to_string(kMaxResizedAxis) + ", found " +
+                 std::to_string(out));
       if (in == kUnknownDim)
         ctx.unsupported(op + " of an axis whose size is not static (axis " + std::to_string(a) +
                         ")");

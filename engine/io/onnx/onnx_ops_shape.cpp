@@ -215,7 +215,8 @@ std::vector<VarPtr> convertSplit(NodeContext& ctx) {
                str(static_cast<std::int64_t>(sizes->size())));
     std::int64_t total = 0;
     for (std::int64_t s : *sizes) {
-      if (s < 0) ctx.fail("expected split sizes >= 0, found " + shapeToString(*sizes));
+      if (s < 0 || s > (std::int64_t{1} << 40))
+        ctx.fail("expected split sizes from 0 to 2^40, found " + shapeToString(*sizes));
       total += s;
     }
     if (dim != kUnknownDim && total != dim)
