@@ -28,13 +28,18 @@ engine::io::TsgDocument openOnnx(const std::filesystem::path& path, GraphFileInf
 #endif
 }
 
-// The first non-blank byte: '{' for JSON, anything else is taken for a protobuf.
-bool startsLikeJson(const std::filesystem::path& path) {
+// The first bytes of the file, to tell a .tsg (JSON) from an ONNX model (protobuf).
+std::string head(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  char c = 0;
-  while (in.get(c))
-    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return c == '{';
-  return false;
+  std::string bytes(64, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<std::size_t>(in.gcount()));
+  return bytes;
+}
+
+bool startsLikeJson(std::string_view bytes) {
+  const std::size_t first = bytes.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && bytes[first] == '{';
 }
 
 }  // namespace
@@ -47,12 +52,16 @@ engine::io::TsgDocument openGraphFile(const std::filesystem::path& path, GraphFi
   std::string ext = path.extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (ext == ".onnx") return openOnnx(path, info);
-  if (ext == ".tsg" || startsLikeJson(path)) {
+  const std::string start = ext == ".tsg" ? std::string() : head(path);
+  if (ext == ".tsg" || startsLikeJson(start)) {
     if (info) info->format = "tsg";
     return engine::io::loadTsg(path);
   }
-  if (ext.empty() || ext == ".pb" || ext == ".model") return openOnnx(path, info);
-  throw std::runtime_error(path.string() + ": expected a .tsg or .onnx file, found the extension '" + ext + "'");
+#ifdef TSCOPE_HAVE_ONNX
+  if (engine::io::looksLikeOnnx(start)) return openOnnx(path, info);
+#endif
+  throw std::runtime_error(path.string() + ": expected a .tsg or .onnx file, found the extension '" + ext +
+                           "' and contents that are neither JSON nor an ONNX model");
 }
 
 }  // namespace tscope::gui

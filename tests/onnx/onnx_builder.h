@@ -11,6 +11,7 @@
 //   m.output("y", DType::Float32);
 //   checkModel(m, {expected}, "Conv2d");  // and exactly one Conv2d node in the imported graph
 #include "engine/graph/apply.h"
+#include "engine/io/onnx/onnx_convert.h"
 #include "engine/io/onnx/onnx_import.h"
 #include "onnx_fixture.h"
 
@@ -30,22 +31,7 @@ using engine::kUnknownDim;
 using engine::Shape;
 using Ints = std::vector<std::int64_t>;
 
-inline int onnxType(DType d) {
-  switch (d) {
-    case DType::Float32:
-      return ::onnx::TensorProto::FLOAT;
-    case DType::Float64:
-      return ::onnx::TensorProto::DOUBLE;
-    case DType::Float16:
-      return ::onnx::TensorProto::FLOAT16;
-    case DType::Int32:
-      return ::onnx::TensorProto::INT32;
-    case DType::Bool:
-      return ::onnx::TensorProto::BOOL;
-    default:
-      return ::onnx::TensorProto::INT64;
-  }
-}
+inline int onnxType(DType d) { return engine::io::onnx_import::dtypeToOnnx(d); }
 
 class ModelBuilder {
  public:

@@ -16,33 +16,9 @@ namespace onnx_export {
 
 // --- Types and tensors ---------------------------------------------------------------------------
 
-int onnxDataType(DType dtype) {
-  switch (dtype) {
-    case DType::Bool:
-      return onnx::TensorProto::BOOL;
-    case DType::Int8:
-      return onnx::TensorProto::INT8;
-    case DType::Int16:
-      return onnx::TensorProto::INT16;
-    case DType::Int32:
-      return onnx::TensorProto::INT32;
-    case DType::Int64:
-      return onnx::TensorProto::INT64;
-    case DType::UInt8:
-      return onnx::TensorProto::UINT8;
-    case DType::Float16:
-      return onnx::TensorProto::FLOAT16;
-    case DType::Float32:
-      return onnx::TensorProto::FLOAT;
-    case DType::Float64:
-      return onnx::TensorProto::DOUBLE;
-  }
-  return onnx::TensorProto::UNDEFINED;
-}
-
 void tensorToOnnx(const Tensor& value, const std::string& name, onnx::TensorProto& proto) {
   proto.set_name(name);
-  proto.set_data_type(onnxDataType(value.dtype()));
+  proto.set_data_type(onnx_import::dtypeToOnnx(value.dtype()));
   for (std::int64_t d : value.shape()) proto.add_dims(d);
   const std::vector<std::byte> bytes = value.toBytes();
   proto.set_raw_data(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
@@ -271,7 +247,7 @@ std::string ModelWriter::cast(const std::string& value, DType from, DType to) {
   auto key = std::make_pair(value, to);
   if (auto it = m_casts.find(key); it != m_casts.end()) return it->second;
   onnx::NodeProto& node = addNode("Cast", {value}, {});
-  attrInt(node, "to", onnxDataType(to));
+  attrInt(node, "to", onnx_import::dtypeToOnnx(to));
   m_casts[key] = node.output(0);
   return node.output(0);
 }
@@ -397,7 +373,7 @@ void ModelWriter::addGraphInputs() {
     onnx::ValueInfoProto& info = *graph().add_input();
     info.set_name(name);
     auto* tensorType = info.mutable_type()->mutable_tensor_type();
-    tensorType->set_elem_type(onnxDataType(in->type().dtype()));
+    tensorType->set_elem_type(onnx_import::dtypeToOnnx(in->type().dtype()));
     auto* shape = tensorType->mutable_shape();
     for (int axis = 0; axis < in->type().ndim(); ++axis) {
       auto* dim = shape->add_dim();
@@ -428,7 +404,7 @@ void ModelWriter::addGraphOutputs(const std::vector<std::string>& names) {
     onnx::ValueInfoProto& info = *graph().add_output();
     info.set_name(names[i]);
     auto* tensorType = info.mutable_type()->mutable_tensor_type();
-    tensorType->set_elem_type(onnxDataType(type.dtype()));
+    tensorType->set_elem_type(onnx_import::dtypeToOnnx(type.dtype()));
     auto* shape = tensorType->mutable_shape();
     for (int axis = 0; axis < type.ndim(); ++axis) {
       auto* dim = shape->add_dim();
@@ -601,7 +577,7 @@ std::string NodeExport::compute(std::string_view opType,
   const std::string raw = add1(opType, std::move(names));
   if (output.empty()) return cast(raw, *k, result);
   auto& node = add("Cast", {raw}, {output});
-  attrInt(node, "to", onnxDataType(result));
+  attrInt(node, "to", onnx_import::dtypeToOnnx(result));
   return output;
 }
 

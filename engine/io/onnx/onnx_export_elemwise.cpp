@@ -49,7 +49,7 @@ void finish(NodeExport& n, const std::string& value, DType from, DType to,
     n.add("Identity", {value}, {result});
     return;
   }
-  attrInt(n.add("Cast", {value}, {result}), "to", onnxDataType(to));
+  attrInt(n.add("Cast", {value}, {result}), "to", onnx_import::dtypeToOnnx(to));
 }
 
 // The binary opType folded left to right over the operands in dtype k (as Elemwise folds an n-ary

@@ -16,6 +16,7 @@
 #include "engine/graph/apply.h"
 #include "engine/graph/function_graph.h"
 #include "engine/graph/op.h"
+#include "engine/io/onnx/onnx_convert.h"
 #include "engine/io/onnx/onnx_export.h"
 
 #include <cstdint>
@@ -50,8 +51,6 @@ inline bool contains(DTypeSet set, DType d) {
 // the engine's do, so add/sub/mul/neg computed wider and cast back are exact.
 std::optional<DType> computeDTypeFor(DType d, DTypeSet allowed);
 
-// ONNX's TensorProto.DataType of a dtype.
-int onnxDataType(DType dtype);
 // The value as a TensorProto (raw little-endian data), named `name`.
 void tensorToOnnx(const Tensor& value, const std::string& name, onnx::TensorProto& proto);
 

@@ -29,21 +29,6 @@ VarPtr dimPlus(const VarPtr& d, std::int64_t n) {
   return add(d, constantInt(n));
 }
 
-// The values of input i known while importing, as doubles. Besides constantInput's constants this
-// reads float initializers, which load as shared variables (the model's parameters, Note
-// [Initializers] in onnx_import.cpp): Resize's and Upsample's scales are such floats, fixed by the
-// model, so the value the file gives is the one that counts. nullopt when the input is absent.
-std::optional<std::vector<double>> importTimeDoubles(const NodeContext& ctx, int i,
-                                                     const std::string& what) {
-  if (!ctx.hasInput(i)) return std::nullopt;
-  if (auto v = ctx.constantInput(i)) return v->toDoubles();
-  const VarPtr& in = ctx.input(i);
-  if (in->kind() == Variable::Kind::Shared)
-    return static_cast<const SharedVariable&>(*in).value().toDoubles();
-  ctx.fail("expected " + what + " (input " + std::to_string(i) +
-           ") to be a constant or an initializer, found a value computed at run time");
-}
-
 // --- Pad -----------------------------------------------------------------------------------------
 
 // Begin/end pads per axis (ONNX gives all begins, then all ends; from opset 18 for `axes` only).
@@ -267,9 +252,9 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
     scales = ctx.attrFloats("scales");
   } else if (legacy) {
     if (!ctx.hasInput(1)) ctx.fail("expected the scales input, found none");
-    scales = *importTimeDoubles(ctx, 1, op + "'s scales");
+    scales = ctx.constantDoubles(1, op + "'s scales");
   } else {
-    if (ctx.hasInput(2)) scales = *importTimeDoubles(ctx, 2, "Resize's scales");
+    if (ctx.hasInput(2)) scales = ctx.constantDoubles(2, "Resize's scales");
     if (ctx.hasInput(3)) sizes = ctx.constantInts(3, "Resize's sizes");
     if (!scales.empty() && !sizes.empty()) ctx.fail("expected either scales or sizes, found both");
     if (scales.empty() && sizes.empty()) ctx.fail("expected scales or sizes, found neither");
