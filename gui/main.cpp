@@ -1,13 +1,16 @@
-// tensorscope: with a sub-command, the command-line front end (a QCoreApplication: no display
-// needed).
+// tensorscope: with a sub-command, the command-line front end; without one, the main window.
+// Sub-commands never show a window, so they run on Qt's offscreen platform unless the caller chose
+// another: `tensorscope export g.tsg -o g.png` works on a machine without a display.
 
+#include "gui/app/application.h"
 #include "gui/cli/cli.h"
 
-#include <QCoreApplication>
+#include <QApplication>
 
 #include <malloc.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -17,9 +20,13 @@ int main(int argc, char** argv) {
   // thread caches still serve small sizes.
   mallopt(M_MXFAST, 0);
   std::vector<std::string> args(argv + 1, argv + argc);
-  QCoreApplication app(argc, argv);
-  QCoreApplication::setApplicationName("tensorscope");
-  QCoreApplication::setOrganizationName("Tensorscope");
+  const bool cli = tscope::gui::isSubCommand(args);
+  if (cli && !std::getenv("QT_QPA_PLATFORM")) ::setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("tensorscope");
+  QApplication::setOrganizationName("Tensorscope");
+  QApplication::setApplicationVersion("0.1.0");
+  if (!cli) return tscope::gui::runApplication(app);
   std::string out, err;
   int code = tscope::gui::runCli(args, out, err);
   std::fwrite(out.data(), 1, out.size(), stdout);

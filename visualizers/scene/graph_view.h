@@ -1,0 +1,52 @@
+#pragma once
+// GraphView: the QGraphicsView of a GraphScene. Smooth zoom with the wheel (about the cursor,
+// clamped to 0.05x..8x), pan by dragging the background or with the arrow keys, zoom to fit,
+// zoom to a node, a minimap overlay in a corner, and level of detail (the scene's items skip text
+// when the view's scale is below kTextScale).
+
+#include "visualizers/scene/graph_scene.h"
+
+#include <QGraphicsView>
+
+namespace tscope::vis {
+
+class GraphView : public QGraphicsView {
+  Q_OBJECT
+ public:
+  static constexpr double kMinZoom = 0.05, kMaxZoom = 8.0, kTextScale = 0.35;
+
+  explicit GraphView(QWidget* parent = nullptr);
+  ~GraphView() override;
+  GraphScene* graphScene() const;
+
+  double zoom() const;
+  void setZoom(double zoom, std::optional<QPointF> anchorScenePos = std::nullopt);
+  void zoomIn();
+  void zoomOut();
+  void zoomToFit();
+  void resetZoom();
+  void centerOnNode(int node);
+  void setMinimapVisible(bool visible);
+  bool minimapVisible() const;
+
+  // Shows a new layout. With an anchor group (the one just toggled), the view scrolls so that the
+  // group's top-left corner stays where it was on screen (Note [Per-group layout]).
+  void setContent(std::shared_ptr<const ViewModel> model, std::shared_ptr<const SceneLayout> layout,
+                  const QString& anchorGroupPath = {});
+
+ signals:
+  void zoomChanged(double zoom);
+
+ protected:
+  void wheelEvent(QWheelEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+  void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+
+ private:
+  struct Minimap;
+  std::unique_ptr<Minimap> m_minimap;
+};
+
+}  // namespace tscope::vis
