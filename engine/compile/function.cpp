@@ -1,5 +1,6 @@
 #include "engine/compile/function.h"
 
+#include "engine/graph/destroy_handler.h"
 #include "engine/graph/errors.h"
 #include "engine/graph/op.h"
 #include "engine/graph/traversal.h"
@@ -203,6 +204,24 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
                          "something other than the graph); first difference at node " + std::to_string(k) + ": '" +
                          (k < a.size() ? a[k] : std::string("<end>")) + "' vs '" +
                          (k < b.size() ? b[k] : std::string("<end>")) + "'");
+      }
+    }
+  }
+  // A graph that already holds inplace nodes (an optimized graph loaded from a .tsg, compiled with
+  // mode none) needs the DestroyHandler's orderings too: without them the schedule may run a node
+  // that overwrites a buffer before another reader of that buffer. A graph the handler refuses
+  // (a hand-built inplace node on a graph input, as DebugMode's tests build) keeps the plain
+  // schedule: its orderings would not hold anyway, and DebugMode is what reports such nodes.
+  if (!fg.feature<DestroyHandler>()) {
+    bool destroys = false;
+    for (const Apply* node : fg.nodes()) destroys = destroys || !node->op().destroyMap().empty();
+    if (destroys) {
+      auto handler = std::make_shared<DestroyHandler>();
+      fg.attachFeature(handler);
+      try {
+        handler->validate(fg);
+      } catch (const InconsistencyError&) {
+        fg.detachFeature(*handler);
       }
     }
   }

@@ -4,6 +4,7 @@
 #include "engine/graph/errors.h"
 #include "engine/graph/op.h"
 #include "engine/io/base64.h"
+#include "engine/io/graph_json.h"
 #include "engine/io/json_cursor.h"
 #include "engine/io/tsg.h"
 
@@ -488,6 +489,16 @@ TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegi
     doc.profiles = p->value();
   }
   return doc;
+}
+
+std::unique_ptr<FunctionGraph> graphFromJson(const json& value, const OpRegistry& registry, const std::string& source) {
+  JsonCursor::Fail fail = [&](const std::string& path, const std::string& message) {
+    throw TsgError(source, path.empty() ? "/" : path, message);
+  };
+  JsonCursor c(value, &fail);
+  c.expectObject();
+  SiteTable sites = readSiteTable(c);
+  return GraphReader(c, registry, sites).read();
 }
 
 TsgDocument loadTsg(const std::filesystem::path& path, const OpRegistry& registry) {

@@ -3,6 +3,7 @@
 #include "engine/graph/op.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/base64.h"
+#include "engine/io/graph_json.h"
 #include "engine/io/tsg.h"
 
 #include <bit>
@@ -163,26 +164,39 @@ bool isImplicit(const Variable& v) {
   return owner && v.name().empty() && !v.testValue() && v.scope() == owner->scope() && v.site() == owner->site();
 }
 
-void appendGraph(std::string& out, const FunctionGraph& fg, SiteTable& sites) {
-  std::vector<Apply*> order = fg.toposort();
+// The parts of a graph as the file holds them. Applies are visited first, in topological order,
+// so the site table follows the data flow; then the listed variables by id. Each item is handed
+// over at once: holding a JSON tree per line for a 100k-node graph cost more than writing it.
+struct GraphHeader {
+  json inputs = json::array(), outputs = json::array(), updates = json::array();
+  std::int64_t nextId = 0;
+};
+
+template <class OnApply, class OnVariable>
+GraphHeader visitGraph(const FunctionGraph& fg, SiteTable& sites, OnApply onApply, OnVariable onVariable) {
+  GraphHeader h;
+  for (const auto& in : fg.inputs()) h.inputs.push_back(in->id());
+  for (const auto& o : fg.outputs()) h.outputs.push_back(o->id());
+  for (const auto& [o, i] : fg.updateMapping()) h.updates.push_back({{"output", o}, {"input", i}});
+  h.nextId = fg.nextId();
   std::vector<Variable*> vars;
   vars.reserve(fg.variables().size());
   for (Variable* v : fg.variables())
     if (!isImplicit(*v)) vars.push_back(v);
   std::sort(vars.begin(), vars.end(), [](const Variable* a, const Variable* b) { return a->id() < b->id(); });
-  json inputs = json::array(), outputs = json::array(), updates = json::array();
-  for (const auto& in : fg.inputs()) inputs.push_back(in->id());
-  for (const auto& o : fg.outputs()) outputs.push_back(o->id());
-  for (const auto& [o, i] : fg.updateMapping()) updates.push_back({{"output", o}, {"input", i}});
-  // Each line is serialised at once: holding a JSON tree per line for a 100k-node graph cost more
-  // than writing it. Applies first, so the site table follows the data flow.
+  for (const Apply* a : fg.toposort()) onApply(applyToJson(*a, sites));
+  for (const Variable* v : vars) onVariable(variableToJson(*v, sites));
+  return h;
+}
+
+void appendGraph(std::string& out, const FunctionGraph& fg, SiteTable& sites) {
   std::vector<std::string> varItems, applyItems;
-  varItems.reserve(vars.size());
-  applyItems.reserve(order.size());
-  for (const Apply* a : order) applyItems.push_back(applyToJson(*a, sites).dump());
-  for (const Variable* v : vars) varItems.push_back(variableToJson(*v, sites).dump());
-  out += "{\n      \"inputs\": " + inputs.dump() + ",\n      \"outputs\": " + outputs.dump() +
-         ",\n      \"updates\": " + updates.dump() + ",\n      \"next_id\": " + std::to_string(fg.nextId()) +
+  varItems.reserve(fg.variables().size());
+  applyItems.reserve(fg.nodeCount());
+  GraphHeader h = visitGraph(
+      fg, sites, [&](json&& a) { applyItems.push_back(a.dump()); }, [&](json&& v) { varItems.push_back(v.dump()); });
+  out += "{\n      \"inputs\": " + h.inputs.dump() + ",\n      \"outputs\": " + h.outputs.dump() +
+         ",\n      \"updates\": " + h.updates.dump() + ",\n      \"next_id\": " + std::to_string(h.nextId) +
          ",\n      \"variables\": ";
   appendLines(out, varItems, "        ");
   out += ",\n      \"applies\": ";
@@ -198,6 +212,19 @@ json rewriteToJson(const RewriteRecord& r) {
 }
 
 }  // namespace
+
+json graphToJson(const FunctionGraph& graph) {
+  SiteTable sites;
+  json applies = json::array(), variables = json::array();
+  GraphHeader h = visitGraph(
+      graph, sites, [&](json&& a) { applies.push_back(std::move(a)); },
+      [&](json&& v) { variables.push_back(std::move(v)); });
+  json out = {{"inputs", std::move(h.inputs)},   {"outputs", std::move(h.outputs)},
+              {"updates", std::move(h.updates)}, {"next_id", h.nextId},
+              {"variables", std::move(variables)}, {"applies", std::move(applies)}};
+  if (!sites.entries().empty()) out["sites"] = sites.entries();
+  return out;
+}
 
 std::string writeTsg(const TsgDocument& doc) {
   if (!doc.original) throw std::invalid_argument("writeTsg: the document has no original graph");

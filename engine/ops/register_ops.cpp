@@ -3,6 +3,7 @@
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/elemwise/elemwise.h"
+#include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/nn/nn.h"
 #include "engine/ops/random/random_ops.h"
 #include "engine/ops/reduce/reduce.h"
@@ -17,6 +18,7 @@ void registerAllOps(OpRegistry& registry) {
   registerBlasOps(registry);
   registerNnOps(registry);
   registerRandomOps(registry);
+  registerGraphOps(registry);
   registerReduceOps(registry);
 }
 

@@ -94,6 +94,7 @@ const RewriteDb& RewriteDb::standard() {
 void registerStandardRewrites(RewriteDb& db) {
   registerMergeRewrites(db);
   registerShapeRewrites(db);
+  registerInlineOpFromGraphRewrites(db);
   registerCanonicalizeRewrites(db);
   registerStabilizeRewrites(db);
   registerSpecializeRewrites(db);

@@ -82,5 +82,6 @@ void registerSpecializeRewrites(RewriteDb& db);     // specialize.cpp
 void registerShapeRewrites(RewriteDb& db);          // shape_rewrites.cpp
 void registerFusionRewrites(RewriteDb& db);         // fusion phase
 void registerInplaceRewrites(RewriteDb& db);        // inplace phase
+void registerInlineOpFromGraphRewrites(RewriteDb& db);  // inline_op_from_graph.cpp (canonicalize)
 
 }  // namespace tscope::engine

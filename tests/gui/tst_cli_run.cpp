@@ -117,6 +117,7 @@ class TestCliRun : public QObject {
     QTest::addColumn<int>("outputs");
     QTest::newRow("mlp") << "mlp" << 5;
     QTest::newRow("logistic_regression") << "logistic_regression" << 4;
+    QTest::newRow("scoped_model") << "scoped_model" << 11;
   }
   void testExamplesReproduce() {
     QFETCH(QString, name);

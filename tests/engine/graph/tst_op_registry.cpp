@@ -2,7 +2,9 @@
 // rebuilt op is equal, hashes equal and prints the same. Each op family adds rows here.
 #include "engine/graph/op.h"
 #include "engine/graph/op_registry.h"
+#include "engine/ops/basic.h"
 #include "engine/ops/elemwise/scalar_op.h"
+#include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/register_ops.h"
 #include "graph_test_support.h"
 #include "test_main.h"
@@ -162,6 +164,16 @@ void TestOpRegistry::testRegistryRoundTrip_data() {
       << json{{"idx_list", json::array({json{{"start", 1}, {"stop", 4}, {"step", nullptr}}, "array"})},
               {"inplace", true},
               {"set_instead_of_inc", true}};
+  // OpFromGraph: the props hold the inner graph (the .tsg GRAPH schema), built here with the API;
+  // a constant inside, a nested OpFromGraph, and the inline flag.
+  {
+    auto x = Variable::create(TensorType(DType::Float32, {kUnknownDim, 4}), "x");
+    auto y = Variable::create(TensorType(DType::Float32, {kUnknownDim, 4}), "y");
+    const auto gelu = opFromGraph({x}, {x * sigmoid(x * 1.702)}, "gelu_block");
+    const auto ffn = opFromGraph({x, y}, {(*gelu)({x + y}), tanh(y)}, "ffn_block", true);
+    QTest::newRow("OpFromGraph") << "OpFromGraph" << gelu->props();
+    QTest::newRow("OpFromGraph nested inline") << "OpFromGraph" << ffn->props();
+  }
 }
 
 void TestOpRegistry::testRegistryRoundTrip() {
@@ -188,7 +200,7 @@ void TestOpRegistry::testRegistryCoversEveryOp() {
   "BatchNormTrain", "BatchNormInference", "RandomUniform", "RandomNormal", "RandomIntegers",
   "Shape", "MakeVector", "SpecifyShape", "Reshape", "Join", "Split", "Alloc", "ARange", "Tile",
   "Repeat", "Subtensor", "IncSubtensor", "AdvancedSubtensor1", "AdvancedIncSubtensor1",
-  "AdvancedSubtensor", "AdvancedIncSubtensor", "TopK"};
+  "AdvancedSubtensor", "AdvancedIncSubtensor", "TopK", "OpFromGraph"};
   const std::vector<std::string> names = defaultOpRegistry().names();
   QVERIFY(!names.empty());
   for (const auto& n : names) QVERIFY2(tested.count(n), ("no round-trip rows for op " + n).c_str());

@@ -1,0 +1,389 @@
+#include "engine/ops/graph/op_from_graph.h"
+
+#include "engine/compile/function.h"
+#include "engine/grad/grad.h"
+#include "engine/graph/errors.h"
+#include "engine/graph/op_registry.h"
+#include "engine/graph/traversal.h"
+#include "engine/io/graph_json.h"
+#include "engine/ops/basic.h"
+#include "engine/ops/register_ops.h"
+
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace tscope::engine {
+
+// The compiled inner function. Note [One inner function]: ops are shared immutable values, so two
+// compiled outer functions (or two threads) may run the same OpFromGraph; the inner Function's VM
+// holds per-call state, hence one lock around compiling and calling it.
+struct OpFromGraph::Runner {
+  std::mutex mutex;
+  std::unique_ptr<Function> function;
+};
+
+namespace {
+
+std::string describe(const Variable& v) {
+  std::string s = v.name().empty() ? v.type().str() : "'" + v.name() + "' (" + v.type().str() + ")";
+  if (!v.site().empty()) s += ", created at " + v.site().str();
+  return s;
+}
+
+// Inner scopes are stored relative to the scope the op was built in: a block built inside
+// NameScope("encoder") keeps "attention", not "encoder/attention", so expanding it under another
+// scope does not repeat the path.
+SharedString relativeScope(const std::string& scope, const std::string& base) {
+  if (base.empty() || scope.compare(0, base.size(), base) != 0) return scope;
+  if (scope.size() == base.size()) return SharedString();
+  if (scope[base.size()] != kScopeSeparator) return scope;
+  return scope.substr(base.size() + 1);
+}
+
+std::unique_ptr<FunctionGraph> cloneInner(const std::vector<VarPtr>& inputs,
+                                          const std::vector<VarPtr>& outputs,
+                                          const std::string& label) {
+  const std::string op = "OpFromGraph{" + label + "}";
+  if (outputs.empty()) throw GraphError(op + ": expected at least one output");
+  std::unordered_set<const Variable*> given;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const VarPtr& in = inputs[i];
+    if (!in) throw GraphError(op + ": inner input " + std::to_string(i) + " is null");
+    if (in->owner())
+      throw GraphError(op + ": inner input " + std::to_string(i) + " " + describe(*in) +
+                       " is computed by " + in->owner()->op().str() +
+                       "; inner inputs must be free variables (Variable::create)");
+    if (in->kind() != Variable::Kind::Regular)
+      throw GraphError(op + ": inner input " + std::to_string(i) + " " + describe(*in) + " is a " +
+                       (in->kind() == Variable::Kind::Constant ? "constant" : "shared variable") +
+                       "; inner inputs must be free variables (Variable::create)");
+    if (!given.insert(in.get()).second)
+      throw GraphError(op + ": inner input " + std::to_string(i) + " " + describe(*in) +
+                       " is listed twice");
+  }
+  for (std::size_t o = 0; o < outputs.size(); ++o)
+    if (!outputs[o]) throw GraphError(op + ": inner output " + std::to_string(o) + " is null");
+  for (const VarPtr& v : graphInputs(outputs)) {
+    if (v->kind() == Variable::Kind::Shared)
+      throw GraphError(
+          op + ": the inner graph uses the shared variable " + describe(*v) +
+          "; shared variables inside an OpFromGraph are not supported, pass it as an input");
+    if (!given.count(v.get()))
+      throw GraphError(op + ": the inner graph depends on the free variable " + describe(*v) +
+                       ", which is not among its inputs");
+  }
+  auto graph = std::make_unique<FunctionGraph>(inputs, outputs, FunctionGraph::Ownership::Clone);
+  const std::string base = currentScope();
+  for (Apply* node : graph->nodes()) node->setScope(relativeScope(node->scope(), base));
+  // Test values belong to the outer graph's inputs; inside the op they would make two ops built
+  // from the same graph unequal (props) and bloat every file.
+  for (Variable* v : graph->variables()) {
+    v->setScope(relativeScope(v->scope(), base));
+    v->clearTestValue();
+  }
+  return graph;
+}
+
+}  // namespace
+
+std::string joinScope(std::string_view outer, std::string_view inner) {
+  if (outer.empty()) return std::string(inner);
+  if (inner.empty()) return std::string(outer);
+  return std::string(outer) + kScopeSeparator + std::string(inner);
+}
+
+OpFromGraph::OpFromGraph(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& outputs,
+                         std::string label, bool isInline)
+    : m_label(std::move(label)), m_inline(isInline) {
+  if (m_label.empty())
+    throw GraphError("OpFromGraph: the label is empty; name the subgraph (\"gelu_block\")");
+  m_graph = cloneInner(inputs, outputs, m_label);
+  init();
+}
+
+OpFromGraph::OpFromGraph(std::shared_ptr<const FunctionGraph> graph, std::string label,
+                         bool isInline)
+    : m_graph(std::move(graph)), m_label(std::move(label)), m_inline(isInline) {
+  if (!m_graph) throw GraphError("OpFromGraph{" + m_label + "}: the inner graph is null");
+  init();
+}
+
+OpFromGraph::~OpFromGraph() = default;
+
+void OpFromGraph::init() {
+  if (m_label.empty())
+    throw GraphError("OpFromGraph: the label is empty; name the subgraph (\"gelu_block\")");
+  if (m_label.find(kScopeSeparator) != std::string::npos)
+    throw GraphError("OpFromGraph: the label '" + m_label +
+                     "' contains '/', which separates scope levels");
+  if (m_graph->outputs().empty()) throw GraphError(str() + ": the inner graph has no outputs");
+  for (std::size_t i = 0; i < m_graph->inputs().size(); ++i) {
+    const Variable& in = *m_graph->inputs()[i];
+    if (in.kind() != Variable::Kind::Regular || in.owner())
+      throw GraphError(str() + ": inner input " + std::to_string(i) + " " + describe(in) +
+                       " is not a free variable");
+  }
+  for (const Variable* v : m_graph->variables())
+    if (v->kind() == Variable::Kind::Shared)
+      throw GraphError(
+          str() + ": the inner graph uses the shared variable " + describe(*v) +
+          "; shared variables inside an OpFromGraph are not supported, pass it as an input");
+  const std::vector<Apply*> order = m_graph->toposort();
+  for (const Apply* node : order) m_executable = m_executable && node->op().isExecutable();
+  // Which inner outputs depend on which inner inputs, through each inner op's own pattern.
+  const auto& ins = m_graph->inputs();
+  const auto& outs = m_graph->outputs();
+  m_connection.assign(ins.size(), std::vector<bool>(outs.size(), false));
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    std::unordered_set<const Variable*> dep{ins[i].get()};
+    for (const Apply* node : order) {
+      const auto pattern = node->op().connectionPattern(*node);
+      for (int k = 0; k < node->nInputs(); ++k) {
+        if (!dep.count(node->input(k).get())) continue;
+        for (int o = 0; o < node->nOutputs(); ++o)
+          if (pattern[static_cast<std::size_t>(k)][static_cast<std::size_t>(o)])
+            dep.insert(&node->outputRef(o));
+      }
+    }
+    for (std::size_t o = 0; o < outs.size(); ++o) m_connection[i][o] = dep.count(outs[o].get()) > 0;
+  }
+  m_props = {{"label", m_label}, {"inline", m_inline}, {"graph", io::graphToJson(*m_graph)}};
+  m_runner = std::make_unique<Runner>();
+}
+
+std::string OpFromGraph::str() const {
+  return "OpFromGraph{" + m_label + "}";
+}
+
+std::vector<TensorType> OpFromGraph::outputTypes(std::span<const VarPtr> inputs) const {
+  const auto& inner = m_graph->inputs();
+  checkInputCount(inputs, inner.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const TensorType& want = inner[i]->type();
+    const TensorType& got = inputs[i]->type();
+    if (got.dtype() != want.dtype() || !got.isCompatibleWith(want)) {
+      std::string expected = want.str() + " (the type of inner input " + std::to_string(i);
+      if (!inner[i]->name().empty()) expected += " '" + inner[i]->name() + "'";
+      throwInputError(inputs, static_cast<int>(i), expected + ")");
+    }
+  }
+  std::vector<TensorType> types;
+  for (const VarPtr& out : m_graph->outputs()) types.push_back(out->type());
+  return types;
+}
+
+void OpFromGraph::perform(const Apply&, std::span<const Tensor* const> inputs,
+                          std::span<Tensor* const> outputs) const {
+  std::vector<Tensor> args;
+  args.reserve(inputs.size());
+  for (const Tensor* t : inputs) args.push_back(*t);
+  std::vector<Tensor> results;
+  try {
+    std::lock_guard lock(m_runner->mutex);  // Note [One inner function]
+    // Note [Inner mode]: mode none. Rewriting builds nodes, and with test values on (a global
+    // mode) every new node would need values that the inner inputs never carry. An inline op is
+    // rewritten with the outer graph instead.
+    if (!m_runner->function)
+      m_runner->function =
+          std::make_unique<Function>(compile(m_graph->inputs(), m_graph->outputs()));
+    results = (*m_runner->function)(args);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(str() + ": running the inner graph failed: " + e.what());
+  }
+  for (std::size_t o = 0; o < results.size(); ++o) {
+    Tensor value = std::move(results[o]);
+    // An inner output that is an inner input (or a view of one), or the same variable as an
+    // earlier output, would alias a buffer the op does not declare (viewMap is empty).
+    bool shared = false;
+    for (const Tensor* t : inputs) shared = shared || value.sharesStorageWith(*t);
+    for (std::size_t k = 0; k < o; ++k) shared = shared || value.sharesStorageWith(*outputs[k]);
+    *outputs[o] = shared ? value.clone() : std::move(value);
+  }
+}
+
+std::vector<VarPtr> OpFromGraph::expand(std::span<const VarPtr> inputs, const std::string& scope,
+                                        bool testValues) const {
+  const auto& innerInputs = m_graph->inputs();
+  if (inputs.size() != innerInputs.size())
+    throw GraphError(str() + ": expand got " + std::to_string(inputs.size()) +
+                     " inputs, expected " + std::to_string(innerInputs.size()));
+  std::unordered_map<const Variable*, VarPtr> map;
+  for (std::size_t i = 0; i < inputs.size(); ++i) map.emplace(innerInputs[i].get(), inputs[i]);
+  auto lookup = [&](const VarPtr& v) -> VarPtr {
+    if (auto it = map.find(v.get()); it != map.end()) return it->second;
+    // A constant of the inner graph: a variable belongs to one graph, so the expansion gets a copy.
+    VarPtr copy = v->cloneDetached();
+    copy->presetId(-1);
+    copy->setScope(joinScope(scope, v->scope()));
+    map.emplace(v.get(), copy);
+    return copy;
+  };
+  for (const Apply* node : m_graph->toposort()) {
+    std::vector<VarPtr> ins;
+    ins.reserve(node->inputs().size());
+    for (const VarPtr& in : node->inputs()) ins.push_back(lookup(in));
+    ApplyPtr copy;
+    if (testValues) {
+      copy = node->op().makeNode(std::move(ins));
+      copy->setSite(node->site());
+    } else {
+      std::vector<TensorType> types =
+          node->op().isExecutable() ? node->op().outputTypes(ins) : std::vector<TensorType>();
+      if (types.empty())
+        for (int o = 0; o < node->nOutputs(); ++o) types.push_back(node->outputRef(o).type());
+      copy = Apply::create(node->opPtr(), std::move(ins), std::move(types), node->site());
+    }
+    copy->setScope(joinScope(scope, node->scope()));
+    for (int o = 0; o < node->nOutputs(); ++o) {
+      Variable& dst = copy->outputRef(o);
+      const Variable& src = node->outputRef(o);
+      dst.setName(src.name());
+      dst.setScope(joinScope(scope, src.scope()));
+      dst.setSite(src.site());
+      map.emplace(&src, copy->output(o));
+    }
+  }
+  std::vector<VarPtr> outs;
+  for (const VarPtr& out : m_graph->outputs()) outs.push_back(lookup(out));
+  return outs;
+}
+
+std::vector<VarPtr> OpFromGraph::apply(std::vector<VarPtr> inputs,
+                                       std::source_location site) const {
+  return makeNode(std::move(inputs), site)->outputs();
+}
+
+std::vector<ShapeExpr> OpFromGraph::inferShape(const Apply& node,
+                                               std::span<const ShapeExpr> inputShapes) const {
+  // The inner graph on the node's inputs, without values; its nodes' inferShape from the given
+  // input shapes outward. The expressions may name expanded nodes (a Reshape's shape vector):
+  // they are built on the outer variables, so a rewrite can import them.
+  const std::vector<VarPtr> outs = expand(node.inputs(), node.scope(), false);
+  std::unordered_map<const Variable*, ShapeExpr> shapes;
+  std::unordered_set<const Variable*> stop;
+  for (int i = 0; i < node.nInputs(); ++i) {
+    shapes.emplace(node.input(i).get(), inputShapes[static_cast<std::size_t>(i)]);
+    stop.insert(node.input(i).get());
+  }
+  auto shapeFor = [&](const VarPtr& v) -> ShapeExpr {
+    if (auto it = shapes.find(v.get()); it != shapes.end()) return it->second;
+    return shapeOf(v);
+  };
+  for (Apply* inner : ancestorNodes(outs, [&](const Variable& v) { return stop.count(&v) > 0; })) {
+    std::vector<ShapeExpr> in;
+    for (const VarPtr& v : inner->inputs()) in.push_back(shapeFor(v));
+    std::vector<ShapeExpr> out;
+    try {
+      out = inner->op().inferShape(*inner, in);
+    } catch (const NotImplementedError&) {
+      out.clear();
+      for (int o = 0; o < inner->nOutputs(); ++o) out.push_back(shapeOf(inner->output(o)));
+    }
+    if (out.size() != static_cast<std::size_t>(inner->nOutputs()))
+      throw std::logic_error(str() + ": the inner " + inner->op().str() + " inferred " +
+                             std::to_string(out.size()) + " shapes for " +
+                             std::to_string(inner->nOutputs()) + " outputs");
+    for (int o = 0; o < inner->nOutputs(); ++o)
+      shapes[&inner->outputRef(o)] = std::move(out[static_cast<std::size_t>(o)]);
+  }
+  std::vector<ShapeExpr> result;
+  for (const VarPtr& out : outs) result.push_back(shapeFor(out));
+  return result;
+}
+
+std::vector<VarPtr> OpFromGraph::distinctSlots(const Apply& node) {
+  std::vector<VarPtr> slots;
+  std::unordered_set<const Variable*> seen;
+  for (const VarPtr& in : node.inputs())
+    slots.push_back(seen.insert(in.get()).second ? in : identity(in));
+  return slots;
+}
+
+std::vector<Grad> OpFromGraph::pullback(const Apply& node,
+                                        std::span<const VarPtr> outputGrads) const {
+  std::vector<Grad> result(static_cast<std::size_t>(node.nInputs()), Grad::disconnected());
+  std::vector<VarPtr> wrt;
+  std::vector<std::size_t> which;
+  const std::vector<VarPtr> slots = distinctSlots(node);
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    bool connected = false;
+    for (bool c : m_connection[i]) connected = connected || c;
+    if (connected) {
+      wrt.push_back(slots[i]);
+      which.push_back(i);
+    }
+  }
+  if (wrt.empty()) return result;
+  // Theano's default OpFromGraph gradient: the inner graph rebuilt on the outer inputs, then
+  // differentiated like any other graph.
+  const std::vector<VarPtr> outs = expand(slots, joinScope(currentScope(), m_label));
+  GradOptions options;
+  options.disconnected = DisconnectedPolicy::Ignore;
+  options.allowUndefined = true;
+  const std::vector<VarPtr> grads =
+      grad(outs, std::vector<VarPtr>(outputGrads.begin(), outputGrads.end()), wrt, options);
+  for (std::size_t k = 0; k < which.size(); ++k)
+    result[which[k]] =
+        grads[k] ? Grad(grads[k])
+                 : Grad::undefined(str() + ": the inner graph has no gradient for input " +
+                                   std::to_string(which[k]));
+  return result;
+}
+
+std::optional<std::vector<VarPtr>> OpFromGraph::pushforward(
+    const Apply& node, std::span<const VarPtr> tangents) const {
+  const std::vector<VarPtr> slots = distinctSlots(node);
+  std::vector<VarPtr> wrt, points;
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    if (tangents[i]) {
+      wrt.push_back(slots[i]);
+      points.push_back(tangents[i]);
+    }
+  if (wrt.empty()) return std::vector<VarPtr>(static_cast<std::size_t>(node.nOutputs()));
+  return Rop(expand(slots, joinScope(currentScope(), m_label)), wrt, points);
+}
+
+std::vector<std::vector<bool>> OpFromGraph::connectionPattern(const Apply&) const {
+  return m_connection;
+}
+
+OpPtr OpFromGraph::fromProps(const nlohmann::json& props) {
+  if (!props.is_object())
+    throw std::invalid_argument(
+        "OpFromGraph: expected props {\"label\", \"inline\", \"graph\"}, found " + props.dump());
+  for (const auto& [key, value] : props.items())
+    if (key != "label" && key != "inline" && key != "graph")
+      throw std::invalid_argument("OpFromGraph: unknown prop \"" + key +
+                                  "\"; expected \"label\", \"inline\", \"graph\"");
+  if (!props.contains("label") || !props["label"].is_string())
+    throw std::invalid_argument("OpFromGraph: prop \"label\" must be a string");
+  if (!props.contains("inline") || !props["inline"].is_boolean())
+    throw std::invalid_argument("OpFromGraph: prop \"inline\" must be true or false");
+  if (!props.contains("graph") || !props["graph"].is_object())
+    throw std::invalid_argument(
+        "OpFromGraph: prop \"graph\" must be a graph object (docs/tsg-format.md)");
+  const std::string label = props["label"].get<std::string>();
+  try {
+    std::shared_ptr<const FunctionGraph> graph = io::graphFromJson(
+        props["graph"], defaultOpRegistry(), "OpFromGraph{" + label + "} prop \"graph\"");
+    return std::make_shared<const OpFromGraph>(std::move(graph), label,
+                                               props["inline"].get<bool>());
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
+std::shared_ptr<const OpFromGraph> opFromGraph(const std::vector<VarPtr>& inputs,
+                                               const std::vector<VarPtr>& outputs,
+                                               std::string label, bool isInline) {
+  return std::make_shared<const OpFromGraph>(inputs, outputs, std::move(label), isInline);
+}
+
+void registerGraphOps(OpRegistry& registry) {
+  registry.add("OpFromGraph", &OpFromGraph::fromProps);
+}
+
+}  // namespace tscope::engine

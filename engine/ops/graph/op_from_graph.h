@@ -1,0 +1,112 @@
+#pragma once
+// OpFromGraph: a subgraph used as one op (Theano's OpFromGraph, REFERENCE.md). The op owns a clone
+// of the graph between its inner inputs and outputs; applying it to outer variables builds one
+// node whose outputs are the inner outputs computed on the outer values.
+//
+//   auto x = Variable::create(TensorType(DType::Float32, {kUnknownDim, 8}), "x");
+//   auto gelu = opFromGraph({x}, {x * sigmoid(x * 1.702)}, "gelu_block");
+//   VarPtr h1 = (*gelu)({a});                 // one node OpFromGraph{gelu_block}(a)
+//   std::vector<VarPtr> outs = gelu->apply({a, b});  // every output of a multi-output op
+//
+// - Inner inputs must be free variables (Variable::create); constants inside are part of the op;
+//   shared variables inside are refused (pass them as inputs).
+// - perform compiles the inner graph once (mode none, Note [Inner mode]), lazily and
+//   thread-safely, and runs it.
+// - inferShape and the gradient come from the inner graph rebuilt on the outer variables (expand).
+// - An inline op is replaced by its inner graph in the canonicalize phase
+//   (engine/rewrite/inline_op_from_graph.cpp); a non-inline one stays one node through fast_run,
+//   which is what the viewer draws as a collapsible group.
+// - props: {"label", "inline", "graph": the inner graph in the .tsg GRAPH schema
+//   (engine/io/graph_json.h)}, so .tsg files round-trip it exactly. Equal props, equal ops.
+
+#include "engine/graph/function_graph.h"
+#include "engine/graph/op.h"
+
+#include <memory>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tscope::engine {
+
+class OpRegistry;
+
+class OpFromGraph final : public Op {
+ public:
+  // Clones the graph between `inputs` and `outputs`. Throws GraphError naming the label when an
+  // input is not a free variable (or is listed twice), when an output depends on a free variable
+  // that is not an input, or on a shared variable.
+  OpFromGraph(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& outputs,
+              std::string label, bool isInline = false);
+  // Takes a graph already built (the registry, from props); the same checks.
+  OpFromGraph(std::shared_ptr<const FunctionGraph> graph, std::string label, bool isInline);
+  ~OpFromGraph() override;
+
+  std::string name() const override { return "OpFromGraph"; }
+  nlohmann::json props() const override { return m_props; }
+  // "OpFromGraph{gelu_block}".
+  std::string str() const override;
+
+  // Checks the outer inputs against the inner inputs: same count, dtype and rank, no known
+  // dimension that disagrees. The output types are the inner outputs' types.
+  std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  void perform(const Apply& node, std::span<const Tensor* const> inputs,
+               std::span<Tensor* const> outputs) const override;
+  std::vector<ShapeExpr> inferShape(const Apply& node,
+                                    std::span<const ShapeExpr> inputShapes) const override;
+  std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
+  std::optional<std::vector<VarPtr>> pushforward(const Apply& node,
+                                                 std::span<const VarPtr> tangents) const override;
+  std::vector<std::vector<bool>> connectionPattern(const Apply& node) const override;
+  // False when an inner op cannot run (an opaque op from a file).
+  bool isExecutable() const override { return m_executable; }
+
+  const FunctionGraph& innerGraph() const { return *m_graph; }
+  const std::shared_ptr<const FunctionGraph>& innerGraphPtr() const { return m_graph; }
+  // The user's name for the subgraph ("gelu_block").
+  const std::string& label() const { return m_label; }
+  bool isInline() const { return m_inline; }
+
+  // Every output of the node applied to `inputs`.
+  std::vector<VarPtr> apply(std::vector<VarPtr> inputs,
+                            std::source_location site = std::source_location::current()) const;
+
+  // The inner graph rebuilt on outer variables (one per inner input): a new node per inner node,
+  // with its op, names and creation site, scoped `scope` + '/' + the inner node's scope. Returns
+  // one variable per inner output. With testValues, nodes are built through makeNode (which
+  // computes test values when they are on); without, no value is computed (shape inference).
+  std::vector<VarPtr> expand(std::span<const VarPtr> inputs, const std::string& scope,
+                             bool testValues = true) const;
+
+  // The registry factory: props {"label": string, "inline": bool, "graph": GRAPH}. Inner ops are
+  // looked up in defaultOpRegistry(). Throws std::invalid_argument naming the bad prop.
+  static OpPtr fromProps(const nlohmann::json& props);
+
+ private:
+  struct Runner;
+  void init();
+  // The inner outer-input slots for expand(): a variable used at two inputs gets an identity
+  // node at the second, so each input's gradient and tangent stays its own.
+  static std::vector<VarPtr> distinctSlots(const Apply& node);
+
+  std::shared_ptr<const FunctionGraph> m_graph;
+  std::string m_label;
+  bool m_inline = false;
+  bool m_executable = true;
+  nlohmann::json m_props;                       // built once: equality and hash read it often
+  std::vector<std::vector<bool>> m_connection;  // [input][output]
+  std::unique_ptr<Runner> m_runner;             // the compiled inner function (perform)
+};
+
+// std::make_shared<const OpFromGraph>(...): ops are held by shared_ptr to build nodes.
+std::shared_ptr<const OpFromGraph> opFromGraph(const std::vector<VarPtr>& inputs,
+                                               const std::vector<VarPtr>& outputs,
+                                               std::string label, bool isInline = false);
+
+// "a/b" from "a" and "b"; either may be empty.
+std::string joinScope(std::string_view outer, std::string_view inner);
+
+void registerGraphOps(OpRegistry& registry);
+
+}  // namespace tscope::engine
