@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <thread>
 
 namespace tscope::vis {
 
@@ -31,6 +32,7 @@ struct LayoutStats {
   std::uint64_t cacheHits = 0;
   std::uint64_t jobsDropped = 0;     // stale jobs dropped unrun or not emitted
   double dotSeconds = 0;             // total time inside Graphviz
+  std::thread::id graphvizThread;    // the worker that makes every Graphviz call of the process
 };
 
 class LayoutService : public QObject {

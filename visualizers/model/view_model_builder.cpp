@@ -1,0 +1,326 @@
+#include "visualizers/model/view_model_builder.h"
+
+#include "engine/graph/op.h"
+#include "engine/ops/graph/op_from_graph.h"
+#include "visualizers/model/palette.h"
+#include "visualizers/model/view_labels.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tscope::vis {
+namespace {
+
+using engine::Apply;
+using engine::FunctionGraph;
+using engine::Variable;
+
+// The inner graph of an OpFromGraph node; null for every other op.
+const FunctionGraph* innerGraphOf(const engine::Op& op) {
+  const auto* ofg = dynamic_cast<const engine::OpFromGraph*>(&op);
+  return ofg ? &ofg->innerGraph() : nullptr;
+}
+
+// The group's name: the user's label of the subgraph, else the op's str().
+QString ofgName(const engine::Op& op) {
+  const auto* ofg = dynamic_cast<const engine::OpFromGraph*>(&op);
+  if (ofg && !ofg->label().empty()) return labels::qs(ofg->label());
+  return labels::elided(labels::qs(op.str()), labels::kMaxOpLabel);
+}
+
+VariableRole freeRole(const Variable& var) {
+  switch (var.kind()) {
+    case Variable::Kind::Constant:
+      return VariableRole::Constant;
+    case Variable::Kind::Shared:
+      return VariableRole::Shared;
+    case Variable::Kind::Regular:
+      break;
+  }
+  return VariableRole::Input;
+}
+
+std::vector<bool> listedInputs(const std::map<int, std::vector<int>>& map, int nInputs) {
+  std::vector<bool> listed(static_cast<std::size_t>(nInputs), false);
+  for (const auto& [output, inputs] : map)
+    for (int i : inputs)
+      if (i >= 0 && i < nInputs) listed[static_cast<std::size_t>(i)] = true;
+  return listed;
+}
+
+}  // namespace
+
+ViewModelBuilder::ViewModelBuilder(std::shared_ptr<const FunctionGraph> graph,
+                                   std::map<std::int64_t, HeatEntry> heat, bool heatColours)
+    : m_model(new ViewModel()), m_heatColours(heatColours) {
+  if (!graph) throw std::invalid_argument("ViewModel::build: expected a graph, found null");
+  m_model->m_graph = std::move(graph);
+  for (const auto& [id, entry] : heat) m_maxShare = std::max(m_maxShare, entry.share);
+  m_model->m_heat = std::move(heat);
+  newGroup(GroupKind::Root, {}, {}, -1);
+}
+
+std::shared_ptr<const ViewModel> ViewModelBuilder::build() {
+  Instance outer;
+  outer.fg = m_model->m_graph.get();
+  addGraph(outer);
+  placeFreeBoxes(outer);
+  finish();
+  return m_model;
+}
+
+// Note [Box placement]: in the outer graph, graph inputs and graph outputs sit in the root (they
+// are the function's interface and stay visible whatever is collapsed); a constant or shared
+// variable with a scope of its own sits in that scope, one without (ONNX initializers, most
+// weights) in the innermost group holding all its consumers, so collapsing a layer hides its
+// parameters with it; an unused output sits beside its Apply. In an OpFromGraph body every box
+// sits in the body's group.
+void ViewModelBuilder::addGraph(Instance& in) {
+  const FunctionGraph& fg = *in.fg;
+  for (const engine::VarPtr& out : fg.outputs()) in.outputs.insert(out.get());
+  for (const engine::VarPtr& input : fg.inputs())
+    if (!in.box.count(input.get())) addFreeBox(in, *input);
+  const std::vector<Apply*> order = fg.toposort();
+  for (const Apply* node : order) {
+    for (const engine::VarPtr& input : node->inputs())
+      if (!input->owner() && !in.box.count(input.get())) addFreeBox(in, *input);
+    addApply(in, *node);
+    // Boxes for what the graph returns and for what nobody uses.
+    const int applyGroup = m_model->m_nodes[static_cast<std::size_t>(in.applyNode.at(node))].group;
+    const int besideApply = in.bodies.count(node)
+                                ? m_model->m_groups[static_cast<std::size_t>(applyGroup)].parent
+                                : applyGroup;
+    for (int k = 0; k < node->nOutputs(); ++k) {
+      const Variable& out = node->outputRef(k);
+      if (in.outputs.count(&out))
+        addBox(in, out, VariableRole::Output, in.outer() ? 0 : in.bodyGroup, true);
+      else if (fg.clients(out).empty())
+        addBox(in, out, VariableRole::UnusedOutput, besideApply, false);
+    }
+  }
+  // A free value returned as it is and used by no node (a constant output) still needs its box.
+  for (const engine::VarPtr& out : fg.outputs())
+    if (!out->owner() && !in.box.count(out.get())) addFreeBox(in, *out);
+  for (const Apply* node : order) addEdges(in, *node);
+}
+
+void ViewModelBuilder::addFreeBox(Instance& in, const Variable& var) {
+  const VariableRole role = freeRole(var);
+  int group = in.bodyGroup;
+  if (in.outer())
+    group = role == VariableRole::Input ? 0 : (var.scope().empty() ? -1 : scopeGroup(var.scope()));
+  const int box = addBox(in, var, role, group, in.outputs.count(&var) > 0);
+  if (group < 0) in.freeBoxes.push_back(box);
+}
+
+ViewNode ViewModelBuilder::applyView(const Instance& in, const Apply& node, int group) const {
+  ViewNode view;
+  view.kind = NodeKind::Apply;
+  view.apply = &node;
+  view.graph = in.fg;
+  view.graphId = node.id();
+  view.group = group;
+  view.label = labels::applyLabel(node);
+  const HeatEntry* heat = nullptr;
+  if (in.outer()) {
+    auto it = m_model->m_heat.find(node.id());
+    if (it != m_model->m_heat.end()) heat = &it->second;
+  }
+  view.tooltip = labels::applyTooltip(node, heat);
+  if (m_heatColours) {
+    view.fill = palette::heatColor(heat && m_maxShare > 0 ? heat->share / m_maxShare : 0.0);
+  } else {
+    // d3viz matches the op's class name; str() only adds a chance for ops whose name() is generic.
+    view.fill = palette::opFamilyColor(labels::qs(node.op().name()));
+    if (view.fill == palette::opFamilyColor(QString()))
+      view.fill = palette::opFamilyColor(labels::qs(node.op().str()));
+  }
+  return view;
+}
+
+void ViewModelBuilder::addApply(Instance& in, const Apply& node) {
+  const int group = in.outer() ? scopeGroup(node.scope()) : in.bodyGroup;
+  if (const FunctionGraph* inner = innerGraphOf(node.op())) {
+    addOpFromGraph(in, node, *inner, group);
+    return;
+  }
+  in.applyNode[&node] = addNode(applyView(in, node, group));
+}
+
+// An OpFromGraph node becomes a group "<parent path>#<apply id>" holding its inner graph; the node
+// itself is a member of that group (ofgViewNode) with no edges: the scene draws it for the
+// collapsed group, and the outer edges go to and from the body's input and output boxes.
+void ViewModelBuilder::addOpFromGraph(Instance& in, const Apply& node, const FunctionGraph& inner,
+                                      int parentGroup) {
+  const QString parentPath = m_model->m_groups[static_cast<std::size_t>(parentGroup)].path;
+  const int group =
+      newGroup(GroupKind::OpFromGraph, ofgName(node.op()),
+               parentPath + QLatin1Char('#') + QString::number(node.id()), parentGroup);
+  ViewNode view = applyView(in, node, group);
+  if (!m_heatColours) view.fill = palette::collapsedGroupFill(GroupKind::OpFromGraph);
+  const int viewNode = addNode(std::move(view));
+  in.applyNode[&node] = viewNode;
+  Group& g = m_model->m_groups[static_cast<std::size_t>(group)];
+  g.ofgNode = &node;
+  g.ofgViewNode = viewNode;
+
+  Instance body;
+  body.fg = &inner;
+  body.bodyGroup = group;
+  addGraph(body);
+  Body& drawn = in.bodies[&node];
+  drawn.group = group;
+  for (const engine::VarPtr& input : inner.inputs())
+    drawn.inputs.push_back(body.box.at(input.get()));
+  for (const engine::VarPtr& out : inner.outputs()) drawn.outputs.push_back(body.box.at(out.get()));
+}
+
+void ViewModelBuilder::addEdges(const Instance& in, const Apply& node) {
+  const auto bodyIt = in.bodies.find(&node);
+  const Body* body = bodyIt == in.bodies.end() ? nullptr : &bodyIt->second;
+  const int self = in.applyNode.at(&node);
+  const std::vector<bool> viewed = listedInputs(node.op().viewMap(), node.nInputs());
+  const std::vector<bool> destroyed = listedInputs(node.op().destroyMap(), node.nInputs());
+  for (int i = 0; i < node.nInputs(); ++i) {
+    const Variable& value = *node.input(i);
+    const auto slot = static_cast<std::size_t>(i);
+    const int to = body && slot < body->inputs.size() ? body->inputs[slot] : self;
+    // View wins over destroy (d3viz).
+    const EdgeKind kind = viewed[slot]      ? EdgeKind::View
+                          : destroyed[slot] ? EdgeKind::Destroy
+                                            : EdgeKind::Plain;
+    addEdge(producerNode(in, value), to, kind, i, value,
+            labels::edgeLabel(value, i, node.nInputs()));
+  }
+  for (int k = 0; k < node.nOutputs(); ++k) {
+    const Variable& out = node.outputRef(k);
+    auto box = in.box.find(&out);
+    if (box == in.box.end()) continue;
+    const auto slot = static_cast<std::size_t>(k);
+    const int from = body && slot < body->outputs.size() ? body->outputs[slot] : self;
+    addEdge(from, box->second, EdgeKind::Plain, -1, out,
+            labels::edgeLabel(out, k, node.nOutputs()));
+  }
+}
+
+int ViewModelBuilder::producerNode(const Instance& in, const Variable& value) {
+  if (const Apply* owner = value.owner()) {
+    auto body = in.bodies.find(owner);
+    const auto slot = static_cast<std::size_t>(value.index());
+    if (body != in.bodies.end() && slot < body->second.outputs.size())
+      return body->second.outputs[slot];
+    return in.applyNode.at(owner);
+  }
+  return in.box.at(&value);
+}
+
+int ViewModelBuilder::addBox(Instance& in, const Variable& var, VariableRole role, int group,
+                             bool graphOutput) {
+  ViewNode view;
+  view.kind = NodeKind::Variable;
+  view.role = role;
+  view.variable = &var;
+  view.graph = in.fg;
+  view.graphId = var.id();
+  view.group = group;
+  view.label = labels::variableLabel(var);
+  view.tooltip = labels::variableTooltip(var, role, graphOutput);
+  view.fill = palette::variableColor(role);
+  const int index = addNode(std::move(view));
+  in.box[&var] = index;
+  if (in.outer()) m_model->m_variableNode[var.id()] = index;
+  return index;
+}
+
+int ViewModelBuilder::addNode(ViewNode node) {
+  if (node.kind == NodeKind::Apply && node.graph == m_model->m_graph.get())
+    m_model->m_applyNode[node.graphId] = static_cast<int>(m_model->m_nodes.size());
+  m_model->m_nodes.push_back(std::move(node));
+  return static_cast<int>(m_model->m_nodes.size()) - 1;
+}
+
+void ViewModelBuilder::addEdge(int from, int to, EdgeKind kind, int inputIndex,
+                               const Variable& value, QString label) {
+  ViewEdge edge;
+  edge.from = from;
+  edge.to = to;
+  edge.kind = kind;
+  edge.inputIndex = inputIndex;
+  edge.value = &value;
+  edge.label = std::move(label);
+  m_model->m_edges.push_back(std::move(edge));
+}
+
+int ViewModelBuilder::scopeGroup(const std::string& scope) {
+  if (scope.empty()) return 0;
+  auto it = m_scopeGroups.find(scope);
+  if (it != m_scopeGroups.end()) return it->second;
+  const std::size_t cut = scope.rfind(engine::kScopeSeparator);
+  const int parent = cut == std::string::npos ? 0 : scopeGroup(scope.substr(0, cut));
+  const std::string name = cut == std::string::npos ? scope : scope.substr(cut + 1);
+  const int group = newGroup(GroupKind::Scope, labels::qs(name), labels::qs(scope), parent);
+  m_scopeGroups.emplace(scope, group);
+  return group;
+}
+
+int ViewModelBuilder::newGroup(GroupKind kind, QString name, QString path, int parent) {
+  const int index = static_cast<int>(m_model->m_groups.size());
+  Group group;
+  group.kind = kind;
+  group.name = std::move(name);
+  group.path = std::move(path);
+  group.parent = parent;
+  m_model->m_groupByPath[group.path] = index;
+  m_model->m_groups.push_back(std::move(group));
+  m_depth.push_back(parent < 0 ? 0 : m_depth[static_cast<std::size_t>(parent)] + 1);
+  if (parent >= 0) m_model->m_groups[static_cast<std::size_t>(parent)].children.push_back(index);
+  return index;
+}
+
+int ViewModelBuilder::commonAncestor(int a, int b) const {
+  while (a != b) {
+    if (m_depth[static_cast<std::size_t>(a)] >= m_depth[static_cast<std::size_t>(b)])
+      a = m_model->m_groups[static_cast<std::size_t>(a)].parent;
+    else
+      b = m_model->m_groups[static_cast<std::size_t>(b)].parent;
+  }
+  return a;
+}
+
+void ViewModelBuilder::placeFreeBoxes(const Instance& in) {
+  for (int box : in.freeBoxes) {
+    ViewNode& view = m_model->m_nodes[static_cast<std::size_t>(box)];
+    int group = -1;
+    for (const engine::Client& client : in.fg->clients(*view.variable)) {
+      int consumer = 0;  // a graph output: the root
+      if (client.node) {
+        auto body = in.bodies.find(client.node);
+        consumer =
+            body != in.bodies.end()
+                ? body->second.group
+                : m_model->m_nodes[static_cast<std::size_t>(in.applyNode.at(client.node))].group;
+      }
+      group = group < 0 ? consumer : commonAncestor(group, consumer);
+    }
+    view.group = std::max(group, 0);
+  }
+}
+
+void ViewModelBuilder::finish() {
+  ViewModel& m = *m_model;
+  const std::size_t n = m.m_nodes.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    int g = m.m_nodes[i].group;
+    m.m_groups[static_cast<std::size_t>(g)].nodes.push_back(static_cast<int>(i));
+    for (; g >= 0; g = m.m_groups[static_cast<std::size_t>(g)].parent)
+      ++m.m_groups[static_cast<std::size_t>(g)].totalNodes;
+  }
+  m.m_in.assign(n, {});
+  m.m_out.assign(n, {});
+  for (std::size_t e = 0; e < m.m_edges.size(); ++e) {
+    m.m_out[static_cast<std::size_t>(m.m_edges[e].from)].push_back(static_cast<int>(e));
+    m.m_in[static_cast<std::size_t>(m.m_edges[e].to)].push_back(static_cast<int>(e));
+  }
+}
+
+}  // namespace tscope::vis
