@@ -1,6 +1,7 @@
 #include "engine/io/optimize_graph.h"
 
 #include "engine/graph/rewrite_recorder.h"
+#include "engine/io/replay_rewrites.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -18,7 +19,10 @@ RewriteProfile optimizeDocument(TsgDocument& doc, const RewriteQuery& query) {
   nlohmann::json kept = nlohmann::json::array();
   for (const auto& p : doc.profiles)
     if (!(p.is_object() && p.value("kind", "") == "rewriter")) kept.push_back(p);
-  kept.push_back(rewriteProfileJson(profile));
+  nlohmann::json rewriter = rewriteProfileJson(profile);
+  // The GUI replays the log step by step with the same query (replay_rewrites.h).
+  rewriter["query"] = rewriteQueryJson(query);
+  kept.push_back(std::move(rewriter));
   doc.profiles = std::move(kept);
   return profile;
 }
