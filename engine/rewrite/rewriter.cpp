@@ -60,6 +60,30 @@ std::string describeVar(const Variable& v) {
   return s;
 }
 
+// Note [Rewritten nodes keep their scope]: the nodes a rewrite builds are created inside the
+// optimizer, outside the user's NameScope guards, so they would land at the top level of the
+// viewer's grouping. Like Theano's copy_stack_trace, a new node without a scope takes the scope of
+// the node whose output it replaces; the walk stops at variables already in the graph.
+void inheritScope(const VarPtr& newVar, const Variable& oldVar) {
+  const Apply* oldOwner = oldVar.owner();
+  if (!oldOwner || oldOwner->scope().empty()) return;
+  std::vector<Apply*> stack;
+  std::unordered_set<const Apply*> seen;
+  if (Apply* a = newVar->owner(); a && !a->fgraph()) stack.push_back(a);
+  while (!stack.empty()) {
+    Apply* node = stack.back();
+    stack.pop_back();
+    if (!seen.insert(node).second) continue;
+    if (node->scope().empty()) {
+      node->setScope(oldOwner->scope());
+      for (int k = 0; k < node->nOutputs(); ++k)
+        if (node->outputRef(k).scope().empty()) node->outputRef(k).setScope(oldOwner->scope());
+    }
+    for (const VarPtr& in : node->inputs())
+      if (Apply* a = in->owner(); a && !a->fgraph()) stack.push_back(a);
+  }
+}
+
 }  // namespace
 
 NodeRewriterPtr nodeRewriter(std::string name, std::vector<std::string> tracks, NodeRewriteFn fn) {
@@ -147,6 +171,7 @@ bool RewriteContext::replace(const Replacements& replacements, std::string_view 
     }
     pairs.emplace_back(oldVar, newVar);
   }
+  for (const auto& [oldVar, newVar] : pairs) inheritScope(newVar, *oldVar);
   if (pairs.empty()) {
     m_lastRefusal = std::string(reason) + ": nothing to replace";
     return false;

@@ -300,6 +300,24 @@ class TestRewriteFramework : public QObject {
     for (const auto& rec : recorder->records()) QVERIFY(!rec.addedNodes.empty() || !rec.removedNodes.empty() || !rec.replaced.empty());
   }
 
+  // Note [Rewritten nodes keep their scope]: log(1 + x) built in scope "blk/act" becomes a log1p
+  // node in that scope, not at the top level.
+  void rewrittenNodesKeepTheirScope() {
+    auto x = fvar("x");
+    VarPtr out;
+    {
+      NameScope blk("blk");
+      NameScope act("act");
+      out = log(1.0f + x) * 2.0f;
+    }
+    FunctionGraph fg({x}, {out});
+    RewriteQuery query = RewriteQuery::forMode("fast_run");
+    query.exclude.insert("fusion");  // a fused node takes its root's scope anyway
+    optimize(fg, query);
+    QCOMPARE(countOps(fg, "Elemwise{log1p}"), 1);
+    for (const Apply* node : fg.nodes()) QVERIFY2(node->scope() == "blk/act", node->str().c_str());
+  }
+
   void compileModesGiveTheSameValues() {
     auto x = fvar("x"), w = fvar("w");
     auto h = tanh(x * w + 1.0f);
