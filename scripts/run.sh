@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # THE main-job command: installs missing packages, builds, runs tensorscope.
-#   scripts/run.sh                   the default: describe the example graph
-#   scripts/run.sh --offscreen       the same without a display (QT_QPA_PLATFORM=offscreen)
+#   scripts/run.sh                   the default: open the window on the example graph
+#   scripts/run.sh --offscreen       without a display: write a screenshot of that window to
+#                                    build/screenshot.png instead (QT_QPA_PLATFORM=offscreen)
 #   scripts/run.sh ARGS...           run `tensorscope ARGS...` instead, e.g. `scripts/run.sh info x.tsg`
 set -euo pipefail
 
@@ -25,20 +26,22 @@ scripts/build.sh
 
 build_dir="${TSCOPE_BUILD_DIR:-build}"
 tensorscope="$build_dir/gui/tensorscope"
-example_graph="examples/graphs/mlp_forward.tsg"
-
-ensure_example_graph() {
-  if [[ ! -f "$example_graph" ]]; then
-    mkdir -p "$(dirname "$example_graph")"
-    "$build_dir/examples/example_mlp_forward" "$example_graph"
-  fi
-}
+# The example with name scopes (groups to open and close); the MLP until it exists.
+example_graph="examples/graphs/scoped_model.tsg"
+[[ -f "$example_graph" ]] || example_graph="examples/graphs/mlp.tsg"
+screenshot="$build_dir/screenshot.png"
 
 run_default() {
-  ensure_example_graph
-  # Later: open the main window on the example graph (with --offscreen, write a screenshot).
-  "$tensorscope" info "$example_graph"
-  "$tensorscope" print "$example_graph"
+  if [[ ! -f "$example_graph" ]]; then
+    echo "run: $example_graph is missing (it is checked in; restore it with git)" >&2
+    exit 1
+  fi
+  if ((offscreen)); then
+    "$tensorscope" "$example_graph" --screenshot "$screenshot" --window-size 1600x1000
+    echo "run: the window on $example_graph is in $screenshot"
+  else
+    exec "$tensorscope" "$example_graph"
+  fi
 }
 
 if ((${#args[@]} == 0)); then

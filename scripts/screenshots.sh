@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Produces the README's screenshots of the main views in docs/screenshots/, each with
+# `tensorscope FILE --screenshot OUT.png` and the window's options:
+#   graph.png                the example graph as it opens
+#   expanded_group.png       the same with every group expanded into a cluster
+#   inspector_histogram.png  the inspector on a weight matrix: statistics, histogram, slice table
+#   rewrite_history.png      the rewrite history with one rewrite selected: before | after
+#   side_by_side.png         the original and the optimized graph side by side
+# Runs under xvfb-run when it is installed (a real X server: fonts and antialiasing as users see
+# them), else on Qt's offscreen platform. Settings come from a fresh temporary directory, so the
+# user's window layout and group states do not leak into the pictures.
+#   TSCOPE_BUILD_DIR      build directory (default: build); the script builds tensorscope first
+#   TSCOPE_SCREENSHOTS    output directory (default: docs/screenshots)
+#   TSCOPE_OFFSCREEN=1    use the offscreen platform even when xvfb-run exists
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+build_dir="${TSCOPE_BUILD_DIR:-build}"
+out="${TSCOPE_SCREENSHOTS:-docs/screenshots}"
+tensorscope="$build_dir/gui/tensorscope"
+cmake --build "$build_dir" --target tensorscope >/dev/null
+
+# The example with scopes: an encoder, its gradient and the SGD updates. Its fallback (the MLP)
+# has no groups and other names.
+example="examples/graphs/scoped_model.tsg"
+group="encoder/block1/attention"  # the group expanded_group.png opens ...
+focus="block1.attention_weights"  # ... centred on this node
+weights="block1.W1"               # the weight matrix the inspector shows
+output="probs"                    # the node side_by_side.png selects
+if [[ ! -f "$example" ]]; then
+  example="examples/graphs/mlp.tsg" group="" focus="" weights="W1" output="cost"
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export XDG_CONFIG_HOME="$work/config"
+mkdir -p "$out"
+
+optimized="$work/$(basename "${example%.tsg}")_optimized.tsg"
+"$tensorscope" optimize "$example" -o "$optimized" >/dev/null
+
+# The rewrite to show: the first one that removes and adds nodes (a fusion or an algebraic
+# rewrite, not a bare merge), found in the optimized file's log.
+step=0
+if command -v python3 >/dev/null 2>&1; then
+  step="$(python3 - "$optimized" <<'EOF'
+import json, sys
+log = json.load(open(sys.argv[1])).get("rewrites", [])
+pick = next((i for i, r in enumerate(log)
+             if r.get("added") and len(r.get("removed") or []) >= 2), 0)
+print(pick)
+EOF
+)"
+fi
+
+if [[ -z "${TSCOPE_OFFSCREEN:-}" ]] && command -v xvfb-run >/dev/null 2>&1; then
+  runner=(xvfb-run -a -s "-screen 0 1920x1200x24")
+  export QT_QPA_PLATFORM=xcb
+else
+  runner=()
+  export QT_QPA_PLATFORM=offscreen
+fi
+
+shot() {
+  local name="$1"
+  shift
+  "${runner[@]}" "$tensorscope" --window-size 1600x1000 --screenshot "$out/$name.png" "$@"
+}
+
+shot graph "$example" --expand none
+if [[ -n "$group" ]]; then
+  shot expanded_group "$example" --expand "$group" --select "$focus" --zoom 100
+else
+  shot expanded_group "$example" --expand all
+fi
+shot inspector_histogram "$optimized" --expand none --dock inspector --select "$weights" --zoom 100
+shot rewrite_history "$optimized" --dock history --history-step "$step" --zoom 100
+shot side_by_side "$optimized" --side-by-side --expand none --select "$output" --zoom 100
+echo "screenshots: $(ls "$out"/*.png | wc -l) images in $out"
