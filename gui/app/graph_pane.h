@@ -54,6 +54,7 @@ class GraphPane : public QWidget {
   void goForward();
 
   bool isLayoutPending() const;  // a layout job is running or queued
+  bool isSearchReady() const;    // the search index (built on a worker per model) is done
 
  signals:
   void nodeSelected(int node);             // -1 when cleared

@@ -4,6 +4,7 @@
 #include "engine/io/npy.h"
 #include "engine/io/optimize_graph.h"
 #include "engine/io/run_graph.h"
+#include "gui/cli/cli_export.h"
 #include "gui/cli/graph_file.h"
 
 #ifdef TSCOPE_HAVE_ONNX
@@ -180,12 +181,14 @@ int runOptimize(const QCommandLineParser& p, const std::string& file, std::strin
 struct ExportFormat {
   const char* extension;
   const char* description;
-  // Writes the graph to path; returns what the command prints.
-  std::string (*write)(const QCommandLineParser&, const engine::FunctionGraph&, const std::filesystem::path&);
+  // Writes graph `which` of the document to path; returns what the command prints.
+  std::string (*write)(const QCommandLineParser&, engine::io::TsgDocument&, const std::string& which,
+                       const std::filesystem::path&);
 };
 
-std::string writeOnnxFile(const QCommandLineParser& p, const engine::FunctionGraph& graph,
+std::string writeOnnxFile(const QCommandLineParser& p, engine::io::TsgDocument& doc, const std::string& which,
                           const std::filesystem::path& path) {
+  const engine::FunctionGraph& graph = pickGraph(doc, which);
 #ifdef TSCOPE_HAVE_ONNX
   engine::io::OnnxExportOptions options;
   if (p.isSet("opset")) {
@@ -205,6 +208,9 @@ std::string writeOnnxFile(const QCommandLineParser& p, const engine::FunctionGra
 const std::vector<ExportFormat>& exportFormats() {
   static const std::vector<ExportFormat> formats = {
       {".onnx", "an ONNX model", &writeOnnxFile},
+      {".svg", "the drawing as SVG", &writeGraphPicture},
+      {".png", "the drawing as PNG", &writeGraphPicture},
+      {".dot", "the drawing as Graphviz DOT with positions", &writeGraphPicture},
   };
   return formats;
 }
@@ -224,21 +230,34 @@ int runExport(const QCommandLineParser& p, const std::string& file, std::string&
   const std::string which = p.isSet("graph") ? p.value("graph").toStdString() : "original";
   if (which != "original" && which != "optimized")
     throw std::invalid_argument("--graph expects original or optimized, found '" + which + "'");
+  const bool picture = format->write == &writeGraphPicture;
+  if (!picture) {
+    for (const char* option : {"expand", "heatmap", "scale"})
+      if (p.isSet(option))
+        throw std::invalid_argument("--" + std::string(option) + " applies to drawings (.svg, .png, .dot), not to " +
+                                    target.extension().string());
+  } else if (p.isSet("opset")) {
+    throw std::invalid_argument("--opset applies to .onnx output only");
+  }
   engine::io::TsgDocument doc = openGraphFile(file);
-  out += format->write(p, pickGraph(doc, which), target);
+  pickGraph(doc, which);  // a missing optimized graph is an error before any work
+  out += format->write(p, doc, which, target);
   return kExitOk;
 }
 
 const std::map<std::string, SubCommand>& subCommands() {
   static const std::map<std::string, SubCommand> commands = {
       {"export",
-       {"writes a graph in another format, chosen by the extension of OUT (.onnx)",
-        "export FILE -o OUT.onnx [--graph original|optimized] [--opset N]", &runExport,
+       {"writes a graph in another format, chosen by the extension of OUT (.onnx, .svg, .png, .dot)",
+        "export FILE -o OUT.(onnx|svg|png|dot) [--graph original|optimized] [--opset N] [--expand all|none|PATH]... "
+        "[--heatmap] [--scale S]",
+        &runExport,
         [](QCommandLineParser& p) {
           p.addOption(QCommandLineOption({"o", "output"}, "Where the graph is written; the extension picks the format.",
                                          "OUT"));
           p.addOption(QCommandLineOption("graph", "Which graph: original (default) or optimized.", "which"));
           p.addOption(QCommandLineOption("opset", "The ONNX opset to write, 13 to 17 (default 17).", "N"));
+          addPictureOptions(p);
         }}},
       {"info",
        {"counts, inputs and outputs with types, op histogram", "info FILE [--json]", &runInfo,

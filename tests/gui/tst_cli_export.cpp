@@ -2,24 +2,33 @@
 // graph computes (original or optimized graph, any opset 13..17); refuses a missing or unknown
 // output (listing the formats), a bad --graph or --opset, and a graph with an op that has no ONNX
 // form (naming it, writing nothing).
+// `tensorscope export FILE -o OUT.(svg|png|dot)`: draws .tsg and ONNX graphs without a window, with
+// --expand all|none|PATH..., --heatmap from a per-node profile, --scale for PNG; refuses unknown
+// group paths (listing known ones), options of the other kind of output, and --heatmap without a
+// profile.
 
 #include "cli_test_support.h"
 #include "engine/io/run_graph.h"
 #include "engine/io/tsg.h"
 #include "engine/ops/nn/nn.h"
 #include "gui/cli/cli.h"
-#include "test_main.h"
+#include "gui_test_main.h"
+#include "visualizers/model/palette.h"
 
 #ifdef TSCOPE_HAVE_ONNX
 #include "engine/io/onnx/onnx_import.h"
 #endif
 
+#include <QImage>
+#include <QRegularExpression>
 #include <QTemporaryDir>
+#include <QXmlStreamReader>
 
 #include <filesystem>
 
 using namespace tscope;
 using namespace tscope::engine;
+using nlohmann::json;
 
 namespace {
 
@@ -38,22 +47,31 @@ bool exists(const std::string& path) {
   return std::filesystem::exists(path);
 }
 
+std::string resnet18() {
+  return std::string(TSCOPE_TEST_DATA_DIR) + "/onnx/models/resnet18.onnx";
+}
+
+QString readText(const std::string& path) {
+  QFile file(QString::fromStdString(path));
+  return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()) : QString();
+}
+
+int clusters(const std::string& dotPath) {
+  return int(readText(dotPath).count(QRegularExpression("subgraph cluster_\\d+ \\{")));
+}
+
 }  // namespace
 
 class TestCliExport : public QObject {
   Q_OBJECT
 
  private slots:
-  void init() {
-#ifndef TSCOPE_HAVE_ONNX
-    QSKIP("this build has no ONNX support");
-#endif
-  }
-
   // The original graph and, after `optimize`, the optimized one export; the model computes what
   // the graph does.
   void exportsOriginalAndOptimized() {
-#ifdef TSCOPE_HAVE_ONNX
+#ifndef TSCOPE_HAVE_ONNX
+    QSKIP("this build has no ONNX support");
+#else
     QTemporaryDir dir;
     const std::string onnx = dir.filePath("mlp.onnx").toStdString();
     Result r = cli({"export", example("mlp_forward.tsg"), "-o", onnx});
@@ -84,6 +102,9 @@ class TestCliExport : public QObject {
   }
 
   void refusesBadOptions() {
+#ifndef TSCOPE_HAVE_ONNX
+    QSKIP("this build has no ONNX support");
+#endif
     QTemporaryDir dir;
     const std::string out = dir.filePath("out.onnx").toStdString();
     Result noOut = cli({"export", example("mlp_forward.tsg")});
@@ -95,7 +116,8 @@ class TestCliExport : public QObject {
         cli({"export", example("mlp_forward.tsg"), "-o", dir.filePath("graph.xyz").toStdString()});
     QCOMPARE(badExt.code, int(gui::kExitUsage));
     QVERIFY2(contains(badExt.err, "unknown extension '.xyz'") &&
-                 contains(badExt.err, "supported: .onnx"),
+                 contains(badExt.err, "supported: .onnx") && contains(badExt.err, ".svg") &&
+                 contains(badExt.err, ".png") && contains(badExt.err, ".dot"),
              badExt.err.c_str());
 
     Result badGraph = cli({"export", example("mlp_forward.tsg"), "-o", out, "--graph", "final"});
@@ -120,6 +142,9 @@ class TestCliExport : public QObject {
 
   // A graph whose op has no ONNX form: exit 1, the op and the node named, no file.
   void refusesAnOpWithoutOnnxForm() {
+#ifndef TSCOPE_HAVE_ONNX
+    QSKIP("this build has no ONNX support");
+#endif
     QTemporaryDir dir;
     auto x = Variable::create(TensorType(DType::Float32, {1, 1, 4, 4}), "x");
     auto gy = Variable::create(TensorType(DType::Float32, {1, 1, 2, 2}), "gy");
@@ -140,12 +165,146 @@ class TestCliExport : public QObject {
 
   void listedInTheUsage() {
     Result r = cli({"--help"});
-    QVERIFY2(contains(r.out, "export FILE -o OUT.onnx"), r.out.c_str());
+    QVERIFY2(contains(r.out, "export FILE -o OUT.(onnx|svg|png|dot)"), r.out.c_str());
     Result h = cli({"export", "--help"});
     QCOMPARE(h.code, 0);
-    QVERIFY2(contains(h.out, "--opset"), h.out.c_str());
+    for (const char* option : {"--opset", "--expand", "--heatmap", "--scale"})
+      QVERIFY2(contains(h.out, option), h.out.c_str());
+  }
+
+  void drawsEachFormat_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("ext");
+    for (const char* ext : {".svg", ".png", ".dot"}) {
+      QTest::newRow(qPrintable(QStringLiteral("mlp.tsg %1").arg(ext)))
+          << QString::fromStdString(example("mlp.tsg")) << ext;
+      QTest::newRow(qPrintable(QStringLiteral("resnet18.onnx %1").arg(ext)))
+          << QString::fromStdString(resnet18()) << ext;
+    }
+  }
+  void drawsEachFormat() {
+    QFETCH(QString, file);
+    QFETCH(QString, ext);
+#ifndef TSCOPE_HAVE_ONNX
+    if (file.endsWith(".onnx")) QSKIP("this build has no ONNX support");
+#endif
+    QTemporaryDir dir;
+    const std::string out = dir.filePath("graph" + ext).toStdString();
+    Result r = cli({"export", file.toStdString(), "-o", out});
+    QVERIFY2(r.code == 0, r.err.c_str());
+    QVERIFY2(contains(r.out, "wrote " + out) && contains(r.out, "nodes") &&
+                 contains(r.out, "edges shown"),
+             r.out.c_str());
+    QVERIFY(exists(out));
+    if (ext == ".png") {
+      const QImage image(QString::fromStdString(out));
+      QVERIFY(!image.isNull());
+      QVERIFY(image.width() > 100 && image.height() > 100);
+      QCOMPARE(image.pixelColor(0, 0), QColor(Qt::white));
+    } else if (ext == ".svg") {
+      QXmlStreamReader xml(readText(out));
+      int texts = 0;
+      while (!xml.atEnd())
+        if (xml.readNext() == QXmlStreamReader::StartElement && xml.name() == QLatin1String("text"))
+          ++texts;
+      QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+      QVERIFY(texts > 10);
+    } else {
+      const QString dot = readText(out);
+      QVERIFY(dot.startsWith("digraph"));
+      QVERIFY(dot.count("pos=\"") > 20);
+      QString structure = dot;  // braces outside quoted labels balance
+      structure.remove(QRegularExpression(QStringLiteral("\"(?:[^\"\\\\]|\\\\.)*\"")));
+      QCOMPARE(structure.count('{'), structure.count('}'));
+    }
+  }
+
+  // --expand none shows no cluster, all shows every group as one, PATH opens it and its ancestors.
+  void expandVariants() {
+#ifndef TSCOPE_HAVE_ONNX
+    QSKIP("this build has no ONNX support");
+#endif
+    QTemporaryDir dir;
+    const std::string out = dir.filePath("g.dot").toStdString();
+    QCOMPARE(cli({"export", resnet18(), "-o", out, "--expand", "none"}).code, 0);
+    QCOMPARE(clusters(out), 0);
+    QVERIFY(readText(out).contains("label=\"+ layer1"));
+    Result all = cli({"export", resnet18(), "-o", out, "--expand", "all"});
+    QCOMPARE(all.code, 0);
+    const int everything = clusters(out);
+    QVERIFY(everything > 20);
+    QVERIFY2(contains(all.out, std::to_string(everything) + " groups expanded"), all.out.c_str());
+    Result one =
+        cli({"export", resnet18(), "-o", out, "--expand", "layer1/layer1.0", "--expand", "layer2"});
+    QVERIFY2(one.code == 0, one.err.c_str());
+    QCOMPARE(clusters(out), 3);                                // layer1, layer1/layer1.0, layer2
+    QCOMPARE(cli({"export", resnet18(), "-o", out}).code, 0);  // the default state
+    QVERIFY(clusters(out) > 0);
+  }
+
+  void refusesBadDrawingOptions() {
+    QTemporaryDir dir;
+    const std::string svg = dir.filePath("g.svg").toStdString();
+    const std::string mlp = example("mlp.tsg");
+    Result unknown = cli({"export", mlp, "-o", svg, "--expand", "nowhere"});
+    QCOMPARE(unknown.code, int(gui::kExitUsage));
+    QVERIFY2(contains(unknown.err, "no group 'nowhere'") &&
+                 contains(unknown.err, "known groups include") && contains(unknown.err, "hidden"),
+             unknown.err.c_str());
+    Result scaleSvg = cli({"export", mlp, "-o", svg, "--scale", "2"});
+    QCOMPARE(scaleSvg.code, int(gui::kExitUsage));
+    QVERIFY2(contains(scaleSvg.err, "--scale applies to .png"), scaleSvg.err.c_str());
+    for (const char* scale : {"0", "-1", "big", "100"}) {
+      Result bad =
+          cli({"export", mlp, "-o", dir.filePath("g.png").toStdString(), "--scale", scale});
+      QCOMPARE(bad.code, int(gui::kExitUsage));
+      QVERIFY2(contains(bad.err, "--scale expects"), bad.err.c_str());
+    }
+    Result opset = cli({"export", mlp, "-o", svg, "--opset", "13"});
+    QCOMPARE(opset.code, int(gui::kExitUsage));
+    QVERIFY2(contains(opset.err, "--opset applies to .onnx"), opset.err.c_str());
+    Result expandOnnx =
+        cli({"export", mlp, "-o", dir.filePath("g.onnx").toStdString(), "--expand", "all"});
+    QCOMPARE(expandOnnx.code, int(gui::kExitUsage));
+    QVERIFY2(contains(expandOnnx.err, "--expand applies to drawings"), expandOnnx.err.c_str());
+    Result noProfile = cli({"export", mlp, "-o", svg, "--heatmap"});
+    QCOMPARE(noProfile.code, int(gui::kExitFailure));
+    QVERIFY2(contains(noProfile.err, "no per-node profile"), noProfile.err.c_str());
+    Result noOptimized = cli({"export", mlp, "-o", svg, "--graph", "optimized"});
+    QCOMPARE(noOptimized.code, int(gui::kExitFailure));
+    QVERIFY2(contains(noOptimized.err, "no optimized graph"), noOptimized.err.c_str());
+    QVERIFY(!exists(svg));
+  }
+
+  // --heatmap: the slowest node gets the darkest red of the heat scale.
+  void heatmapColoursNodesByTime() {
+    QTemporaryDir dir;
+    io::TsgDocument doc = io::loadTsg(example("mlp_forward.tsg"));
+    json nodes = json::array();
+    std::int64_t slowest = -1;
+    double seconds = 0.001;
+    for (const Apply* node : doc.original->toposort()) {
+      nodes.push_back({{"id", node->id()}, {"seconds", seconds}});
+      slowest = node->id();
+      seconds *= 2;
+    }
+    doc.profiles.push_back({{"graph", "original"}, {"nodes", nodes}});
+    const std::string file = dir.filePath("timed.tsg").toStdString();
+    io::saveTsg(doc, file);
+    const std::string out = dir.filePath("heat.dot").toStdString();
+    Result r = cli({"export", file, "-o", out, "--heatmap", "--expand", "all"});
+    QVERIFY2(r.code == 0, r.err.c_str());
+    QVERIFY(slowest >= 0);
+    const QString dot = readText(out);
+    QCOMPARE(
+        int(dot.count(
+            QStringLiteral("fillcolor=\"%1\"").arg(tscope::vis::palette::heatColor(1).name()))),
+        1);
+    Result png = cli({"export", file, "-o", dir.filePath("heat.png").toStdString(), "--heatmap",
+                      "--scale", "0.5"});
+    QVERIFY2(png.code == 0, png.err.c_str());
   }
 };
 
-TSCOPE_TEST_MAIN(TestCliExport)
+TSCOPE_GUI_TEST_MAIN(TestCliExport)
 #include "tst_cli_export.moc"

@@ -17,7 +17,8 @@ class GraphScene;
 QString sceneToDot(const ViewModel& model, const SceneLayout& layout);
 void exportDot(const ViewModel& model, const SceneLayout& layout, const QString& path);
 void exportSvg(GraphScene& scene, const QString& path);
-// scale: pixels per point (2 = sharp on high-DPI screens); the image is capped at 16384 px a side.
+// scale: pixels per point (2 = sharp on high-DPI screens); the image is capped at 16384 px a side
+// and 30 Mpx in all.
 void exportPng(GraphScene& scene, const QString& path, double scale = 1.0);
 
 }  // namespace tscope::vis

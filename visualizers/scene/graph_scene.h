@@ -33,6 +33,12 @@ class GraphScene : public QGraphicsScene {
   void setHighlight(const QSet<int>& nodes, const QColor& color);
   void clearHighlight();
   void setLegendVisible(bool visible);
+  // Overview mode, for views zoomed out below GraphView::kTextScale (GraphView switches it): the
+  // whole graph is drawn by one item in a few batched calls, so a frame with thousands of nodes
+  // stays cheap; items still take hover, clicks and selection. Exporters switch it off while
+  // they render.
+  void setOverview(bool on);
+  bool overview() const;
   // The scene rect of a shown node / group (empty when not shown).
   QRectF nodeRect(int node) const;
   QRectF groupRect(int group) const;

@@ -34,6 +34,11 @@ class GraphView : public QGraphicsView {
   void setContent(std::shared_ptr<const ViewModel> model, std::shared_ptr<const SceneLayout> layout,
                   const QString& anchorGroupPath = {});
 
+  // For benchmarks: repaints the whole viewport synchronously and returns the milliseconds that
+  // paint took (the view must be shown). lastFrameMs() is the time of the latest paint event.
+  double renderFrame();
+  double lastFrameMs() const { return m_lastFrameMs; }
+
  signals:
   void zoomChanged(double zoom);
 
@@ -46,7 +51,10 @@ class GraphView : public QGraphicsView {
 
  private:
   struct Minimap;
+  void updateSceneRect();
+  void scrollBy(QPointF viewportDelta);
   std::unique_ptr<Minimap> m_minimap;
+  double m_lastFrameMs = 0;
 };
 
 }  // namespace tscope::vis

@@ -1,0 +1,140 @@
+#include "gui/cli/cli_export.h"
+
+#include "visualizers/layout/layout_service.h"
+#include "visualizers/scene/exporters.h"
+#include "visualizers/scene/graph_scene.h"
+
+#include <QGuiApplication>
+
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+namespace tscope::gui {
+
+namespace {
+
+using nlohmann::json;
+
+// Per-node times from the document's profiles: the first profile of the chosen graph that holds
+// {"nodes": [{"id": APPLY_ID, "seconds": S}, ...]} (optionally "graph": "original"|"optimized" and
+// "seconds": the call time the shares are relative to; else the sum of the nodes' times).
+std::map<std::int64_t, vis::HeatEntry> heatFromProfiles(const json& profiles,
+                                                        const std::string& which,
+                                                        const std::string& file) {
+  for (const json& profile : profiles) {
+    if (!profile.is_object() || !profile.contains("nodes") || !profile["nodes"].is_array())
+      continue;
+    if (profile.contains("graph") && profile["graph"] != which) continue;
+    std::map<std::int64_t, vis::HeatEntry> heat;
+    double sum = 0;
+    for (const json& entry : profile["nodes"]) {
+      if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_number_integer() ||
+          !entry.contains("seconds") || !entry["seconds"].is_number())
+        throw std::runtime_error(
+            file +
+            ": a per-node profile entry must be {\"id\": integer, \"seconds\": number}, found " +
+            entry.dump());
+      const double seconds = entry["seconds"].get<double>();
+      heat[entry["id"].get<std::int64_t>()].seconds += seconds;
+      sum += seconds;
+    }
+    const double total = profile.contains("seconds") && profile["seconds"].is_number() &&
+                                 profile["seconds"].get<double>() > 0
+                             ? profile["seconds"].get<double>()
+                             : sum;
+    for (auto& [id, entry] : heat) entry.share = total > 0 ? entry.seconds / total : 0;
+    if (!heat.empty()) return heat;
+  }
+  throw std::runtime_error(
+      "--heatmap: " + file + " has no per-node profile of the " + which +
+      " graph (expected a profile {\"nodes\": [{\"id\": APPLY_ID, \"seconds\": S}, ...]})");
+}
+
+vis::GroupState groupState(const QCommandLineParser& p, const vis::ViewModel& model) {
+  const QStringList values = p.values("expand");
+  if (values.isEmpty()) return model.defaultState();
+  if (values.size() == 1 && values[0] == QLatin1String("all")) return model.allExpanded();
+  if (values.size() == 1 && values[0] == QLatin1String("none")) return {};
+  vis::GroupState state;
+  for (const QString& path : values) {
+    const int group = model.groupByPath(path);
+    if (group <= 0) {
+      QStringList known;
+      for (std::size_t g = 1; g < model.groups().size() && known.size() < 8; ++g)
+        known << model.groups()[g].path;
+      const std::string list = known.isEmpty() ? std::string("the graph has no groups")
+                                               : "known groups include " +
+                                                     known.join(QStringLiteral(", ")).toStdString();
+      throw std::invalid_argument("--expand expects all, none or group paths; no group '" +
+                                  path.toStdString() + "' (" + list + ")");
+    }
+    // A listed group is shown expanded, so every group around it opens too.
+    for (int g = group; g > 0; g = model.groups()[std::size_t(g)].parent)
+      state.setExpanded(model.groups()[std::size_t(g)].path, true);
+  }
+  return state;
+}
+
+}  // namespace
+
+void addPictureOptions(QCommandLineParser& p) {
+  p.addOption(QCommandLineOption(
+      "expand",
+      "Drawings: which groups are expanded: all, none, or a group path (repeatable); "
+      "default: as many as keep the drawing readable.",
+      "all|none|PATH"));
+  p.addOption(QCommandLineOption(
+      "heatmap", "Drawings: colour the nodes by the time the file's profile measured."));
+  p.addOption(QCommandLineOption(
+      "scale", "PNG: pixels per point (default 1; 2 for high-DPI screens).", "S"));
+}
+
+std::string writeGraphPicture(const QCommandLineParser& p, engine::io::TsgDocument& doc,
+                              const std::string& which, const std::filesystem::path& path) {
+  const std::string ext = path.extension().string();
+  double scale = 1;
+  if (p.isSet("scale")) {
+    if (ext != ".png") throw std::invalid_argument("--scale applies to .png output only");
+    bool ok = false;
+    scale = p.value("scale").toDouble(&ok);
+    if (!ok || !(scale > 0) || scale > 16)
+      throw std::invalid_argument("--scale expects a number in (0, 16], found '" +
+                                  p.value("scale").toStdString() + "'");
+  }
+  const std::string file = p.positionalArguments().value(0).toStdString();
+  std::map<std::int64_t, vis::HeatEntry> heat;
+  if (p.isSet("heatmap")) heat = heatFromProfiles(doc.profiles, which, file);
+  std::shared_ptr<const engine::FunctionGraph> graph(
+      std::move(which == "optimized" ? doc.optimized : doc.original));
+  const auto model = vis::ViewModel::build(graph, std::move(heat), p.isSet("heatmap"));
+  const vis::GroupState state = groupState(p, *model);
+
+  vis::LayoutOptions options;
+  options.font = QGuiApplication::font();
+  vis::LayoutService service;
+  const auto layout = service.layoutNow(model, state, options);
+  const QString out = QString::fromStdString(path.string());
+  std::string kind;
+  if (ext == ".dot") {
+    vis::exportDot(*model, *layout, out);
+    kind = "DOT with positions";
+  } else {
+    vis::GraphScene scene;
+    scene.setFont(options.font);
+    scene.setContent(model, layout);
+    if (ext == ".svg") {
+      vis::exportSvg(scene, out);
+      kind = "SVG";
+    } else {
+      vis::exportPng(scene, out, scale);
+      kind = "PNG";
+    }
+  }
+  return "wrote " + path.string() + " (" + kind + ", " + std::to_string(layout->nodes.size()) +
+         " nodes, " + std::to_string(layout->groups.size()) + " groups, " +
+         std::to_string(layout->edges.size()) + " edges shown; " +
+         std::to_string(state.expanded().size()) + " groups expanded)\n";
+}
+
+}  // namespace tscope::gui

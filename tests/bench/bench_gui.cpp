@@ -1,0 +1,292 @@
+// GUI figures (issue 6's targets): time to first paint for a 2,000-node flat graph and a
+// 20,000-node graph grouped by scope (target < 2 s each), for the ResNet-18 and transformer ONNX
+// fixtures; time to expand one group (< 1 s); frame time while panning with ~5,000 visible items
+// (< 16 ms); and the event-loop probe's longest GUI-thread stall during each (< 100 ms).
+//
+// First paint = view model built on a worker + layout on the LayoutService thread + scene items
+// built on the GUI thread + the viewport's first paint (the next event-loop turn), all measured in
+// a shown QMainWindow holding a GraphPane, the way the application does it.
+//   bench_gui [--runs N] [--no-onnx] [--expand-more]     (offscreen unless QT_QPA_PLATFORM says otherwise)
+// --expand-more also opens every group of the 20,000-node graph (one ~50,000-item scene) and, in
+// each ONNX model, collapses all and opens the largest group.
+
+#include "bench/synthetic_graphs.h"
+#include "gui/app/event_loop_probe.h"
+#include "gui/app/graph_pane.h"
+#include "gui/cli/graph_file.h"
+
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QMainWindow>
+#include <QEventLoop>
+#include <QScrollBar>
+#include <QTimer>
+#include <QWindow>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <numeric>
+
+using namespace tscope;
+using gui::EventLoopProbe;
+using gui::GraphPane;
+
+namespace {
+
+using GraphSource = std::function<std::shared_ptr<const engine::FunctionGraph>()>;
+
+struct Bench {
+  vis::LayoutService* service = nullptr;
+  QMainWindow* window = nullptr;
+  GraphPane* pane = nullptr;
+  double layoutReadyMs = 0;  // when the service delivered the awaited layout (before the pane's items)
+  QElapsedTimer clock;
+};
+
+// Runs the event loop until `signal` fires or `timeoutMs` pass; false on timeout.
+template <typename Sender, typename Signal>
+bool waitForSignal(const Sender* sender, Signal signal, int timeoutMs) {
+  QEventLoop loop;
+  bool fired = false;
+  QObject::connect(sender, signal, &loop, [&] {
+    fired = true;
+    loop.quit();
+  });
+  QTimer::singleShot(timeoutMs, &loop, &QEventLoop::quit);
+  loop.exec();
+  return fired;
+}
+
+// Runs the event loop for `ms` milliseconds (paint events and other deferred work land).
+void spin(int ms) {
+  QEventLoop loop;
+  QTimer::singleShot(ms, &loop, &QEventLoop::quit);
+  loop.exec();
+}
+
+double ms(const QElapsedTimer& clock) { return static_cast<double>(clock.nsecsElapsed()) / 1e6; }
+
+void printRow(const char* what, double value, const char* unit, double target, const EventLoopProbe* probe,
+              const QString& note = {}) {
+  std::printf("  %-44s %9.1f %-3s %s", what, value, unit,
+              target > 0 ? (value < target ? "ok  " : "SLOW") : "    ");
+  if (probe) std::printf("  max stall %6.1f ms", probe->maxStallMs());
+  if (!note.isEmpty()) std::printf("  %s", qPrintable(note));
+  std::printf("\n");
+}
+
+// Waits for the pane's next layoutFinished; false on timeout.
+bool waitLayout(GraphPane* pane, int timeoutMs = 120000) {
+  return waitForSignal(pane, &GraphPane::layoutFinished, timeoutMs);
+}
+
+// Model build (worker) + layout + items + first paint. Returns the model shown, or null.
+std::shared_ptr<const vis::ViewModel> firstPaint(Bench& b, const char* name, const GraphSource& source) {
+  auto graph = source();  // building or reading the graph is not part of the figure
+  EventLoopProbe probe;
+  int shown = 0;
+  QMetaObject::Connection counts =
+      QObject::connect(b.pane, &GraphPane::layoutFinished, [&shown](int nodes, int) { shown = nodes; });
+  probe.start();
+  b.clock.start();
+  b.layoutReadyMs = 0;
+  double modelMs = 0;
+  QtConcurrent::run([graph] { return vis::ViewModel::build(graph); })
+      .then(b.window, [&b, &modelMs](std::shared_ptr<const vis::ViewModel> model) {
+        modelMs = ms(b.clock);
+        b.pane->setModel(std::move(model));
+      });
+  const bool done = waitLayout(b.pane);
+  QObject::disconnect(counts);
+  if (!done) {
+    std::printf("  %s: no layout within 120 s\n", name);
+    return nullptr;
+  }
+  double itemsMs = ms(b.clock);
+  // The viewport's first paint is the update request setContent posted: the next event-loop turn.
+  QCoreApplication::processEvents();
+  double paintMs = ms(b.clock);
+  spin(50);
+  probe.stop();
+  const auto& model = b.pane->model();
+  QString note = QStringLiteral("[%1 view nodes, %2 shown; model %3, layout %4, items %5, paint %6 ms]")
+                     .arg(model->nodes().size())
+                     .arg(shown)
+                     .arg(modelMs, 0, 'f', 0)
+                     .arg(b.layoutReadyMs - modelMs, 0, 'f', 0)
+                     .arg(itemsMs - b.layoutReadyMs, 0, 'f', 0)
+                     .arg(paintMs - itemsMs, 0, 'f', 0);
+  printRow(qPrintable(QStringLiteral("first paint, %1").arg(name)), paintMs, "ms", 2000, &probe, note);
+  return model;
+}
+
+// Toggles the largest collapsed group on screen open; time to its layout and repaint.
+void expandGroup(Bench& b, const char* name) {
+  auto layout = b.pane->view()->graphScene()->sceneLayout();
+  const auto& model = *b.pane->model();
+  const vis::PlacedGroup* best = nullptr;
+  for (const vis::PlacedGroup& g : layout->groups)
+    if (!g.expanded && (!best || model.groups()[g.group].totalNodes > model.groups()[best->group].totalNodes))
+      best = &g;
+  if (!best && !layout->groups.empty()) {
+    // Everything fitted the default budget: collapse all, then expand the largest top group.
+    b.pane->collapseAll();
+    if (!waitLayout(b.pane)) return;
+    return expandGroup(b, name);
+  }
+  if (!best) {
+    std::printf("  expand a group, %s: the graph has no groups\n", name);
+    return;
+  }
+  const vis::Group& group = model.groups()[best->group];
+  EventLoopProbe probe;
+  probe.start();
+  b.clock.start();
+  b.pane->toggleGroup(group.path);
+  if (!waitLayout(b.pane)) return;
+  b.pane->view()->viewport()->repaint();
+  double total = ms(b.clock);
+  spin(50);
+  probe.stop();
+  printRow(qPrintable(QStringLiteral("expand a group, %1").arg(name)), total, "ms", 1000, &probe,
+           QStringLiteral("[%1: %2 nodes inside]").arg(group.path).arg(group.totalNodes));
+}
+
+// Expands every group: each group's layout is its own dot run (cached), then one scene of it all.
+void expandAll(Bench& b, const char* name) {
+  EventLoopProbe probe;
+  probe.start();
+  b.clock.start();
+  b.layoutReadyMs = 0;
+  int shown = 0;
+  QMetaObject::Connection counts =
+      QObject::connect(b.pane, &GraphPane::layoutFinished, [&shown](int nodes, int) { shown = nodes; });
+  b.pane->expandAll();
+  const bool done = waitLayout(b.pane);
+  QObject::disconnect(counts);
+  if (!done) return;
+  double itemsMs = ms(b.clock);
+  b.pane->view()->viewport()->repaint();
+  double total = ms(b.clock);
+  spin(50);
+  probe.stop();
+  printRow(qPrintable(QStringLiteral("expand all, %1").arg(name)), total, "ms", 0, &probe,
+           QStringLiteral("[%1 shown, %2 scene items; layout %3, items %4, paint %5 ms]")
+               .arg(shown)
+               .arg(b.pane->view()->scene()->items().size())
+               .arg(b.layoutReadyMs, 0, 'f', 0)
+               .arg(itemsMs - b.layoutReadyMs, 0, 'f', 0)
+               .arg(total - itemsMs, 0, 'f', 0));
+}
+
+// Zooms until about `items` items are in the viewport, then pans step by step, repainting each.
+void panFrames(Bench& b, const char* name, int targetItems) {
+  vis::GraphView* view = b.pane->view();
+  view->zoomToFit();
+  auto visibleItems = [view] { return view->items(view->viewport()->rect()).size(); };
+  for (int i = 0; i < 100 && visibleItems() > targetItems && view->zoom() < vis::GraphView::kMaxZoom; ++i)
+    view->setZoom(view->zoom() * 1.05);
+  const qsizetype visible = visibleItems();
+  QScrollBar* bar = view->verticalScrollBar()->maximum() > view->horizontalScrollBar()->maximum()
+                        ? view->verticalScrollBar()
+                        : view->horizontalScrollBar();
+  bar->setValue(bar->minimum());
+  const int frames = 120;
+  const int step = std::max(1, (bar->maximum() - bar->minimum()) / frames);
+  std::vector<double> times;
+  EventLoopProbe probe;
+  probe.start();
+  for (int i = 0; i < frames; ++i) {
+    bar->setValue(bar->value() + (i < frames / 2 ? step : -step));
+    QElapsedTimer frame;
+    frame.start();
+    view->viewport()->repaint();
+    times.push_back(ms(frame));
+    QCoreApplication::processEvents();
+  }
+  probe.stop();
+  std::sort(times.begin(), times.end());
+  double mean = std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size());
+  printRow(qPrintable(QStringLiteral("pan frame (mean), %1").arg(name)), mean, "ms", 16, &probe,
+           QStringLiteral("[%1 items visible at zoom %2; p95 %3, max %4 ms]")
+               .arg(visible)
+               .arg(view->zoom(), 0, 'f', 2)
+               .arg(times[times.size() * 95 / 100], 0, 'f', 1)
+               .arg(times.back(), 0, 'f', 1));
+}
+
+std::shared_ptr<const engine::FunctionGraph> onnxGraph(const char* file) {
+  auto doc = gui::openGraphFile(std::filesystem::path(TSCOPE_TEST_DATA_DIR) / "onnx/models" / file);
+  return std::shared_ptr<const engine::FunctionGraph>(std::move(doc.original));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures already printed survive a crash further on
+  QApplication app(argc, argv);
+  int runs = 1;
+  bool withOnnx = true;
+  bool expandMore = false;
+  for (int i = 1; i < argc; ++i) {
+    if (QByteArray(argv[i]) == "--runs" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
+    else if (QByteArray(argv[i]) == "--no-onnx") withOnnx = false;
+    else if (QByteArray(argv[i]) == "--expand-more") expandMore = true;
+    else {
+      std::fprintf(stderr, "bench_gui: unknown argument '%s' (expected --runs N, --no-onnx, --expand-more)\n", argv[i]);
+      return 2;
+    }
+  }
+
+  vis::LayoutService service;
+  QMainWindow window;
+  Bench b;
+  b.service = &service;
+  b.window = &window;
+  // Connected before the pane exists, so it runs before the pane builds the scene items.
+  QObject::connect(&service, &vis::LayoutService::layoutReady, &window,
+                   [&b] { b.layoutReadyMs = ms(b.clock); });
+  b.pane = new GraphPane(&service);
+  window.setCentralWidget(b.pane);
+  window.resize(1600, 1000);
+  window.show();
+  for (int i = 0; i < 100 && !(window.windowHandle() && window.windowHandle()->isExposed()); ++i) spin(20);
+  if (!window.windowHandle() || !window.windowHandle()->isExposed()) {
+    std::fprintf(stderr, "bench_gui: the window was not exposed\n");
+    return 1;
+  }
+
+  std::printf("bench_gui: %s platform, window %dx%d, %d run(s)\n", qPrintable(QGuiApplication::platformName()),
+              window.width(), window.height(), runs);
+  std::printf("  %-44s %9s %-3s %s\n", "figure", "value", "", "target");
+  for (int run = 0; run < runs; ++run) {
+    service.clearCache();  // each run lays out from scratch
+    firstPaint(b, "2000 nodes flat", [] { return synthetic::flatGraph(2000); });
+    if (firstPaint(b, "20000 nodes grouped", [] { return synthetic::groupedGraph(20000, 3); })) {
+      expandGroup(b, "20000 nodes grouped");
+      expandGroup(b, "20000 nodes grouped (again)");
+      if (expandMore) expandAll(b, "20000 nodes grouped");
+    }
+    // Panning needs many items on screen at a readable zoom: a wide graph (32 chains side by side).
+    if (firstPaint(b, "5000 nodes flat, 32 chains", [] { return synthetic::makeGraph({.applies = 5000, .chains = 32}); }))
+      panFrames(b, "5000 nodes flat, 32 chains", 5000);
+#ifdef TSCOPE_HAVE_ONNX
+    if (withOnnx) {
+      for (const char* file : {"resnet18.onnx", "transformer_encoder.onnx"}) {
+        if (firstPaint(b, file, [file] { return onnxGraph(file); }) && expandMore) expandGroup(b, file);
+      }
+    }
+#else
+    if (withOnnx) std::printf("  (ONNX fixtures skipped: built without ONNX)\n");
+#endif
+  }
+  auto stats = service.stats();
+  std::printf("layout service: %llu dot runs, %llu cache hits, %llu stale jobs dropped, %.2f s in Graphviz\n",
+              static_cast<unsigned long long>(stats.levelsLaidOut), static_cast<unsigned long long>(stats.cacheHits),
+              static_cast<unsigned long long>(stats.jobsDropped), stats.dotSeconds);
+  return 0;
+}

@@ -1,0 +1,145 @@
+#include "gui_test_main.h"
+
+#include "bench/synthetic_graphs.h"
+#include "gui/app/event_loop_probe.h"
+#include "gui/app/graph_pane.h"
+
+#include <QElapsedTimer>
+#include <QMainWindow>
+#include <QSignalSpy>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <thread>
+
+using namespace tscope;
+using gui::EventLoopProbe;
+using gui::GraphPane;
+
+// The bound on a GUI-thread stall while loading, laying out or drawing.
+static constexpr double kMaxStallMs = 100;
+
+class TestResponsiveness : public QObject {
+  Q_OBJECT
+
+ private:
+  std::unique_ptr<vis::LayoutService> m_service;
+  std::unique_ptr<QMainWindow> m_window;
+  GraphPane* m_pane = nullptr;
+
+  // Builds the graph and its view model on a worker, as the window's loader does, and shows it in
+  // the pane; returns once the first layout is on screen and painted.
+  std::shared_ptr<const vis::ViewModel> loadAndShow(synthetic::GraphShape shape, int timeoutMs) {
+    QSignalSpy finished(m_pane, &GraphPane::layoutFinished);
+    QtConcurrent::run([shape] { return vis::ViewModel::build(synthetic::makeGraph(shape)); })
+        .then(m_window.get(), [pane = m_pane](std::shared_ptr<const vis::ViewModel> model) { pane->setModel(model); });
+    if (!finished.wait(timeoutMs)) return nullptr;
+    m_pane->view()->viewport()->update();
+    QTest::qWait(100);  // the paint events of the new scene
+    return m_pane->model();
+  }
+
+ private slots:
+  void initTestCase() {
+    m_service = std::make_unique<vis::LayoutService>();
+    m_window = std::make_unique<QMainWindow>();
+    m_pane = new GraphPane(m_service.get());
+    m_window->setCentralWidget(m_pane);
+    m_window->resize(1280, 800);
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+  }
+  void cleanupTestCase() {
+    m_window.reset();
+    m_service.reset();
+  }
+
+  // The probe itself: a blocked event loop shows as a stall of about the blocked time.
+  void probeMeasuresStalls() {
+    EventLoopProbe probe(nullptr, 5, 50);
+    probe.start();
+    QTest::qWait(50);
+    QVERIFY(probe.maxStallMs() < 50);
+    QVERIFY(probe.stalls().empty());
+    QTimer::singleShot(0, [] { std::this_thread::sleep_for(std::chrono::milliseconds(150)); });
+    QTest::qWait(80);
+    probe.stop();
+    QVERIFY2(probe.maxStallMs() >= 120 && probe.maxStallMs() < 1000, qPrintable(probe.summary()));
+    QCOMPARE(probe.stalls().size(), std::size_t(1));
+    QCOMPARE(probe.stallCount(100), 1);
+    QVERIFY(probe.ticks() > 5);
+    std::uint64_t total = 0;
+    for (std::uint64_t count : probe.histogram()) total += count;
+    QCOMPARE(total, probe.ticks());
+    QCOMPARE(probe.histogram().back(), std::uint64_t(0));  // nothing above 200 ms
+  }
+
+  void loadWithoutStalls_data() {
+    QTest::addColumn<int>("applies");
+    QTest::addColumn<int>("levels");
+    QTest::newRow("2000 nodes flat") << 2000 << 0;
+    QTest::newRow("20000 nodes grouped") << 20000 << 3;
+  }
+  void loadWithoutStalls() {
+    QFETCH(int, applies);
+    QFETCH(int, levels);
+    EventLoopProbe probe;
+    QElapsedTimer clock;
+    clock.start();
+    probe.start();
+    auto model = loadAndShow({.applies = applies, .levels = levels}, 60000);
+    probe.stop();
+    QVERIFY(model);
+    qInfo("%d applies, %zu view nodes: shown in %lld ms; probe: %s", applies, model->nodes().size(),
+          static_cast<long long>(clock.elapsed()), qPrintable(probe.summary()));
+    QVERIFY2(probe.maxStallMs() < kMaxStallMs, qPrintable(probe.summary()));
+
+    // Expanding a group (the first collapsed one on screen) keeps the loop turning too.
+    const auto& layout = *m_pane->view()->graphScene()->sceneLayout();
+    auto collapsed = std::find_if(layout.groups.begin(), layout.groups.end(),
+                                  [](const vis::PlacedGroup& g) { return !g.expanded; });
+    if (collapsed == layout.groups.end()) return;  // the flat graph has no groups
+    QSignalSpy finished(m_pane, &GraphPane::layoutFinished);
+    probe.start();
+    m_pane->toggleGroup(model->groups()[static_cast<std::size_t>(collapsed->group)].path);
+    QVERIFY(finished.wait(30000));
+    QTest::qWait(100);
+    probe.stop();
+    qInfo("expand: probe: %s", qPrintable(probe.summary()));
+    QVERIFY2(probe.maxStallMs() < kMaxStallMs, qPrintable(probe.summary()));
+  }
+
+  // Searching 20,000 nodes scans prebuilt strings: a few ms on the GUI thread.
+  void searchLargeGraphIsQuick() {
+    if (!m_pane->model() || m_pane->model()->nodes().size() < 20000)
+      loadAndShow({.applies = 20000, .levels = 3}, 60000);
+    QVERIFY(m_pane->model());
+    QTRY_VERIFY_WITH_TIMEOUT(m_pane->isSearchReady(), 10000);
+    QElapsedTimer clock;
+    clock.start();
+    int hits = m_pane->search(QStringLiteral("stage3/block2"));
+    qint64 substringMs = clock.restart();
+    int idHits = m_pane->search(QStringLiteral("id:%1").arg(m_pane->model()->nodes()[12345].graphId));
+    qint64 idMs = clock.elapsed();
+    qInfo("search over %zu nodes: substring %lld ms (%d hits), id %lld ms", m_pane->model()->nodes().size(),
+          static_cast<long long>(substringMs), hits, static_cast<long long>(idMs));
+    QVERIFY(hits > 100);
+    QCOMPARE(idHits, 1);
+    // A few ms on an idle machine; the bound leaves room for a loaded CI box.
+    QVERIFY2(substringMs < 40, qPrintable(QString::number(substringMs)));
+    QVERIFY2(idMs < 40, qPrintable(QString::number(idMs)));
+
+    // Revealing a hit deep in collapsed groups relayouts without stalling.
+    EventLoopProbe probe;
+    probe.start();
+    m_pane->search(QStringLiteral("stage3/block2"));
+    m_pane->findNext();
+    QTRY_VERIFY_WITH_TIMEOUT(m_pane->selectedNode() >= 0 && !m_pane->isLayoutPending(), 30000);
+    QTest::qWait(100);
+    probe.stop();
+    qInfo("reveal a search hit: probe: %s", qPrintable(probe.summary()));
+    QVERIFY2(probe.maxStallMs() < kMaxStallMs, qPrintable(probe.summary()));
+  }
+};
+
+TSCOPE_GUI_TEST_MAIN(TestResponsiveness)
+#include "tst_responsiveness.moc"
