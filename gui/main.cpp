@@ -8,6 +8,10 @@
 #include <QApplication>
 
 #include <malloc.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +26,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const bool cli = tscope::gui::isSubCommand(args);
   if (cli && !std::getenv("QT_QPA_PLATFORM")) ::setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  if (cli && !std::getenv("XDG_RUNTIME_DIR")) {
+    // Without it Qt warns on stderr and then uses /tmp/runtime-<user>; choosing that directory
+    // ourselves keeps a sub-command's stderr to its own messages.
+    const std::string dir = "/tmp/runtime-" + std::to_string(::getuid());
+    if (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST) ::setenv("XDG_RUNTIME_DIR", dir.c_str(), 1);
+  }
   QApplication app(argc, argv);
   QApplication::setApplicationName("tensorscope");
   QApplication::setOrganizationName("Tensorscope");

@@ -301,7 +301,12 @@ std::string usage() {
     line.resize(std::max<std::size_t>(line.size() + 2, 48), ' ');
     text += line + cmd.summary + "\n";
   }
-  text += "\nFILE is a .tsg graph file. `tensorscope <command> --help` describes one command.\n";
+  text += "\nFILE is a .tsg graph file or an ONNX model. `tensorscope <command> --help` describes one command.\n"
+          "\nWithout a command, tensorscope opens the window:\n"
+          "  tensorscope [FILE...] [--side-by-side] [--expand all|none|GROUP]... [--select TEXT]\n"
+          "              [--dock inspector|history|log]... [--history-step N] [--zoom PERCENT]\n"
+          "              [--window-size WxH] [--screenshot OUT.png [--screenshot-timeout S]]\n"
+          "  (--screenshot waits until the graph is drawn, writes the window to OUT.png and quits)\n";
   return text;
 }
 

@@ -133,6 +133,9 @@ class TestRewriteHistory : public QObject {
     panel.selectRecord(k);  // waits for the check, then replays
     QTRY_COMPARE_WITH_TIMEOUT(selected.count(), 1, kTimeout);
     QCOMPARE(panel.state(), gui::RewriteHistoryPanel::State::Ready);
+    // The slider follows the selection to the step right after the record, without replaying it.
+    QCOMPARE(panel.step(), k + 1);
+    QVERIFY2(panel.stepText().startsWith(QString("step %1 of").arg(k + 1)), qPrintable(panel.stepText()));
     const QList<QVariant> args = selected.takeFirst();
     QCOMPARE(args[0].toInt(), k);
     const auto before = args[1].value<std::shared_ptr<const vis::ViewModel>>();

@@ -271,6 +271,13 @@ void RewriteHistoryPanel::onCurrentRowChanged() {
   const QModelIndex current = m_table->selectionModel()->currentIndex();
   if (!current.isValid()) return;
   m_pendingOrder = current.data(RewriteLogModel::kOrderRole).toInt();
+  {
+    // The slider follows the selection (the step right after the record) without replaying it:
+    // the record's before/after comparison is what the window shows now.
+    const QSignalBlocker block(m_slider);
+    m_slider->setValue(m_pendingOrder + 1);
+  }
+  updateStepLabel();
   if (m_state == State::Ready) runSelectedStep();
 }
 
