@@ -48,6 +48,11 @@ class TestPalette : public QObject {
     QFETCH(QString, opName);
     QFETCH(QColor, expected);
     QCOMPARE(palette::opFamilyColor(opName), expected);
+    // The family the legend names agrees with the colour: white ops have none, the others one
+    // whose own colour is the same.
+    const QString family = palette::opFamily(opName);
+    QCOMPARE(family.isEmpty(), expected == QColor("white"));
+    if (!family.isEmpty()) QCOMPARE(palette::opFamilyColor(family), expected);
   }
 
   void testVariableColours_data() {

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <iterator>
+#include <string_view>
 
 namespace tscope::vis::palette {
 namespace {
@@ -86,6 +87,14 @@ QString colourArray(const Table& table) {
 }
 
 }  // namespace
+
+QString opFamily(const QString& opName) {
+  for (const FamilyRule& rule : kFamilies)
+    if (opName.contains(QLatin1String(rule.word)))
+      // A fused Composite is drawn, and listed in the legend, as the Elemwise it fuses.
+      return QString::fromLatin1(rule.word == std::string_view("Composite") ? "Elemwise" : rule.word);
+  return {};
+}
 
 QColor opFamilyColor(const QString& opName) {
   for (const FamilyRule& rule : kFamilies)

@@ -15,6 +15,9 @@ namespace tscope::vis::palette {
 // GpuFromHost / HostFromGpu red, anything else white. The first rule whose word the name contains
 // wins, in that order.
 QColor opFamilyColor(const QString& opName);
+// The family word of the first rule that matches ("Elemwise", "Subtensor", ...; a Composite is
+// "Elemwise"), or an empty string for the ops drawn white. The legend names families with it.
+QString opFamily(const QString& opName);
 QColor variableColor(VariableRole role);   // limegreen, SpringGreen, YellowGreen, dodgerblue, lightgrey
 QColor edgeColor(EdgeKind kind);           // black, dodgerblue, red
 // Eight reds from #fff5f0 to #a50f15; share in [0, 1] of the slowest node's time.
