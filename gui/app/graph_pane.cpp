@@ -40,6 +40,7 @@ struct GraphPane::Impl {
   std::shared_ptr<const vis::ViewModel> model;
   vis::GroupState state;
   std::shared_ptr<const vis::SceneLayout> layout;  // the one on screen
+  std::shared_ptr<const vis::SceneLayout> building;  // handed to the view, its items coming
   quint64 job = 0;                                  // the layout awaited; 0 when none
   QString anchor;                                   // the group toggled by the awaited layout
   bool fitOnLayout = false;                         // the first layout of a model is fitted
@@ -70,17 +71,19 @@ struct GraphPane::Impl {
     emit q->layoutStarted();
   }
 
+  // The layout is handed to the view, which builds its items over several event-loop turns
+  // (GraphView::setContentAsync); the pane finishes the switch when they are all on screen.
   void onLayoutReady(quint64 readyJob, const std::shared_ptr<const vis::SceneLayout>& ready) {
     if (readyJob != job || !ready) return;  // stale: a newer request or another model replaced it
     job = 0;
-    layout = ready;
-    {
-      applying = true;
-      view->setContent(model, layout, fitOnLayout ? QString() : anchor);
-      applying = false;
-    }
-    if (fitOnLayout) view->zoomToFit();
+    building = ready;
+    view->setContentAsync(model, ready, fitOnLayout ? QString() : anchor, fitOnLayout);
     fitOnLayout = false;
+  }
+
+  void onContentReady() {
+    if (!building || scene()->sceneLayout() != building) return;  // not the layout awaited
+    layout = std::exchange(building, nullptr);
     applyHighlight();
     if (pendingSelect >= 0) {
       int node = std::exchange(pendingSelect, -1);
@@ -112,7 +115,8 @@ struct GraphPane::Impl {
   }
 
   void onSceneSelection(int node) {
-    if (applying) return;
+    // Content replaced by the view: mirrored without a history entry once it is all there.
+    if (applying || scene()->isSwitchingContent()) return;
     if (node == selected) return;
     selected = node;
     pushHistory();
@@ -181,7 +185,7 @@ struct GraphPane::Impl {
   // Selects a node now when it is shown by the layout on screen and no other layout is awaited,
   // else after the next layout.
   void selectOrDefer(int node, bool recordHistory) {
-    if (node >= 0 && (job || !layout || layout->placedNode(node) < 0)) {
+    if (node >= 0 && (job || building || !layout || layout->placedNode(node) < 0)) {
       pendingSelect = node;
       if (recordHistory) pushEntry({node, state});
       return;
@@ -238,6 +242,7 @@ GraphPane::GraphPane(vis::LayoutService* service, QWidget* parent)
   connect(service, &vis::LayoutService::layoutFailed, this,
           [&d](quint64 job, QString message) { d.onLayoutFailed(job, message); });
   connect(d.scene(), &vis::GraphScene::nodeSelected, this, [&d](int node) { d.onSceneSelection(node); });
+  connect(d.view, &vis::GraphView::contentReady, this, [&d] { d.onContentReady(); });
   connect(d.scene(), &vis::GraphScene::groupToggleRequested, this, &GraphPane::toggleGroup);
   connect(d.view, &vis::GraphView::zoomChanged, this, &GraphPane::zoomChanged);
   connect(d.breadcrumb, &BreadcrumbBar::groupClicked, this, [&d](int group) { d.zoomToGroup(group); });
@@ -257,6 +262,7 @@ void GraphPane::setModel(std::shared_ptr<const vis::ViewModel> model, std::optio
   Impl& d = *m_impl;
   d.model = std::move(model);
   d.layout.reset();
+  d.building.reset();
   d.pendingSelect = -1;
   d.hits.clear();
   d.currentHit = -1;
@@ -377,7 +383,7 @@ void GraphPane::goForward() {
   if (canGoForward()) m_impl->goTo(m_impl->historyPos + 1);
 }
 
-bool GraphPane::isLayoutPending() const { return m_impl->job != 0; }
+bool GraphPane::isLayoutPending() const { return m_impl->job != 0 || m_impl->building != nullptr; }
 
 bool GraphPane::isSearchReady() const {
   return m_impl->index || (m_impl->indexFuture.isValid() && m_impl->indexFuture.isFinished());

@@ -53,7 +53,7 @@ class GraphPane : public QWidget {
   void goBack();
   void goForward();
 
-  bool isLayoutPending() const;  // a layout job is running or queued
+  bool isLayoutPending() const;  // a layout job is running or queued, or its items are coming
   bool isSearchReady() const;    // the search index (built on a worker per model) is done
 
  signals:

@@ -6,6 +6,8 @@
 // First paint = view model built on a worker + layout on the LayoutService thread + scene items
 // built on the GUI thread + the viewport's first paint (the next event-loop turn), all measured in
 // a shown QMainWindow holding a GraphPane, the way the application does it.
+// Scene figures: items + first paint of 5,000 and 12,500 items (grid layouts, no Graphviz),
+// synchronous (GraphScene::setContent) and asynchronous (setContentAsync, with its longest stall).
 //   bench_gui [--runs N] [--no-onnx] [--expand-more]     (offscreen unless QT_QPA_PLATFORM says otherwise)
 // --expand-more also opens every group of the 20,000-node graph (one ~50,000-item scene) and, in
 // each ONNX model, collapses all and opens the largest group.
@@ -14,6 +16,7 @@
 #include "gui/app/event_loop_probe.h"
 #include "gui/app/graph_pane.h"
 #include "gui/cli/graph_file.h"
+#include "visualizers/scene_test_support.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -218,6 +221,58 @@ void panFrames(Bench& b, const char* name, int targetItems) {
                .arg(times.back(), 0, 'f', 1));
 }
 
+// Scene items + first paint for a grid-laid-out chain (no Graphviz: the figure is the scene's),
+// in a view of its own, fitted (overview) and at 1x replacing a full scene: the synchronous
+// path (exporters, command line) and the asynchronous one (the window) with its longest stall.
+void sceneFigures(int applies, int columns) {
+  const auto model = vis::ViewModel::build(vis::testing::chainGraph(applies));
+  const auto layout = vis::testing::gridLayout(*model, columns);
+  const std::size_t items = layout->nodes.size() + layout->edges.size() + 2;
+  QMainWindow window;
+  auto* view = new vis::GraphView;
+  window.setCentralWidget(view);
+  window.resize(1600, 1000);
+  window.show();
+  spin(200);
+  for (bool fit : {true, false}) {
+    const char* where = fit ? "fitted" : "1x, replacing";
+    if (!fit) {
+      view->resetZoom();
+      spin(100);
+    }
+    EventLoopProbe probe;
+    probe.start();
+    QElapsedTimer clock;
+    clock.start();
+    view->setContent(model, layout, QString(), fit);
+    const double itemsMs = ms(clock);
+    view->viewport()->repaint();
+    const double paintMs = ms(clock) - itemsMs;
+    spin(50);
+    probe.stop();
+    printRow(qPrintable(QStringLiteral("scene sync, %1 items, %2").arg(items).arg(where)),
+             itemsMs + paintMs, "ms", 0, &probe,
+             QStringLiteral("[items %1, first paint %2 ms]").arg(itemsMs, 0, 'f', 1).arg(paintMs, 0, 'f', 1));
+    if (!fit) {
+      view->resetZoom();
+      spin(100);
+    }
+    probe.start();
+    clock.start();
+    view->setContentAsync(model, layout, QString(), fit);
+    const bool done = waitForSignal(view, &vis::GraphView::contentReady, 30000);
+    const double readyMs = ms(clock);
+    spin(50);
+    probe.stop();
+    if (!done) {
+      std::printf("  scene async, %zu items: not ready within 30 s\n", items);
+      continue;
+    }
+    printRow(qPrintable(QStringLiteral("scene async, %1 items, %2").arg(items).arg(where)), readyMs, "ms", 0,
+             &probe, QStringLiteral("[all items created; the stall is the figure: < 100 ms]"));
+  }
+}
+
 std::shared_ptr<const engine::FunctionGraph> onnxGraph(const char* file) {
   auto doc = gui::openGraphFile(std::filesystem::path(TSCOPE_TEST_DATA_DIR) / "onnx/models" / file);
   return std::shared_ptr<const engine::FunctionGraph>(std::move(doc.original));
@@ -264,6 +319,8 @@ int main(int argc, char** argv) {
               window.width(), window.height(), runs);
   std::printf("  %-44s %9s %-3s %s\n", "figure", "value", "", "target");
   for (int run = 0; run < runs; ++run) {
+    sceneFigures(2000, 45);  // ~5,000 items
+    sceneFigures(5000, 70);  // ~12,500 items
     service.clearCache();  // each run lays out from scratch
     firstPaint(b, "2000 nodes flat", [] { return synthetic::flatGraph(2000); });
     if (firstPaint(b, "20000 nodes grouped", [] { return synthetic::groupedGraph(20000, 3); })) {

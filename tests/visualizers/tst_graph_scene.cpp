@@ -241,6 +241,50 @@ class TestGraphScene : public QObject {
     QCOMPARE(spy.last().at(0).toInt(), -1);
   }
 
+  // setContentAsync: the old content stays until the new one is prepared, then the scene switches
+  // (layout, node rects), creates the items over later turns and reports contentReady; the
+  // selection carries over without a signal; a newer request supersedes an older one, and a
+  // synchronous setContent supersedes both.
+  void asynchronousContent() {
+    GraphScene scene;
+    const auto open = layoutOf(m_model->allExpanded());
+    scene.setContent(m_model, open);
+    const int x = boxNamed(*m_model, "x");
+    scene.selectNode(x);
+    QSignalSpy switched(&scene, &GraphScene::contentSwitched);
+    QSignalSpy ready(&scene, &GraphScene::contentReady);
+    QSignalSpy selected(&scene, &GraphScene::nodeSelected);
+    const auto collapsed = layoutOf(GroupState{});
+    scene.setContentAsync(m_model, collapsed);
+    QVERIFY(scene.isBuilding());
+    QCOMPARE(scene.sceneLayout(), open);
+    QVERIFY(ready.wait(5000));
+    QCOMPARE(switched.count(), 1);
+    QVERIFY(!scene.isBuilding());
+    QCOMPARE(scene.sceneLayout(), collapsed);
+    QCOMPARE(itemsOfType<EdgeItem>(scene).size(), collapsed->edges.size());
+    QCOMPARE(itemsOfType<ShapeItem>(scene).size(),
+             collapsed->nodes.size() + collapsed->groups.size() + collapsed->ports.size());
+    QCOMPARE(scene.selectedNode(), x);
+    QVERIFY(shapeOfNode(scene, x)->isSelected());
+    QCOMPARE(selected.count(), 0);
+    const int block = m_model->groupByPath("block");
+    QCOMPARE(scene.groupRect(block), groupBox(scene, block)->rect());
+
+    const auto blockOpen = layoutOf(GroupState::fromStringList({"block"}));
+    scene.setContentAsync(m_model, open);
+    scene.setContentAsync(m_model, blockOpen);
+    QVERIFY(ready.wait(5000));
+    QTest::qWait(50);
+    QCOMPARE(switched.count(), 2);
+    QCOMPARE(scene.sceneLayout(), blockOpen);
+    scene.setContentAsync(m_model, open);
+    scene.setContent(m_model, collapsed);
+    QTest::qWait(100);
+    QCOMPARE(scene.sceneLayout(), collapsed);
+    QCOMPARE(itemsOfType<EdgeItem>(scene).size(), collapsed->edges.size());
+  }
+
   void doubleClicks() {
     GraphScene scene;
     scene.setContent(m_model, layoutOf(GroupState::fromStringList({"block"})));

@@ -13,6 +13,7 @@
 #include <QWheelEvent>
 
 #include <algorithm>
+#include <set>
 
 using namespace tscope::vis;
 using namespace tscope::vis::testing;
@@ -103,6 +104,88 @@ class TestGraphView : public QObject {
     view.centerOnNode(x);
     const QPointF centre = view.mapToScene(view.viewport()->rect().center());
     QVERIFY(QLineF(centre, view.graphScene()->nodeRect(x).center()).length() < 2);
+  }
+
+  // Any node can be centred, also one in a corner of the graph and at any zoom (the view's scroll
+  // range has a viewport of room around the graph); zoom to fit still fits the graph's bounds.
+  void centreOnNodesAtTheEdges_data() {
+    QTest::addColumn<double>("zoom");
+    QTest::newRow("0.1x") << 0.1;
+    QTest::newRow("1x") << 1.0;
+    QTest::newRow("4x") << 4.0;
+  }
+  void centreOnNodesAtTheEdges() {
+    QFETCH(double, zoom);
+    const auto model = ViewModel::build(chainGraph(200));
+    const auto layout = gridLayout(*model, 20);
+    GraphView view;
+    view.resize(800, 600);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setContent(model, layout);
+    view.setZoom(zoom);
+    const int last = int(layout->nodes.size()) - 1;
+    for (int node : {0, 19, last - (last % 20), last}) {  // top-left, top-right, bottom-left, last
+      view.centerOnNode(node);
+      const QPointF centre = view.mapToScene(view.viewport()->rect().center());
+      const QPointF want = view.graphScene()->nodeRect(node).center();
+      QVERIFY2(QLineF(centre, want).length() * zoom < 2,
+               qPrintable(QStringLiteral("node %1 at %2,%3, centre %4,%5")
+                              .arg(node)
+                              .arg(want.x())
+                              .arg(want.y())
+                              .arg(centre.x())
+                              .arg(centre.y())));
+    }
+    view.zoomToFit();
+    const QRectF visible = view.mapToScene(view.viewport()->rect()).boundingRect();
+    QVERIFY(visible.adjusted(-1, -1, 1, 1).contains(view.graphScene()->sceneRect()));
+    // Fitted: the graph fills the viewport along one side (the margin is not part of the fit).
+    QVERIFY(view.graphScene()->sceneRect().width() > 0.9 * visible.width() ||
+            view.graphScene()->sceneRect().height() > 0.9 * visible.height());
+  }
+
+  // setContentAsync: the view is placed when the scene switches, the items in the visible region
+  // come first, contentReady once every item exists.
+  void asyncContentFillsTheViewportFirst() {
+    const auto model = ViewModel::build(chainGraph(5000));
+    const auto layout = gridLayout(*model, 70);
+    GraphView view;
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setMinimapVisible(false);
+    QSignalSpy ready(&view, &GraphView::contentReady);
+    view.setContentAsync(model, layout);
+    QVERIFY(ready.wait(20000));
+    QVERIFY(view.graphScene()->overview());  // the first content is fitted
+    view.setZoom(1.0);
+    const int centreNode = 36 * 70 + 35;
+    view.centerOnNode(centreNode);
+    QGraphicsScene* scene = view.scene();
+    const std::size_t all = layout->nodes.size() + layout->edges.size() + 2;
+    QCOMPARE(std::size_t(scene->items().size()), all);
+    ready.clear();
+    QSignalSpy switched(view.graphScene(), &GraphScene::contentSwitched);
+    view.setContentAsync(model, gridLayout(*model, 70));
+    QVERIFY(switched.wait(20000));
+    // The first slices fill the visible region: all its nodes exist before the rest do.
+    const QRectF visible = view.mapToScene(view.viewport()->rect()).boundingRect();
+    auto visibleRegionBuilt = [&] {
+      std::set<int> built;  // nodes with an item of the new content
+      for (ShapeItem* shape : itemsOfType<ShapeItem>(*scene))
+        if (!shape->isRetired()) built.insert(shape->node);
+      return std::all_of(layout->nodes.begin(), layout->nodes.end(), [&](const PlacedNode& pn) {
+        return !visible.intersects(pn.rect) || built.count(pn.node);
+      });
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(visibleRegionBuilt(), 5000);
+    QVERIFY(ready.count() == 1 || ready.wait(20000));
+    QCOMPARE(std::size_t(scene->items().size()), all);
+    QCOMPARE(view.zoom(), 1.0);  // not fitted again: the centre stays
+    QVERIFY(QLineF(view.mapToScene(view.viewport()->rect().center()),
+                   view.graphScene()->nodeRect(centreNode).center())
+                .length() < 2);
   }
 
   // Opening a group keeps its top-left corner where it was on screen.

@@ -1,4 +1,4 @@
-// EdgeItem and LegendItem (scene_items.h).
+// EdgeItem, OverviewItem and LegendItem (scene_items.h).
 
 #include "visualizers/model/palette.h"
 #include "visualizers/scene/scene_items.h"
@@ -7,48 +7,12 @@
 #include <QPainter>
 #include <QStyleOptionGraphicsItem>
 
-#include <cmath>
-#include <map>
-
 namespace tscope::vis {
 
-namespace {
-constexpr double kArrowHalfWidth = 3.5;
-}  // namespace
-
-EdgeItem::EdgeItem(const SceneStyle* style, EdgeKind kind, const QPainterPath& path,
-                   QPointF arrowBase, QPointF arrowTip, const QString& label, QPointF labelPos)
-    : m_style(style), m_kind(kind), m_path(path), m_label(label) {
+EdgeItem::EdgeItem(const SceneStyle* style, const ContentEdge* data)
+    : m_style(style), m_data(data) {
   setAcceptedMouseButtons(Qt::NoButton);
   setZValue(1);
-  const QPointF dir = arrowTip - arrowBase;
-  const double len = std::hypot(dir.x(), dir.y());
-  if (len > 1e-6) {
-    const QPointF perp(-dir.y() / len * kArrowHalfWidth, dir.x() / len * kArrowHalfWidth);
-    m_arrow << arrowTip << arrowBase + perp << arrowBase - perp;
-  }
-  // The polyline drawn when zoomed out: each cubic's ends and midpoint.
-  QPointF last;
-  for (int i = 0; i < m_path.elementCount(); ++i) {
-    const QPainterPath::Element e = m_path.elementAt(i);
-    if (e.isCurveTo() && i + 2 < m_path.elementCount()) {
-      const QPointF c1(e), c2(m_path.elementAt(i + 1)), end(m_path.elementAt(i + 2));
-      m_lodLine << 0.125 * last + 0.375 * c1 + 0.375 * c2 + 0.125 * end << end;
-      last = end;
-      i += 2;
-    } else {
-      last = QPointF(e);
-      m_lodLine << last;
-    }
-  }
-  m_bounds = m_path.controlPointRect().united(m_arrow.boundingRect());
-  if (!m_label.isEmpty()) {
-    const QRectF text = m_style->smallMetrics->boundingRect(QRectF(), Qt::AlignCenter, m_label);
-    m_labelRect = QRectF(0, 0, text.width() + 2, text.height());
-    m_labelRect.moveCenter(labelPos);
-    m_bounds = m_bounds.united(m_labelRect);
-  }
-  m_bounds.adjust(-2, -2, 2, 2);
 }
 
 // Edges take no mouse input: the shape is empty so clicks and hovers go to what lies below.
@@ -70,62 +34,59 @@ void EdgeItem::refreshContentFlag() {
 
 // --- OverviewItem -------------------------------------------------------------------------------
 
-OverviewItem::OverviewItem(const SceneStyle* style, const std::vector<ShapeItem*>& shapes,
-                           const std::vector<EdgeItem*>& edges, const QRectF& bounds)
-    : m_style(style), m_bounds(bounds) {
+OverviewItem::OverviewItem(const SceneStyle* style, const SceneContent* content)
+    : m_style(style), m_content(content) {
   setAcceptedMouseButtons(Qt::NoButton);
   setZValue(1.8);  // above clusters and edge items, below the nodes that paint themselves
   // Cached in device coordinates: panning blits the pixmap; only a zoom change repaints it.
   setCacheMode(QGraphicsItem::DeviceCoordinateCache);
-  std::map<QRgb, std::size_t> slot;
-  for (const ShapeItem* shape : shapes) {
-    const QColor fill = shape->fill();
-    auto [it, added] = slot.emplace(fill.rgba(), m_rects.size());
-    if (added) m_rects.emplace_back(QBrush(fill), std::vector<QRectF>{});
-    m_rects[it->second].second.push_back(shape->rect());
-  }
-  for (const EdgeItem* edge : edges) {
-    const QPolygonF& line = edge->lodLine();
-    for (qsizetype i = 1; i < line.size(); ++i)
-      m_lines[int(edge->kind())].emplace_back(line[i - 1], line[i]);
-  }
 }
 
 void OverviewItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
-  if (!m_style->overview || drawsText(painter, option)) return;
-
-  for (int k = 0; k < 3; ++k) {
-    if (m_lines[k].empty()) continue;
-    painter->setPen(m_style->lodEdgePens[k]);
-    painter->drawLines(m_lines[k].data(), int(m_lines[k].size()));
+  if (m_style->retired || !m_style->overview || drawsText(painter, option)) return;
+  // The worker's image when it has at least the resolution needed and at most twice it (a
+  // smooth downscale costs a few ms); else the batched vector drawing.
+  const SceneContent& c = *m_content;
+  const double ratio = painter->deviceTransform().m11() / std::max(c.overviewScale, 1e-9);
+  if (!c.overviewImage.isNull() && ratio > 0.5 && ratio < 1.02) {
+    painter->setRenderHint(QPainter::SmoothPixmapTransform, ratio < 0.98);
+    painter->drawImage(c.bounds, c.overviewImage);
+    return;
   }
-  painter->setPen(Qt::NoPen);
-  for (const auto& [brush, rects] : m_rects) {
-    painter->setBrush(brush);
-    painter->drawRects(rects.data(), int(rects.size()));
-  }
+  c.drawOverview(painter, m_style->lodEdgePens);
 }
 
 void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
-  const int k = int(m_kind);
+  if (m_style->retired) return;
+  const int k = int(m_data->kind);
   const bool text = drawsText(painter, option);
   if (!text) {
     // Zoomed out: a polyline through the spline (one-pixel cosmetic lines), no arrow, no label.
     painter->setPen(m_hovered ? m_style->edgeHoverPens[k] : m_style->lodEdgePens[k]);
-    painter->drawPolyline(m_lodLine);
+    painter->drawPolyline(m_data->lodLine);
     return;
   }
   painter->setPen(m_hovered ? m_style->edgeHoverPens[k] : m_style->edgePens[k]);
   painter->setBrush(Qt::NoBrush);
-  painter->drawPath(m_path);
-  if (!m_arrow.isEmpty()) {
+  painter->drawPath(m_data->path);
+  if (!m_data->arrow.isEmpty()) {
     painter->setBrush(m_hovered ? m_style->edgeHoverBrushes[k] : m_style->edgeBrushes[k]);
-    painter->drawPolygon(m_arrow);
+    painter->drawPolygon(m_data->arrow);
   }
-  if (!m_label.isEmpty()) {
+  if (!m_data->label.isEmpty()) {
+    if (!m_textReady) {
+      // Laid out once: panning reuses the glyph positions.
+      m_textReady = true;
+      m_labelText = QStaticText(m_data->label);
+      m_labelText.setTextFormat(Qt::PlainText);
+      m_labelText.setPerformanceHint(QStaticText::AggressiveCaching);
+      m_labelText.prepare(QTransform(), m_style->smallFont);
+      const QSizeF size = m_labelText.size();
+      m_labelPos = m_data->labelRect.center() - QPointF(size.width() / 2, size.height() / 2);
+    }
     painter->setPen(m_style->textPen);
     painter->setFont(m_style->smallFont);
-    painter->drawText(m_labelRect, Qt::AlignCenter, m_label);
+    painter->drawStaticText(m_labelPos, m_labelText);
   }
 }
 
@@ -147,6 +108,7 @@ LegendItem::LegendItem(const SceneStyle* style, std::vector<Row> rows)
 }
 
 void LegendItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
+  if (m_style->retired) return;
   painter->setPen(m_style->clusterPen);
   painter->setBrush(QColor(255, 255, 255, 235));
   painter->drawRoundedRect(m_rect, 4, 4);

@@ -1,94 +1,57 @@
 #include "visualizers/scene/graph_scene.h"
 
-#include "engine/graph/op.h"
-#include "visualizers/model/palette.h"
+#include "visualizers/scene/graph_view.h"
+#include "visualizers/scene/scene_content.h"
 #include "visualizers/scene/scene_items.h"
 
+#include <QFuture>
 #include <QGraphicsSceneMouseEvent>
-
-#include <map>
-#include <set>
+#include <QGraphicsView>
+#include <QtConcurrent/QtConcurrentRun>
 
 namespace tscope::vis {
 
+// The items of one content. Item creation runs over one index space: clusters, then shapes, then
+// edges; the first pass creates those meeting the views' visible region, the second the rest.
 struct GraphScene::Items {
   SceneStyle style;
-  std::vector<ShapeItem*> nodeItems;        // by ViewModel node: the item drawing exactly it
-  std::vector<ShapeItem*> collapsedGroups;  // by group: its collapsed box
-  std::vector<ClusterItem*> clusters;       // by group: its expanded cluster
-  std::vector<ShapeItem*> shapes;           // every node, group box and port
-  std::vector<EdgeItem*> edges;
+  std::shared_ptr<const SceneContent> content;
+  std::vector<ClusterItem*> clusters;  // by content cluster; null until created
+  std::vector<ShapeItem*> shapes;      // by content shape
+  std::vector<EdgeItem*> edges;        // by content edge
+  std::vector<QGraphicsItem*> owned;   // every item created, in order (deleted when retired)
+  std::size_t deleted = 0;             // retired: how many of `owned` are deleted
   LegendItem* legend = nullptr;
   OverviewItem* overview = nullptr;
+  std::vector<char> highlighted;  // by content shape
   QSet<int> highlight;
   bool legendVisible = true;
   bool quiet = false;  // no nodeSelected while items are rebuilt or a selection is replaced
   int lastSelected = -1;
+  int pass = 0;
+  std::size_t cursor = 0;
+  std::optional<QRectF> focus;
+
+  std::size_t entries() const { return clusters.size() + shapes.size() + edges.size(); }
+  QRectF entryRect(std::size_t entry) const {
+    if (entry < clusters.size()) return content->clusters[entry].rect;
+    entry -= clusters.size();
+    if (entry < shapes.size()) return content->shapes[entry].rect;
+    return content->edges[entry - shapes.size()].bounds;
+  }
+  bool created(std::size_t entry) const {
+    if (entry < clusters.size()) return clusters[entry];
+    entry -= clusters.size();
+    if (entry < shapes.size()) return shapes[entry];
+    return edges[entry - shapes.size()];
+  }
 };
-
-namespace {
-
-QString opFamilyName(const QString& op) {
-  for (const char* word :
-       {"Scan", "Shape", "IfElse", "Subtensor", "Alloc", "GpuFromHost", "HostFromGpu"})
-    if (op.contains(QLatin1String(word))) return QString::fromLatin1(word);
-  if (op.contains(QLatin1String("Elemwise")) || op.contains(QLatin1String("Composite")))
-    return QStringLiteral("Elemwise");
-  return QStringLiteral("other ops");
-}
-
-QString roleName(VariableRole role) {
-  switch (role) {
-    case VariableRole::Input:
-      return QStringLiteral("input");
-    case VariableRole::Constant:
-      return QStringLiteral("constant");
-    case VariableRole::Shared:
-      return QStringLiteral("shared variable");
-    case VariableRole::Output:
-      return QStringLiteral("output");
-    case VariableRole::UnusedOutput:
-      return QStringLiteral("unused output");
-  }
-  return {};
-}
-
-// The legend lists what the scene shows: the op families, variable roles and edge kinds present.
-std::vector<LegendItem::Row> legendRows(const ViewModel& model, const SceneLayout& layout) {
-  using Row = LegendItem::Row;
-  std::map<QString, QColor> families;
-  std::set<int> roles, kinds;
-  for (const PlacedNode& pn : layout.nodes) {
-    const ViewNode& vn = model.nodes()[std::size_t(pn.node)];
-    if (vn.kind == NodeKind::Apply && vn.apply) {
-      const QString op = QString::fromStdString(vn.apply->op().name());
-      families.emplace(opFamilyName(op), palette::opFamilyColor(op));
-    } else if (vn.kind == NodeKind::Variable) {
-      roles.insert(int(vn.role));
-    }
-  }
-  for (const PlacedEdge& pe : layout.edges) kinds.insert(int(pe.kind));
-  std::vector<Row> rows;
-  if (!model.heat().empty())
-    rows.push_back({Row::Swatch::Heat, {}, QStringLiteral("time (light to dark)")});
-  else
-    for (const auto& [name, color] : families) rows.push_back({Row::Swatch::Ellipse, color, name});
-  for (int r : roles)
-    rows.push_back(
-        {Row::Swatch::Box, palette::variableColor(VariableRole(r)), roleName(VariableRole(r))});
-  static const char* const kEdgeNames[] = {"value", "view of the input",
-                                           "destroys the input (inplace)"};
-  for (int k : kinds)
-    rows.push_back(
-        {Row::Swatch::Line, palette::edgeColor(EdgeKind(k)), QString::fromLatin1(kEdgeNames[k])});
-  return rows;
-}
-
-}  // namespace
 
 GraphScene::GraphScene(QObject* parent)
     : QGraphicsScene(parent), m_items(std::make_shared<Items>()) {
   setBackgroundBrush(Qt::white);
+  m_slices.setInterval(0);
+  connect(&m_slices, &QTimer::timeout, this, &GraphScene::buildSlice);
   connect(this, &QGraphicsScene::selectionChanged, this, [this] {
     if (m_items->quiet) return;
     const int node = selectedNode();
@@ -98,154 +61,210 @@ GraphScene::GraphScene(QObject* parent)
   });
 }
 
-void GraphScene::setContent(std::shared_ptr<const ViewModel> model,
-                            std::shared_ptr<const SceneLayout> layout) {
-  const int previous = selectedNode();
+GraphScene::~GraphScene() {
+  // The items point into the contents: delete them while the contents are alive.
   m_items->quiet = true;
   clear();
+}
+
+void GraphScene::setContent(std::shared_ptr<const ViewModel> model,
+                            std::shared_ptr<const SceneLayout> layout) {
+  ++m_generation;  // an asynchronous request still being prepared is superseded
+  m_preparing = false;
+  switchTo(SceneContent::build(std::move(model), std::move(layout), font()), true);
+  createItems(nullptr);
+  m_slices.stop();
+  emit contentReady();
+}
+
+void GraphScene::setContentAsync(std::shared_ptr<const ViewModel> model,
+                                 std::shared_ptr<const SceneLayout> layout) {
+  const quint64 generation = ++m_generation;
+  m_preparing = true;
+  // A view zoomed to fit a big graph shows the overview: the worker renders it at that scale.
+  double overviewScale = 0;
+  if (layout && layout->bounds.isValid())
+    for (QGraphicsView* view : views()) {
+      const QSizeF vp = view->viewport()->size() * view->devicePixelRatioF();
+      const double fit = std::min(vp.width() / layout->bounds.width(),
+                                  vp.height() / layout->bounds.height());
+      if (fit < GraphView::kTextScale) overviewScale = std::max(overviewScale, fit);
+    }
+  QtConcurrent::run([model = std::move(model), layout = std::move(layout), font = font(),
+                     overviewScale] { return SceneContent::build(model, layout, font, overviewScale); }).then(this, [this, generation](std::shared_ptr<const SceneContent> content) {
+    if (generation != m_generation) return;  // superseded
+    m_preparing = false;
+    switchTo(std::move(content), false);
+    m_slices.start();
+  });
+}
+
+bool GraphScene::isBuilding() const {
+  return m_preparing || m_slices.isActive();
+}
+
+void GraphScene::switchTo(std::shared_ptr<const SceneContent> content, bool now) {
+  m_switching = true;
+  const int previous = selectedNode();
+  const std::shared_ptr<Items> old = m_items;
+  old->quiet = true;
+  if (now) {
+    clear();  // the old content's items and every retired one
+    m_retired.clear();
+  } else {
+    // Hidden at once (they paint nothing and ignore the mouse), deleted over the next turns.
+    old->style.retired = true;
+    clearSelection();
+    if (old->overview) old->overview->hide();  // its pixmap cache would still be drawn
+    if (old->legend) old->legend->hide();
+    if (!old->owned.empty()) m_retired.push_back(old);
+  }
   auto items = std::make_shared<Items>();
   items->style.setFont(font());
-  items->highlight = m_items->highlight;
-  items->legendVisible = m_items->legendVisible;
-  items->style.highlightPen = m_items->style.highlightPen;
-  items->style.highlightOn = m_items->style.highlightOn;
-  items->style.overview = m_items->style.overview;
+  items->highlight = old->highlight;
+  items->legendVisible = old->legendVisible;
+  items->style.highlightPen = old->style.highlightPen;
+  items->style.highlightOn = old->style.highlightOn;
+  items->style.overview = old->style.overview;
   items->quiet = true;
+  items->content = std::move(content);
   m_items = items;
-  m_model = std::move(model);
-  m_layout = std::move(layout);
+  m_model = items->content->model;
+  m_layout = items->content->layout;
+  const SceneContent& c = *items->content;
+  items->clusters.assign(c.clusters.size(), nullptr);
+  items->shapes.assign(c.shapes.size(), nullptr);
+  items->edges.assign(c.edges.size(), nullptr);
+  items->owned.reserve(c.itemCount() + 2);
   if (m_model && m_layout) {
-    const ViewModel& vm = *m_model;
-    const SceneStyle* style = &items->style;
-    items->nodeItems.assign(vm.nodes().size(), nullptr);
-    items->collapsedGroups.assign(vm.groups().size(), nullptr);
-    items->clusters.assign(vm.groups().size(), nullptr);
-    std::map<int, int> ofgGroupOfNode;  // an OpFromGraph node toggles its group
-    for (const PlacedNode& pn : m_layout->nodes) {
-      const ViewNode& vn = vm.nodes()[std::size_t(pn.node)];
-      auto* item = new ShapeItem(
-          style, vn.kind == NodeKind::Apply ? ShapeItem::Shape::Ellipse : ShapeItem::Shape::Box,
-          pn.rect, vn.fill);
-      item->node = pn.node;
-      item->setLabel(vn.label);
-      item->setToolTip(vn.tooltip);
-      item->setFlag(QGraphicsItem::ItemIsSelectable);
-      items->nodeItems[std::size_t(pn.node)] = item;
-      items->shapes.push_back(item);
-      addItem(item);
-    }
-    for (const PlacedGroup& pg : m_layout->groups) {
-      const Group& g = vm.groups()[std::size_t(pg.group)];
-      if (g.kind == GroupKind::OpFromGraph && g.ofgViewNode >= 0) {
-        if (ShapeItem* ofg = items->nodeItems[std::size_t(g.ofgViewNode)]) ofg->togglePath = g.path;
-      }
-      if (pg.expanded) {
-        auto* cluster = new ClusterItem(style, pg.rect, pg.titleRect, pg.depth, g.name, g.path);
-        cluster->group = pg.group;
-        cluster->setToolTip(
-            g.path +
-            QStringLiteral("\n%1 nodes (double-click the title to collapse)").arg(g.totalNodes));
-        items->clusters[std::size_t(pg.group)] = cluster;
-        addItem(cluster);
-        continue;
-      }
-      auto* box = new ShapeItem(style, ShapeItem::Shape::Group, pg.rect,
-                                palette::collapsedGroupFill(g.kind));
-      box->group = pg.group;
-      box->togglePath = g.path;
-      box->setLabel(g.name, QStringLiteral("%1 nodes").arg(g.totalNodes));
-      QString tip =
-          g.path + QStringLiteral("\n%1 nodes (double-click to expand)").arg(g.totalNodes);
-      if (g.kind == GroupKind::OpFromGraph && g.ofgViewNode >= 0) {
-        // A collapsed OpFromGraph is its outer node: selectable in model terms, same tooltip.
-        box->node = g.ofgViewNode;
-        box->setFlag(QGraphicsItem::ItemIsSelectable);
-        if (!items->nodeItems[std::size_t(g.ofgViewNode)])
-          items->nodeItems[std::size_t(g.ofgViewNode)] = box;
-        tip = vm.nodes()[std::size_t(g.ofgViewNode)].tooltip +
-              QStringLiteral("\n(double-click to expand)");
-      }
-      box->setToolTip(tip);
-      items->collapsedGroups[std::size_t(pg.group)] = box;
-      items->shapes.push_back(box);
-      addItem(box);
-    }
-    std::map<std::pair<int, int>, ShapeItem*> portOf;  // (group, outside node)
-    for (const PlacedPort& pp : m_layout->ports) {
-      auto* port = new ShapeItem(style, ShapeItem::Shape::Port, pp.rect, palette::portColor());
-      if (pp.outsideNode >= 0 && std::size_t(pp.outsideNode) < vm.nodes().size())
-        port->setToolTip((pp.input ? QStringLiteral("from ") : QStringLiteral("to ")) +
-                         vm.nodes()[std::size_t(pp.outsideNode)].label);
-      portOf.emplace(std::make_pair(pp.group, pp.outsideNode), port);
-      items->shapes.push_back(port);
-      addItem(port);
-    }
-    // The item showing a node: its own, else the box of its outermost collapsed group.
-    std::vector<ShapeItem*> shown(vm.nodes().size(), nullptr);
-    std::vector<char> resolved(vm.nodes().size(), 0);
-    auto shownItem = [&](int node) -> ShapeItem* {
-      if (resolved[std::size_t(node)]) return shown[std::size_t(node)];
-      ShapeItem* item = items->nodeItems[std::size_t(node)];
-      if (!item)
-        for (int g = vm.nodes()[std::size_t(node)].group; g > 0;
-             g = vm.groups()[std::size_t(g)].parent)
-          if (items->collapsedGroups[std::size_t(g)]) item = items->collapsedGroups[std::size_t(g)];
-      resolved[std::size_t(node)] = 1;
-      return shown[std::size_t(node)] = item;
-    };
-    auto link = [](ShapeItem* shape, EdgeItem* edge) {
-      if (shape && (shape->edges.empty() || shape->edges.back() != edge))
-        shape->edges.push_back(edge);
-    };
-    for (const PlacedEdge& pe : m_layout->edges) {
-      auto* edge =
-          new EdgeItem(style, pe.kind, pe.path, pe.arrowBase, pe.arrowTip, pe.label, pe.labelPos);
-      for (int e : pe.edges) {
-        const ViewEdge& ve = vm.edges()[std::size_t(e)];
-        for (int end : {ve.from, ve.to}) {
-          link(shownItem(end), edge);
-          auto port = portOf.find({pe.level, end});
-          if (port != portOf.end()) link(port->second, edge);
-        }
-      }
-      items->edges.push_back(edge);
-      addItem(edge);
-    }
-    items->overview = new OverviewItem(style, items->shapes, items->edges, m_layout->bounds);
-    addItem(items->overview);
-    if (style->overview) {
-      for (ShapeItem* shape : items->shapes) shape->refreshContentFlag();
-      for (EdgeItem* edge : items->edges) edge->refreshContentFlag();
-    }
-    items->legend = new LegendItem(style, legendRows(vm, *m_layout));
-    items->legend->setPos(m_layout->bounds.right() + 24, m_layout->bounds.top());
+    // Drawn at once: zoomed out the overview shows the whole graph before any other item exists.
+    items->overview = new OverviewItem(&items->style, &c);
+    // Hidden when not in overview mode: its device-coordinate cache would still blend a
+    // viewport-sized transparent pixmap into every frame.
+    items->overview->setVisible(items->style.overview);
+    items->legend = new LegendItem(&items->style, c.legend);
+    items->legend->setPos(c.bounds.right() + 24, c.bounds.top());
     items->legend->setVisible(items->legendVisible);
-    addItem(items->legend);
-    if (!items->highlight.isEmpty())
-      setHighlight(items->highlight, items->style.highlightPen.color());
+    for (QGraphicsItem* item : {static_cast<QGraphicsItem*>(items->overview),
+                                static_cast<QGraphicsItem*>(items->legend)}) {
+      addItem(item);
+      items->owned.push_back(item);
+    }
+    setHighlight(items->highlight, items->style.highlightPen.color());
   }
-  setLegendVisible(items->legendVisible);  // also sets the scene rect
-  if (previous >= 0 && std::size_t(previous) < items->nodeItems.size() &&
-      items->nodeItems[std::size_t(previous)])
-    items->nodeItems[std::size_t(previous)]->setSelected(true);
+  updateSceneRect();
+  if (previous >= 0 && std::size_t(previous) < c.nodeShape.size() &&
+      c.nodeShape[std::size_t(previous)] >= 0)
+    ensureShape(c.nodeShape[std::size_t(previous)])->setSelected(true);
+  update();
   items->quiet = false;
+  emit contentSwitched();
   items->lastSelected = selectedNode();
   if (items->lastSelected != previous) emit nodeSelected(items->lastSelected);
+  m_switching = false;
+}
+
+void GraphScene::buildSlice() {
+  QElapsedTimer budget;
+  budget.start();
+  // A full update: adding items then marks nothing dirty one by one (QGraphicsScene skips that
+  // while a full repaint is pending).
+  update();
+  if (!deleteRetired(&budget) || !createItems(&budget)) return;
+  m_slices.stop();
+  emit contentReady();
+}
+
+bool GraphScene::deleteRetired(const QElapsedTimer* budget) {
+  while (!m_retired.empty()) {
+    Items& old = *m_retired.front();
+    while (old.deleted < old.owned.size()) {
+      if (budget && (old.deleted & 63) == 0 && budget->elapsed() >= kSliceMs) return false;
+      // Last created first: edges before the shapes whose edge lists point at them.
+      delete old.owned[old.owned.size() - 1 - old.deleted++];
+    }
+    m_retired.erase(m_retired.begin());
+  }
+  return true;
+}
+
+bool GraphScene::createItems(const QElapsedTimer* budget) {
+  Items& items = *m_items;
+  if (!items.content || !m_layout) return true;
+  if (!items.focus) {
+    // The region to fill first: what the views show now that they have placed the new content.
+    QRectF focus;
+    for (QGraphicsView* view : views())
+      focus = focus.united(view->mapToScene(view->viewport()->rect()).boundingRect());
+    items.focus = focus;
+  }
+  const std::size_t total = items.entries();
+  for (; items.pass < 2; ++items.pass, items.cursor = 0) {
+    for (; items.cursor < total; ++items.cursor) {
+      if (budget && (items.cursor & 31) == 0 && budget->elapsed() >= kSliceMs) return false;
+      if (items.created(items.cursor)) continue;
+      if (items.pass == 0 && !items.entryRect(items.cursor).intersects(*items.focus)) continue;
+      createItem(items.cursor);
+    }
+  }
+  return true;
+}
+
+void GraphScene::createItem(std::size_t entry) {
+  Items& items = *m_items;
+  const SceneContent& c = *items.content;
+  QGraphicsItem* item = nullptr;
+  if (entry < items.clusters.size()) {
+    auto* cluster = new ClusterItem(&items.style, &c.clusters[entry]);
+    items.clusters[entry] = cluster;
+    item = cluster;
+  } else if ((entry -= items.clusters.size()) < items.shapes.size()) {
+    auto* shape = new ShapeItem(&items.style, &c.shapes[entry]);
+    // Links to the edges created before it; later edges link themselves.
+    for (int e : c.shapes[entry].edges)
+      if (EdgeItem* edge = items.edges[std::size_t(e)]) shape->edges.push_back(edge);
+    if (items.highlighted[entry]) shape->setHighlighted(true);
+    if (items.style.overview) shape->refreshContentFlag();
+    items.shapes[entry] = shape;
+    item = shape;
+  } else {
+    entry -= items.shapes.size();
+    auto* edge = new EdgeItem(&items.style, &c.edges[entry]);
+    for (int s : c.edges[entry].shapes)
+      if (ShapeItem* shape = items.shapes[std::size_t(s)]) {
+        shape->edges.push_back(edge);
+        if (shape->isHovered()) edge->setHovered(true);
+      }
+    if (items.style.overview) edge->refreshContentFlag();
+    items.edges[entry] = edge;
+    item = edge;
+  }
+  addItem(item);
+  items.owned.push_back(item);
+}
+
+ShapeItem* GraphScene::ensureShape(int shape) {
+  Items& items = *m_items;
+  if (!items.shapes[std::size_t(shape)]) createItem(items.clusters.size() + std::size_t(shape));
+  return items.shapes[std::size_t(shape)];
 }
 
 int GraphScene::selectedNode() const {
   for (QGraphicsItem* item : selectedItems())
-    if (item->type() == ShapeItem::Type && static_cast<ShapeItem*>(item)->node >= 0)
-      return static_cast<ShapeItem*>(item)->node;
+    if (item->type() == ShapeItem::Type) {
+      const auto* shape = static_cast<ShapeItem*>(item);
+      if (shape->node >= 0 && !shape->isRetired()) return shape->node;
+    }
   return -1;
 }
 
 void GraphScene::selectNode(int node) {
   m_items->quiet = true;
   clearSelection();
-  if (node >= 0 && std::size_t(node) < m_items->nodeItems.size() &&
-      m_items->nodeItems[std::size_t(node)])
-    m_items->nodeItems[std::size_t(node)]->setSelected(true);
+  const SceneContent* c = m_items->content.get();
+  if (c && node >= 0 && std::size_t(node) < c->nodeShape.size() &&
+      c->nodeShape[std::size_t(node)] >= 0)
+    ensureShape(c->nodeShape[std::size_t(node)])->setSelected(true);
   m_items->quiet = false;
   const int now = selectedNode();
   if (now == m_items->lastSelected) return;
@@ -255,21 +274,18 @@ void GraphScene::selectNode(int node) {
 
 void GraphScene::setHighlight(const QSet<int>& nodes, const QColor& color) {
   Items& items = *m_items;
-  for (ShapeItem* shape : items.shapes) shape->setHighlighted(false);
   items.highlight = nodes;
   items.style.highlightPen.setColor(color);
   items.style.highlightOn = !nodes.isEmpty();
-  if (!m_model) return;
+  if (!items.content) return;
   // A node hidden in a collapsed group lights its group's box, so a hit is never invisible.
+  items.highlighted.assign(items.shapes.size(), 0);
   for (int node : nodes) {
-    if (node < 0 || std::size_t(node) >= items.nodeItems.size()) continue;
-    ShapeItem* item = items.nodeItems[std::size_t(node)];
-    if (!item)
-      for (int g = m_model->nodes()[std::size_t(node)].group; g > 0;
-           g = m_model->groups()[std::size_t(g)].parent)
-        if (items.collapsedGroups[std::size_t(g)]) item = items.collapsedGroups[std::size_t(g)];
-    if (item) item->setHighlighted(true);
+    const int shape = items.content->shownShape(node);
+    if (shape >= 0) items.highlighted[std::size_t(shape)] = 1;
   }
+  for (std::size_t i = 0; i < items.shapes.size(); ++i)
+    if (items.shapes[i]) items.shapes[i]->setHighlighted(items.highlighted[i]);
   update();
 }
 
@@ -279,11 +295,14 @@ void GraphScene::clearHighlight() {
 
 void GraphScene::setLegendVisible(bool visible) {
   m_items->legendVisible = visible;
+  if (m_items->legend) m_items->legend->setVisible(visible);
+  updateSceneRect();
+}
+
+void GraphScene::updateSceneRect() {
   QRectF rect = m_layout ? m_layout->bounds : QRectF();
-  if (m_items->legend) {
-    m_items->legend->setVisible(visible);
-    if (visible) rect = rect.united(m_items->legend->sceneBoundingRect());
-  }
+  if (m_items->legend && m_items->legendVisible)
+    rect = rect.united(m_items->legend->sceneBoundingRect());
   setSceneRect(rect.adjusted(-20, -20, 20, 20));
 }
 
@@ -291,9 +310,11 @@ void GraphScene::setOverview(bool on) {
   Items& items = *m_items;
   if (items.style.overview == on) return;
   items.style.overview = on;
-  for (ShapeItem* shape : items.shapes) shape->refreshContentFlag();
-  for (EdgeItem* edge : items.edges) edge->refreshContentFlag();
-  if (items.overview) items.overview->update();
+  for (ShapeItem* shape : items.shapes)
+    if (shape) shape->refreshContentFlag();
+  for (EdgeItem* edge : items.edges)
+    if (edge) edge->refreshContentFlag();
+  if (items.overview) items.overview->setVisible(on);
 }
 
 bool GraphScene::overview() const {
@@ -301,24 +322,33 @@ bool GraphScene::overview() const {
 }
 
 QRectF GraphScene::nodeRect(int node) const {
-  if (node < 0 || std::size_t(node) >= m_items->nodeItems.size() ||
-      !m_items->nodeItems[std::size_t(node)])
+  const SceneContent* c = m_items->content.get();
+  if (!c || node < 0 || std::size_t(node) >= c->nodeShape.size() ||
+      c->nodeShape[std::size_t(node)] < 0)
     return {};
-  return m_items->nodeItems[std::size_t(node)]->rect();
+  return c->shapes[std::size_t(c->nodeShape[std::size_t(node)])].rect;
 }
 
 QRectF GraphScene::groupRect(int group) const {
-  if (group < 0 || std::size_t(group) >= m_items->clusters.size()) return {};
-  if (const ClusterItem* cluster = m_items->clusters[std::size_t(group)])
-    return cluster->boundingRect();
-  if (const ShapeItem* box = m_items->collapsedGroups[std::size_t(group)]) return box->rect();
+  const SceneContent* c = m_items->content.get();
+  if (!c || group < 0 || std::size_t(group) >= c->groupBox.size()) return {};
+  if (c->groupCluster[std::size_t(group)] >= 0)
+    return c->clusters[std::size_t(c->groupCluster[std::size_t(group)])].rect;
+  if (c->groupBox[std::size_t(group)] >= 0)
+    return c->shapes[std::size_t(c->groupBox[std::size_t(group)])].rect;
   return {};
 }
 
-// --- double-click handlers of the items (they speak through the scene's signals) ---------------
+// --- mouse handlers of the items (they speak through the scene's signals) -----------------------
+
+void ShapeItem::mousePressEvent(QGraphicsSceneMouseEvent* event) {
+  if (m_style->retired) return event->ignore();  // replaced: never selected again
+  QGraphicsItem::mousePressEvent(event);
+}
 
 void ShapeItem::mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) {
   auto* graphScene = qobject_cast<GraphScene*>(scene());
+  if (m_style->retired) return event->ignore();
   if (!graphScene || event->button() != Qt::LeftButton)
     return QGraphicsItem::mouseDoubleClickEvent(event);
   event->accept();
@@ -330,10 +360,11 @@ void ShapeItem::mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) {
 
 void ClusterItem::mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) {
   auto* graphScene = qobject_cast<GraphScene*>(scene());
+  if (m_style->retired) return event->ignore();
   if (!graphScene || event->button() != Qt::LeftButton)
     return QGraphicsItem::mouseDoubleClickEvent(event);
   event->accept();
-  emit graphScene->groupToggleRequested(m_path);
+  emit graphScene->groupToggleRequested(m_data->path);
 }
 
 }  // namespace tscope::vis

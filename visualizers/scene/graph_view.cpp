@@ -122,6 +122,14 @@ GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
   QPixmapCache::setCacheLimit(std::max(QPixmapCache::cacheLimit(), 96 * 1024));
   m_minimap = std::make_unique<Minimap>(this);
   m_minimap->hide();
+  connect(graphScene(), &GraphScene::contentSwitched, this, [this] {
+    if (m_placement) place(*std::exchange(m_placement, std::nullopt));
+  });
+  connect(graphScene(), &GraphScene::contentReady, this, &GraphView::contentReady);
+  // The legend toggled: the scroll range follows.
+  connect(graphScene(), &QGraphicsScene::sceneRectChanged, this, [this] {
+    if (!graphScene()->isSwitchingContent()) updateSceneRect();  // else place() does it
+  });
   auto refresh = [this] { m_minimap->update(); };
   connect(horizontalScrollBar(), &QScrollBar::valueChanged, this, refresh);
   connect(verticalScrollBar(), &QScrollBar::valueChanged, this, refresh);
@@ -138,10 +146,12 @@ double GraphView::zoom() const {
 }
 
 void GraphView::updateSceneRect() {
-  // Room around the content (half a viewport each side) so that anchoring can put any point of the
-  // graph anywhere on screen, and zooming about the cursor is never clamped by the scroll range.
+  // Room around the content, one viewport each side, so that any point of the graph can be
+  // centred (QGraphicsView clamps scrolling to its scene rect: a node at the graph's edge could
+  // not be centred with the bare bounds), anchoring can put a group anywhere on screen, and
+  // zooming about the cursor is never clamped. zoomToFit and the minimap use the scene's own rect.
   const QRectF content = graphScene()->sceneRect();
-  const double mx = viewport()->width() / zoom() * 0.5, my = viewport()->height() / zoom() * 0.5;
+  const double mx = viewport()->width() / zoom(), my = viewport()->height() / zoom();
   setSceneRect(content.adjusted(-mx, -my, mx, my));
 }
 
@@ -199,27 +209,47 @@ bool GraphView::minimapVisible() const {
   return m_minimap->m_enabled;
 }
 
-void GraphView::setContent(std::shared_ptr<const ViewModel> model,
-                           std::shared_ptr<const SceneLayout> layout,
-                           const QString& anchorGroupPath) {
-  GraphScene* scene = graphScene();
-  const bool first = scene->sceneLayout() == nullptr;
-  std::optional<QPointF> anchorView;
+GraphView::Placement GraphView::placementFor(const QString& anchorGroupPath, bool fit) const {
+  const GraphScene* scene = graphScene();
+  Placement placement{anchorGroupPath, std::nullopt, fit || scene->sceneLayout() == nullptr};
   if (!anchorGroupPath.isEmpty() && scene->model()) {
     const QRectF old = scene->groupRect(scene->model()->groupByPath(anchorGroupPath));
-    if (!old.isEmpty()) anchorView = viewportTransform().map(old.topLeft());
+    if (!old.isEmpty()) placement.anchorBefore = old.topLeft();
   }
+  return placement;
+}
+
+void GraphView::place(const Placement& placement) {
+  GraphScene* scene = graphScene();
+  // Where the old content's anchor and centre are on screen now (the user may have scrolled
+  // while the new content was prepared).
+  std::optional<QPointF> anchorView;
+  if (placement.anchorBefore) anchorView = viewportTransform().map(*placement.anchorBefore);
   const QPointF oldCentre = mapToScene(viewport()->rect().center());
-  scene->setContent(std::move(model), std::move(layout));
   updateSceneRect();
   m_minimap->invalidate();
   if (!scene->sceneLayout()) return;
-  if (first) return zoomToFit();
+  if (placement.fit) return zoomToFit();
   if (anchorView && scene->model()) {
-    const QRectF now = scene->groupRect(scene->model()->groupByPath(anchorGroupPath));
+    const QRectF now = scene->groupRect(scene->model()->groupByPath(placement.anchorGroupPath));
     if (!now.isEmpty()) return scrollBy(viewportTransform().map(now.topLeft()) - *anchorView);
   }
-  centerOn(oldCentre);
+  // Scrolled by the centre's move only: centerOn() would truncate, drifting a pixel per switch.
+  scrollBy(viewportTransform().map(oldCentre) - QPointF(viewport()->rect().center()));
+}
+
+void GraphView::setContent(std::shared_ptr<const ViewModel> model,
+                           std::shared_ptr<const SceneLayout> layout,
+                           const QString& anchorGroupPath, bool fit) {
+  m_placement = placementFor(anchorGroupPath, fit);
+  graphScene()->setContent(std::move(model), std::move(layout));  // places it on contentSwitched
+}
+
+void GraphView::setContentAsync(std::shared_ptr<const ViewModel> model,
+                                std::shared_ptr<const SceneLayout> layout,
+                                const QString& anchorGroupPath, bool fit) {
+  m_placement = placementFor(anchorGroupPath, fit);
+  graphScene()->setContentAsync(std::move(model), std::move(layout));
 }
 
 double GraphView::renderFrame() {

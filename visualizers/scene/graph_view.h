@@ -30,9 +30,15 @@ class GraphView : public QGraphicsView {
   bool minimapVisible() const;
 
   // Shows a new layout. With an anchor group (the one just toggled), the view scrolls so that the
-  // group's top-left corner stays where it was on screen (Note [Per-group layout]).
+  // group's top-left corner stays where it was on screen (Note [Per-group layout]); the first
+  // content of a view, or any with `fit`, is zoomed to fit; otherwise the centre stays.
   void setContent(std::shared_ptr<const ViewModel> model, std::shared_ptr<const SceneLayout> layout,
-                  const QString& anchorGroupPath = {});
+                  const QString& anchorGroupPath = {}, bool fit = false);
+  // The same without blocking the GUI thread (GraphScene::setContentAsync): the view is placed
+  // when the new content replaces the old, and contentReady() follows once every item exists.
+  void setContentAsync(std::shared_ptr<const ViewModel> model,
+                       std::shared_ptr<const SceneLayout> layout,
+                       const QString& anchorGroupPath = {}, bool fit = false);
 
   // For benchmarks: repaints the whole viewport synchronously and returns the milliseconds that
   // paint took (the view must be shown). lastFrameMs() is the time of the latest paint event.
@@ -41,6 +47,7 @@ class GraphView : public QGraphicsView {
 
  signals:
   void zoomChanged(double zoom);
+  void contentReady();  // the content of the latest setContent / setContentAsync is all on screen
 
  protected:
   void wheelEvent(QWheelEvent* event) override;
@@ -51,9 +58,18 @@ class GraphView : public QGraphicsView {
 
  private:
   struct Minimap;
+  // How to place the next content once the scene switches to it.
+  struct Placement {
+    QString anchorGroupPath;
+    std::optional<QPointF> anchorBefore;  // the anchor group's top-left in the old content
+    bool fit = false;
+  };
+  Placement placementFor(const QString& anchorGroupPath, bool fit) const;
+  void place(const Placement& placement);
   void updateSceneRect();
   void scrollBy(QPointF viewportDelta);
   std::unique_ptr<Minimap> m_minimap;
+  std::optional<Placement> m_placement;
   double m_lastFrameMs = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <QGraphicsSceneMouseEvent>
 #include <QPainter>
 #include <QStyleOptionGraphicsItem>
+#include <QTextOption>
 
 #include <cmath>
 
@@ -45,14 +46,14 @@ SceneStyle::SceneStyle() {
     edgeHoverBrushes[k] = QBrush(hover);
     lodEdgePens[k] = QPen(palette::edgeColor(kind), 0);
   }
+  hoverBrush = QBrush(palette::hoverColor());
   textPen = QPen(Qt::black);
   titleBrush = QBrush(QColor(0, 0, 0, 28));
 }
 
 void SceneStyle::setFont(const QFont& base) {
   font = base;
-  smallFont = base;
-  smallFont.setPointSizeF(std::max(6.0, base.pointSizeF() * 0.85));
+  smallFont = smallFontOf(base);
   smallMetrics.emplace(smallFont);
   smallHeight = smallMetrics->height();
 }
@@ -61,60 +62,105 @@ bool drawsText(const QPainter* painter, const QStyleOptionGraphicsItem* option) 
   return option->levelOfDetailFromTransform(painter->worldTransform()) >= GraphView::kTextScale;
 }
 
-// --- ShapeItem ----------------------------------------------------------------------------------
+namespace {
 
-ShapeItem::ShapeItem(const SceneStyle* style, Shape shape, const QRectF& rect, const QColor& fill)
-    : m_style(style), m_shape(shape), m_rect(rect), m_fill(fill) {
-  setAcceptHoverEvents(true);
-  setZValue(shape == Shape::Port ? 3 : 2);
+// Label text laid out once: '\n' breaks lines (as QPainter::drawText does), lines centred in
+// `width`.
+QStaticText staticText(const QString& text, const QFont& font, double width) {
+  QString lines = text;
+  lines.replace(QLatin1Char('\n'), QChar::LineSeparator);
+  QStaticText st(lines);
+  st.setTextFormat(Qt::PlainText);
+  QTextOption option(Qt::AlignHCenter);
+  option.setWrapMode(QTextOption::NoWrap);
+  st.setTextOption(option);
+  st.setTextWidth(std::max(1.0, width));
+  st.setPerformanceHint(QStaticText::AggressiveCaching);
+  st.prepare(QTransform(), font);
+  return st;
 }
 
-void ShapeItem::setLabel(const QString& label, const QString& note) {
-  m_label = label;
-  m_note = note;
-  update();
+// The top-left corner that centres `text` (laid out `width` wide) in `rect`.
+QPointF centredIn(const QStaticText& text, const QRectF& rect) {
+  return {rect.left(), rect.center().y() - text.size().height() / 2};
+}
+
+}  // namespace
+
+// --- ShapeItem ----------------------------------------------------------------------------------
+
+ShapeItem::ShapeItem(const SceneStyle* style, const ContentShape* data)
+    : node(data->node),
+      group(data->group),
+      togglePath(data->togglePath),
+      m_style(style),
+      m_data(data) {
+  setAcceptHoverEvents(true);
+  setZValue(data->shape == Shape::Port ? 3 : 2);
+  if (data->selectable) setFlag(QGraphicsItem::ItemIsSelectable);
+  if (!data->tooltip.isEmpty()) setToolTip(data->tooltip);
 }
 
 QRectF ShapeItem::boundingRect() const {
-  return m_rect.adjusted(-kOutline, -kOutline, kOutline, kOutline);
+  return m_data->rect.adjusted(-kOutline, -kOutline, kOutline, kOutline);
 }
 
 QPainterPath ShapeItem::shape() const {
   QPainterPath path;
-  if (m_shape == Shape::Ellipse || m_shape == Shape::Port)
-    path.addEllipse(m_rect);
+  if (m_data->shape == Shape::Ellipse || m_data->shape == Shape::Port)
+    path.addEllipse(m_data->rect);
   else
-    path.addRect(m_rect);
+    path.addRect(m_data->rect);
   return path;
 }
 
+void ShapeItem::prepareText() {
+  m_textReady = true;
+  QRectF labelRect = m_data->rect;
+  if (m_data->shape == Shape::Group) labelRect.adjust(kMarkerSize + 4, 0, 0, 0);
+  if (!m_data->note.isEmpty()) {
+    const double noteHeight = m_style->smallHeight;
+    m_noteText = staticText(m_data->note, m_style->smallFont, labelRect.width());
+    m_notePos = centredIn(m_noteText, QRectF(labelRect.left(), labelRect.bottom() - noteHeight - 2,
+                                             labelRect.width(), noteHeight));
+    labelRect.adjust(0, 0, 0, -noteHeight);
+  }
+  if (!m_data->label.isEmpty()) {
+    m_labelText = staticText(m_data->label, m_style->font, labelRect.width());
+    m_labelPos = centredIn(m_labelText, labelRect);
+  }
+}
+
 void ShapeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
+  if (m_style->retired) return;
+  const QRectF& rect = m_data->rect;
+  const Shape shape = m_data->shape;
   const bool text = drawsText(painter, option);
   if (!text) {
     // Zoomed out a node is a few pixels: a filled rectangle (a fast axis-aligned fill) reads the
     // same as the shape and costs a fraction of a stroked ellipse.
-    painter->fillRect(m_rect, m_hovered ? QBrush(palette::hoverColor()) : m_fill);
+    painter->fillRect(rect, m_hovered ? m_style->hoverBrush : m_data->fill);
     if (isSelected() || (m_highlighted && m_style->highlightOn)) {
       painter->setPen(isSelected() ? m_style->selectionPen : m_style->highlightPen);
       painter->setBrush(Qt::NoBrush);
-      painter->drawRect(m_rect.adjusted(-2, -2, 2, 2));
+      painter->drawRect(rect.adjusted(-2, -2, 2, 2));
     }
     return;
   }
-  painter->setPen(m_hovered                ? m_style->hoverPen
-                  : m_shape == Shape::Port ? m_style->portPen
-                                           : m_style->nodePen);
-  painter->setBrush(m_fill);
-  switch (m_shape) {
+  painter->setPen(m_hovered               ? m_style->hoverPen
+                  : shape == Shape::Port ? m_style->portPen
+                                         : m_style->nodePen);
+  painter->setBrush(m_data->fill);
+  switch (shape) {
     case Shape::Ellipse:
     case Shape::Port:
-      painter->drawEllipse(m_rect);
+      painter->drawEllipse(rect);
       break;
     case Shape::Box:
-      painter->drawRect(m_rect);
+      painter->drawRect(rect);
       break;
     case Shape::Group:
-      painter->drawRoundedRect(m_rect, kRadius, kRadius);
+      painter->drawRoundedRect(rect, kRadius, kRadius);
       break;
   }
   const bool selected = isSelected();
@@ -122,46 +168,41 @@ void ShapeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option,
     painter->setBrush(Qt::NoBrush);
     if (m_highlighted && m_style->highlightOn) {
       painter->setPen(m_style->highlightPen);
-      const QRectF r = m_rect.adjusted(-3.5, -3.5, 3.5, 3.5);
-      if (m_shape == Shape::Ellipse || m_shape == Shape::Port)
+      const QRectF r = rect.adjusted(-3.5, -3.5, 3.5, 3.5);
+      if (shape == Shape::Ellipse || shape == Shape::Port)
         painter->drawEllipse(r);
       else
         painter->drawRoundedRect(r, kRadius, kRadius);
     }
     if (selected) {
       painter->setPen(m_style->selectionPen);
-      const QRectF r = m_rect.adjusted(-1.5, -1.5, 1.5, 1.5);
-      if (m_shape == Shape::Ellipse || m_shape == Shape::Port)
+      const QRectF r = rect.adjusted(-1.5, -1.5, 1.5, 1.5);
+      if (shape == Shape::Ellipse || shape == Shape::Port)
         painter->drawEllipse(r);
       else
         painter->drawRoundedRect(r, kRadius, kRadius);
     }
   }
-  if (!text) return;
-  QRectF labelRect = m_rect;
-  if (m_shape == Shape::Group) {
+  if (shape == Shape::Group) {
     // The "+" marker: a collapsed group opens on double-click.
-    const QRectF marker(m_rect.left() + 4, m_rect.top() + 4, kMarkerSize, kMarkerSize);
+    const QRectF marker(rect.left() + 4, rect.top() + 4, kMarkerSize, kMarkerSize);
     painter->setPen(m_style->nodePen);
     painter->setBrush(Qt::white);
     painter->drawRect(marker);
     const QPointF c = marker.center();
     painter->drawLine(QPointF(c.x() - 3, c.y()), QPointF(c.x() + 3, c.y()));
     painter->drawLine(QPointF(c.x(), c.y() - 3), QPointF(c.x(), c.y() + 3));
-    labelRect.adjust(kMarkerSize + 4, 0, 0, 0);
   }
+  if (m_data->label.isEmpty() && m_data->note.isEmpty()) return;
+  if (!m_textReady) prepareText();
   painter->setPen(m_style->textPen);
-  if (!m_note.isEmpty()) {
-    const double noteHeight = m_style->smallHeight;
+  if (!m_data->note.isEmpty()) {
     painter->setFont(m_style->smallFont);
-    painter->drawText(QRectF(labelRect.left(), labelRect.bottom() - noteHeight - 2,
-                             labelRect.width(), noteHeight),
-                      Qt::AlignCenter, m_note);
-    labelRect.adjust(0, 0, 0, -noteHeight);
+    painter->drawStaticText(m_notePos, m_noteText);
   }
-  if (!m_label.isEmpty()) {
+  if (!m_data->label.isEmpty()) {
     painter->setFont(m_style->font);
-    painter->drawText(labelRect, Qt::AlignCenter, m_label);
+    painter->drawStaticText(m_labelPos, m_labelText);
   }
 }
 
@@ -173,6 +214,8 @@ void ShapeItem::setHighlighted(bool on) {
 }
 
 void ShapeItem::setHovered(bool on) {
+  // A retired item's edges may be deleted already.
+  if (m_style->retired) return;
   m_hovered = on;
   for (EdgeItem* edge : edges) edge->setHovered(on);
   refreshContentFlag();
@@ -198,36 +241,40 @@ void ShapeItem::hoverLeaveEvent(QGraphicsSceneHoverEvent*) {
 
 // --- ClusterItem --------------------------------------------------------------------------------
 
-ClusterItem::ClusterItem(const SceneStyle* style, const QRectF& rect, const QRectF& titleRect,
-                         int depth, const QString& title, const QString& path)
-    : m_style(style),
-      m_rect(rect),
-      m_titleRect(titleRect.isEmpty() ? QRectF(rect.left(), rect.top(), rect.width(), 20)
-                                      : titleRect),
-      m_fill(palette::clusterFill(depth)),
-      m_title(QStringLiteral("\u2212  ") + title),
-      m_path(path) {
+ClusterItem::ClusterItem(const SceneStyle* style, const ContentCluster* data)
+    : group(data->group), m_style(style), m_data(data) {
   // Deeper clusters above their parents, all below edges and nodes.
-  setZValue(-100 + depth);
+  setZValue(-100 + data->depth);
+  setToolTip(data->tooltip);
 }
 
 QPainterPath ClusterItem::shape() const {
   QPainterPath path;
-  path.addRect(m_titleRect);
+  path.addRect(m_data->titleRect);
   return path;
 }
 
 void ClusterItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
+  if (m_style->retired) return;
   painter->setPen(m_style->clusterPen);
-  painter->setBrush(m_fill);
-  painter->drawRoundedRect(m_rect, kRadius, kRadius);
+  painter->setBrush(m_data->fill);
+  painter->drawRoundedRect(m_data->rect, kRadius, kRadius);
   painter->setPen(Qt::NoPen);
   painter->setBrush(m_style->titleBrush);
-  painter->drawRect(m_titleRect.adjusted(1, 1, -1, 0));
+  painter->drawRect(m_data->titleRect.adjusted(1, 1, -1, 0));
   if (!drawsText(painter, option)) return;
+  if (!m_textReady) {
+    m_textReady = true;
+    m_titleText = QStaticText(m_data->title);
+    m_titleText.setTextFormat(Qt::PlainText);
+    m_titleText.setPerformanceHint(QStaticText::AggressiveCaching);
+    m_titleText.prepare(QTransform(), m_style->font);
+  }
+  const QRectF title = m_data->titleRect.adjusted(6, 0, -4, 0);
   painter->setPen(m_style->textPen);
   painter->setFont(m_style->font);
-  painter->drawText(m_titleRect.adjusted(6, 0, -4, 0), Qt::AlignLeft | Qt::AlignVCenter, m_title);
+  painter->drawStaticText(QPointF(title.left(), title.center().y() - m_titleText.size().height() / 2),
+                          m_titleText);
 }
 
 }  // namespace tscope::vis

@@ -1,9 +1,10 @@
 #pragma once
-// The QGraphicsItems of a GraphScene (private to visualizers/scene). Items keep what they draw
-// precomputed (rects, polygons, label text) and share their pens, brushes and fonts through one
-// SceneStyle owned by the scene, so paint() allocates nothing but what QPainter itself does.
+// The QGraphicsItems of a GraphScene (private to visualizers/scene). Items point into the
+// SceneContent a worker prepared (rects, polygons, label text: Note [Incremental scene content]),
+// cache their label layout (QStaticText) at the first paint, and share their pens, brushes and
+// fonts through one SceneStyle owned by the scene, so a repaint allocates nothing.
 
-#include "visualizers/model/view_model.h"
+#include "visualizers/scene/scene_content.h"
 
 #include <QBrush>
 #include <QFont>
@@ -12,6 +13,7 @@
 #include <QPainterPath>
 #include <QPen>
 #include <QPolygonF>
+#include <QStaticText>
 
 #include <optional>
 #include <vector>
@@ -32,12 +34,16 @@ struct SceneStyle {
   // Zoomed out (no text): one-pixel cosmetic pens, far cheaper to rasterize than scaled strokes.
   QPen lodEdgePens[3];
   QBrush edgeBrushes[3], edgeHoverBrushes[3];
+  QBrush hoverBrush;
   QPen textPen;
   QBrush titleBrush;
   bool highlightOn = false;
   // Overview mode (zoomed out): one OverviewItem draws every node and edge in a few batched calls;
   // the items themselves paint nothing unless they are hovered, selected or highlighted.
   bool overview = false;
+  // The items of replaced content, deleted over the next event-loop turns, paint nothing and
+  // ignore the mouse from the moment they are replaced.
+  bool retired = false;
   SceneStyle();
   void setFont(const QFont& font);
 };
@@ -49,31 +55,32 @@ bool drawsText(const QPainter* painter, const QStyleOptionGraphicsItem* option);
 // an optional highlight outline.
 class ShapeItem : public QGraphicsItem {
  public:
-  enum class Shape : std::uint8_t { Ellipse, Box, Group, Port };
+  using Shape = ContentShape::Shape;
   enum { Type = UserType + 1 };
 
-  ShapeItem(const SceneStyle* style, Shape shape, const QRectF& rect, const QColor& fill);
+  // `data` outlives the item (the scene keeps its content alive).
+  ShapeItem(const SceneStyle* style, const ContentShape* data);
   int type() const override { return Type; }
   QRectF boundingRect() const override;
   QPainterPath shape() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
 
-  Shape shapeKind() const { return m_shape; }
-  const QRectF& rect() const { return m_rect; }
-  QColor fill() const { return m_fill.color(); }
-  void setLabel(const QString& label, const QString& note = {});
-  const QString& label() const { return m_label; }
+  Shape shapeKind() const { return m_data->shape; }
+  const QRectF& rect() const { return m_data->rect; }
+  QColor fill() const { return m_data->fill.color(); }
+  const QString& label() const { return m_data->label; }
 
   // The model node it draws (-1 for groups and ports), the group it draws (collapsed groups), and
   // the group a double-click toggles (collapsed groups, OpFromGraph nodes; empty otherwise).
-  int node = -1;
-  int group = -1;
-  QString togglePath;
+  const int node;
+  const int group;
+  const QString togglePath;
   std::vector<EdgeItem*> edges;  // edges ending or starting here
 
   void setHighlighted(bool on);
   bool isHighlighted() const { return m_highlighted; }
   bool isHovered() const { return m_hovered; }
+  bool isRetired() const { return m_style->retired; }
   // Paints itself, or leaves it to the overview (SceneStyle::overview).
   void refreshContentFlag();
 
@@ -81,15 +88,18 @@ class ShapeItem : public QGraphicsItem {
   QVariant itemChange(GraphicsItemChange change, const QVariant& value) override;
   void hoverEnterEvent(QGraphicsSceneHoverEvent* event) override;
   void hoverLeaveEvent(QGraphicsSceneHoverEvent* event) override;
+  void mousePressEvent(QGraphicsSceneMouseEvent* event) override;
   void mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) override;
 
  private:
   void setHovered(bool on);
+  void prepareText();
   const SceneStyle* m_style;
-  Shape m_shape;
-  QRectF m_rect;
-  QBrush m_fill;
-  QString m_label, m_note;
+  const ContentShape* m_data;
+  // Laid out once, at the first paint with text (QStaticText keeps the glyph positions).
+  QStaticText m_labelText, m_noteText;
+  QPointF m_labelPos, m_notePos;
+  bool m_textReady = false;
   bool m_hovered = false, m_highlighted = false;
 };
 
@@ -98,52 +108,48 @@ class ShapeItem : public QGraphicsItem {
 class ClusterItem : public QGraphicsItem {
  public:
   enum { Type = UserType + 2 };
-  ClusterItem(const SceneStyle* style, const QRectF& rect, const QRectF& titleRect, int depth,
-              const QString& title, const QString& path);
+  ClusterItem(const SceneStyle* style, const ContentCluster* data);
   int type() const override { return Type; }
-  QRectF boundingRect() const override { return m_rect; }
+  QRectF boundingRect() const override { return m_data->rect; }
   QPainterPath shape() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
-  const QString& path() const { return m_path; }
-  const QRectF& titleRect() const { return m_titleRect; }
-  QColor fill() const { return m_fill.color(); }
-  int group = -1;
+  const QString& path() const { return m_data->path; }
+  const QRectF& titleRect() const { return m_data->titleRect; }
+  QColor fill() const { return m_data->fill.color(); }
+  const int group;
 
  protected:
   void mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) override;
 
  private:
   const SceneStyle* m_style;
-  QRectF m_rect, m_titleRect;
-  QBrush m_fill;
-  QString m_title, m_path;
+  const ContentCluster* m_data;
+  QStaticText m_titleText;  // laid out at the first paint with text
+  bool m_textReady = false;
 };
 
 // One drawn edge: the layout's spline, an arrow head and a label, coloured by kind.
 class EdgeItem : public QGraphicsItem {
  public:
   enum { Type = UserType + 3 };
-  EdgeItem(const SceneStyle* style, EdgeKind kind, const QPainterPath& path, QPointF arrowBase,
-           QPointF arrowTip, const QString& label, QPointF labelPos);
+  EdgeItem(const SceneStyle* style, const ContentEdge* data);
   int type() const override { return Type; }
-  QRectF boundingRect() const override { return m_bounds; }
+  QRectF boundingRect() const override { return m_data->bounds; }
   QPainterPath shape() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
-  EdgeKind kind() const { return m_kind; }
-  const QPainterPath& path() const { return m_path; }
+  EdgeKind kind() const { return m_data->kind; }
+  const QPainterPath& path() const { return m_data->path; }
   void setHovered(bool on);
   bool isHovered() const { return m_hovered; }
-  const QPolygonF& lodLine() const { return m_lodLine; }
+  const QPolygonF& lodLine() const { return m_data->lodLine; }
   void refreshContentFlag();
 
  private:
   const SceneStyle* m_style;
-  EdgeKind m_kind;
-  QPainterPath m_path;
-  QPolygonF m_arrow;
-  QPolygonF m_lodLine;
-  QString m_label;
-  QRectF m_labelRect, m_bounds;
+  const ContentEdge* m_data;
+  QStaticText m_labelText;  // laid out at the first paint with text
+  QPointF m_labelPos;
+  bool m_textReady = false;
   bool m_hovered = false;
 };
 
@@ -152,18 +158,15 @@ class EdgeItem : public QGraphicsItem {
 class OverviewItem : public QGraphicsItem {
  public:
   enum { Type = UserType + 5 };
-  OverviewItem(const SceneStyle* style, const std::vector<ShapeItem*>& shapes,
-               const std::vector<EdgeItem*>& edges, const QRectF& bounds);
+  OverviewItem(const SceneStyle* style, const SceneContent* content);
   int type() const override { return Type; }
-  QRectF boundingRect() const override { return m_bounds; }
+  QRectF boundingRect() const override { return m_content->bounds; }
   QPainterPath shape() const override { return {}; }
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
 
  private:
   const SceneStyle* m_style;
-  std::vector<std::pair<QBrush, std::vector<QRectF>>> m_rects;  // per fill colour
-  std::vector<QLineF> m_lines[3];                               // per EdgeKind
-  QRectF m_bounds;
+  const SceneContent* m_content;  // its overviewRects and overviewLines
 };
 
 // The key to the colours: op families, variable roles and edge kinds present in the scene (and the
@@ -171,11 +174,7 @@ class OverviewItem : public QGraphicsItem {
 class LegendItem : public QGraphicsItem {
  public:
   enum { Type = UserType + 4 };
-  struct Row {
-    enum class Swatch : std::uint8_t { Ellipse, Box, Line, Heat } swatch;
-    QColor color;
-    QString text;
-  };
+  using Row = LegendRow;
   LegendItem(const SceneStyle* style, std::vector<Row> rows);
   int type() const override { return Type; }
   QRectF boundingRect() const override { return m_rect; }

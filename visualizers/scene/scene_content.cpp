@@ -1,0 +1,276 @@
+#include "visualizers/scene/scene_content.h"
+
+#include "engine/graph/op.h"
+#include "visualizers/model/palette.h"
+
+#include <QFontMetricsF>
+#include <QPainter>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace tscope::vis {
+
+namespace {
+
+constexpr double kArrowHalfWidth = 3.5;
+
+// The legend's name of an op's family: palette::opFamily's word, "other ops" for white ones.
+QString opFamilyName(const QString& op) {
+  const QString family = palette::opFamily(op);
+  return family.isEmpty() ? QStringLiteral("other ops") : family;
+}
+
+QString roleName(VariableRole role) {
+  switch (role) {
+    case VariableRole::Input:
+      return QStringLiteral("input");
+    case VariableRole::Constant:
+      return QStringLiteral("constant");
+    case VariableRole::Shared:
+      return QStringLiteral("shared variable");
+    case VariableRole::Output:
+      return QStringLiteral("output");
+    case VariableRole::UnusedOutput:
+      return QStringLiteral("unused output");
+  }
+  return {};
+}
+
+// The legend lists what the scene shows: the op families, variable roles and edge kinds present.
+std::vector<LegendRow> legendRows(const ViewModel& model, const SceneLayout& layout) {
+  using Row = LegendRow;
+  std::map<QString, QColor> families;
+  std::set<int> roles, kinds;
+  for (const PlacedNode& pn : layout.nodes) {
+    const ViewNode& vn = model.nodes()[std::size_t(pn.node)];
+    if (vn.kind == NodeKind::Apply && vn.apply) {
+      const QString op = QString::fromStdString(vn.apply->op().name());
+      families.emplace(opFamilyName(op), palette::opFamilyColor(op));
+    } else if (vn.kind == NodeKind::Variable) {
+      roles.insert(int(vn.role));
+    }
+  }
+  for (const PlacedEdge& pe : layout.edges) kinds.insert(int(pe.kind));
+  std::vector<Row> rows;
+  if (!model.heat().empty())
+    rows.push_back({Row::Swatch::Heat, {}, QStringLiteral("time (light to dark)")});
+  else
+    for (const auto& [name, color] : families) rows.push_back({Row::Swatch::Ellipse, color, name});
+  for (int r : roles)
+    rows.push_back(
+        {Row::Swatch::Box, palette::variableColor(VariableRole(r)), roleName(VariableRole(r))});
+  static const char* const kEdgeNames[] = {"value", "view of the input",
+                                           "destroys the input (inplace)"};
+  for (int k : kinds)
+    rows.push_back(
+        {Row::Swatch::Line, palette::edgeColor(EdgeKind(k)), QString::fromLatin1(kEdgeNames[k])});
+  return rows;
+}
+
+ContentEdge makeEdge(const PlacedEdge& pe, const QFontMetricsF& smallMetrics) {
+  ContentEdge edge;
+  edge.kind = pe.kind;
+  edge.path = pe.path;
+  edge.label = pe.label;
+  const QPointF dir = pe.arrowTip - pe.arrowBase;
+  const double len = std::hypot(dir.x(), dir.y());
+  if (len > 1e-6) {
+    const QPointF perp(-dir.y() / len * kArrowHalfWidth, dir.x() / len * kArrowHalfWidth);
+    edge.arrow << pe.arrowTip << pe.arrowBase + perp << pe.arrowBase - perp;
+  }
+  QPointF last;
+  for (int i = 0; i < pe.path.elementCount(); ++i) {
+    const QPainterPath::Element e = pe.path.elementAt(i);
+    if (e.isCurveTo() && i + 2 < pe.path.elementCount()) {
+      const QPointF c1(e), c2(pe.path.elementAt(i + 1)), end(pe.path.elementAt(i + 2));
+      edge.lodLine << 0.125 * last + 0.375 * c1 + 0.375 * c2 + 0.125 * end << end;
+      last = end;
+      i += 2;
+    } else {
+      last = QPointF(e);
+      edge.lodLine << last;
+    }
+  }
+  edge.bounds = pe.path.controlPointRect().united(edge.arrow.boundingRect());
+  if (!edge.label.isEmpty()) {
+    const QRectF text = smallMetrics.boundingRect(QRectF(), Qt::AlignCenter, edge.label);
+    edge.labelRect = QRectF(0, 0, text.width() + 2, text.height());
+    edge.labelRect.moveCenter(pe.labelPos);
+    edge.bounds = edge.bounds.united(edge.labelRect);
+  }
+  edge.bounds.adjust(-2, -2, 2, 2);
+  return edge;
+}
+
+}  // namespace
+
+QFont smallFontOf(const QFont& font) {
+  QFont small = font;
+  small.setPointSizeF(std::max(6.0, font.pointSizeF() * 0.85));
+  return small;
+}
+
+int SceneContent::shownShape(int node) const {
+  if (!model || node < 0 || std::size_t(node) >= nodeShape.size()) return -1;
+  int shape = nodeShape[std::size_t(node)];
+  if (shape < 0)
+    for (int g = model->nodes()[std::size_t(node)].group; g > 0;
+         g = model->groups()[std::size_t(g)].parent)
+      if (groupBox[std::size_t(g)] >= 0) shape = groupBox[std::size_t(g)];
+  return shape;
+}
+
+void SceneContent::drawOverview(QPainter* painter, const QPen (&linePens)[3]) const {
+  for (int k = 0; k < 3; ++k) {
+    if (overviewLines[k].empty()) continue;
+    painter->setPen(linePens[k]);
+    painter->drawLines(overviewLines[k].data(), int(overviewLines[k].size()));
+  }
+  painter->setPen(Qt::NoPen);
+  for (const auto& [brush, rects] : overviewRects) {
+    painter->setBrush(brush);
+    painter->drawRects(rects.data(), int(rects.size()));
+  }
+}
+
+std::shared_ptr<const SceneContent> SceneContent::build(std::shared_ptr<const ViewModel> model,
+                                                        std::shared_ptr<const SceneLayout> layout,
+                                                        const QFont& font, double overviewScale) {
+  auto content = std::make_shared<SceneContent>();
+  if (!model || !layout) return content;
+  SceneContent& c = *content;
+  c.model = std::move(model);
+  c.layout = std::move(layout);
+  const ViewModel& vm = *c.model;
+  const SceneLayout& sl = *c.layout;
+  c.bounds = sl.bounds;
+  c.nodeShape.assign(vm.nodes().size(), -1);
+  c.groupBox.assign(vm.groups().size(), -1);
+  c.groupCluster.assign(vm.groups().size(), -1);
+  c.shapes.reserve(sl.nodes.size() + sl.groups.size() + sl.ports.size());
+
+  for (const PlacedNode& pn : sl.nodes) {
+    const ViewNode& vn = vm.nodes()[std::size_t(pn.node)];
+    ContentShape& s = c.shapes.emplace_back();
+    s.shape = vn.kind == NodeKind::Apply ? ContentShape::Shape::Ellipse : ContentShape::Shape::Box;
+    s.rect = pn.rect;
+    s.fill = QBrush(vn.fill);
+    s.label = vn.label;
+    s.tooltip = vn.tooltip;
+    s.node = pn.node;
+    s.selectable = true;
+    c.nodeShape[std::size_t(pn.node)] = int(c.shapes.size()) - 1;
+  }
+  for (const PlacedGroup& pg : sl.groups) {
+    const Group& g = vm.groups()[std::size_t(pg.group)];
+    const bool ofg = g.kind == GroupKind::OpFromGraph && g.ofgViewNode >= 0;
+    if (ofg && c.nodeShape[std::size_t(g.ofgViewNode)] >= 0)
+      c.shapes[std::size_t(c.nodeShape[std::size_t(g.ofgViewNode)])].togglePath = g.path;
+    if (pg.expanded) {
+      ContentCluster& cl = c.clusters.emplace_back();
+      cl.rect = pg.rect;
+      cl.titleRect = pg.titleRect.isEmpty() ? QRectF(pg.rect.left(), pg.rect.top(), pg.rect.width(), 20)
+                                            : pg.titleRect;
+      cl.depth = pg.depth;
+      cl.group = pg.group;
+      cl.fill = QBrush(palette::clusterFill(pg.depth));
+      cl.title = QStringLiteral("\u2212  ") + g.name;
+      cl.path = g.path;
+      cl.tooltip =
+          g.path + QStringLiteral("\n%1 nodes (double-click the title to collapse)").arg(g.totalNodes);
+      c.groupCluster[std::size_t(pg.group)] = int(c.clusters.size()) - 1;
+      continue;
+    }
+    ContentShape& box = c.shapes.emplace_back();
+    box.shape = ContentShape::Shape::Group;
+    box.rect = pg.rect;
+    box.fill = QBrush(palette::collapsedGroupFill(g.kind));
+    box.group = pg.group;
+    box.togglePath = g.path;
+    box.label = g.name;
+    box.note = QStringLiteral("%1 nodes").arg(g.totalNodes);
+    box.tooltip = g.path + QStringLiteral("\n%1 nodes (double-click to expand)").arg(g.totalNodes);
+    const int index = int(c.shapes.size()) - 1;
+    if (ofg) {
+      // A collapsed OpFromGraph is its outer node: selectable in model terms, same tooltip.
+      box.node = g.ofgViewNode;
+      box.selectable = true;
+      if (c.nodeShape[std::size_t(g.ofgViewNode)] < 0) c.nodeShape[std::size_t(g.ofgViewNode)] = index;
+      box.tooltip = vm.nodes()[std::size_t(g.ofgViewNode)].tooltip +
+                    QStringLiteral("\n(double-click to expand)");
+    }
+    c.groupBox[std::size_t(pg.group)] = index;
+  }
+  std::map<std::pair<int, int>, int> portOf;  // (group, outside node) -> shape
+  for (const PlacedPort& pp : sl.ports) {
+    ContentShape& port = c.shapes.emplace_back();
+    port.shape = ContentShape::Shape::Port;
+    port.rect = pp.rect;
+    port.fill = QBrush(palette::portColor());
+    if (pp.outsideNode >= 0 && std::size_t(pp.outsideNode) < vm.nodes().size())
+      port.tooltip = (pp.input ? QStringLiteral("from ") : QStringLiteral("to ")) +
+                     vm.nodes()[std::size_t(pp.outsideNode)].label;
+    portOf.emplace(std::make_pair(pp.group, pp.outsideNode), int(c.shapes.size()) - 1);
+  }
+
+  // Hover links: an edge lights from the shapes showing its ends and the ports it passes.
+  std::vector<int> shown(vm.nodes().size(), -2);  // -2: not looked up yet
+  auto shownOf = [&](int node) {
+    int& s = shown[std::size_t(node)];
+    if (s == -2) s = c.shownShape(node);
+    return s;
+  };
+  const QFontMetricsF smallMetrics(smallFontOf(font));
+  c.edges.reserve(sl.edges.size());
+  for (const PlacedEdge& pe : sl.edges) {
+    ContentEdge& edge = c.edges.emplace_back(makeEdge(pe, smallMetrics));
+    const int index = int(c.edges.size()) - 1;
+    auto link = [&](int shape) {
+      if (shape < 0) return;
+      std::vector<int>& edges = c.shapes[std::size_t(shape)].edges;
+      if (!edges.empty() && edges.back() == index) return;
+      edges.push_back(index);
+      edge.shapes.push_back(shape);
+    };
+    for (int e : pe.edges) {
+      const ViewEdge& ve = vm.edges()[std::size_t(e)];
+      for (int end : {ve.from, ve.to}) {
+        link(shownOf(end));
+        auto port = portOf.find({pe.level, end});
+        if (port != portOf.end()) link(port->second);
+      }
+    }
+  }
+
+  std::map<QRgb, std::size_t> slot;
+  for (const ContentShape& s : c.shapes) {
+    auto [it, added] = slot.emplace(s.fill.color().rgba(), c.overviewRects.size());
+    if (added) c.overviewRects.emplace_back(s.fill, std::vector<QRectF>{});
+    c.overviewRects[it->second].second.push_back(s.rect);
+  }
+  for (const ContentEdge& e : c.edges)
+    for (qsizetype i = 1; i < e.lodLine.size(); ++i)
+      c.overviewLines[int(e.kind)].emplace_back(e.lodLine[i - 1], e.lodLine[i]);
+  c.legend = legendRows(vm, sl);
+  constexpr double kMaxImageSide = 4096;
+  const double side = std::max(c.bounds.width(), c.bounds.height()) * overviewScale;
+  if (overviewScale > 0 && side >= 1 && side <= kMaxImageSide) {
+    c.overviewScale = overviewScale;
+    c.overviewImage = QImage(int(std::ceil(c.bounds.width() * overviewScale)),
+                             int(std::ceil(c.bounds.height() * overviewScale)),
+                             QImage::Format_ARGB32_Premultiplied);
+    c.overviewImage.fill(Qt::transparent);
+    QPainter painter(&c.overviewImage);
+    painter.scale(overviewScale, overviewScale);
+    painter.translate(-c.bounds.topLeft());
+    QPen pens[3];
+    for (EdgeKind kind : {EdgeKind::Plain, EdgeKind::View, EdgeKind::Destroy})
+      pens[int(kind)] = QPen(palette::edgeColor(kind), 0);
+    c.drawOverview(&painter, pens);
+  }
+  return content;
+}
+
+}  // namespace tscope::vis
