@@ -55,23 +55,27 @@ class TestResponsiveness : public QObject {
   }
 
   // The probe itself: a blocked event loop shows as a stall of about the blocked time.
+  // The probe sees a deliberate 150 ms stall of the event loop. Written for a loaded machine (CI
+  // runs tests in parallel): it waits for ticks instead of assuming a tick rate, and asserts on
+  // the injected stall rather than on the absence of others.
   void probeMeasuresStalls() {
     EventLoopProbe probe(nullptr, 5, 50);
     probe.start();
-    QTest::qWait(50);
-    QVERIFY(probe.maxStallMs() < 50);
-    QVERIFY(probe.stalls().empty());
+    QTRY_VERIFY_WITH_TIMEOUT(probe.ticks() >= 5, 10000);
     QTimer::singleShot(0, [] { std::this_thread::sleep_for(std::chrono::milliseconds(150)); });
-    QTest::qWait(80);
+    QTRY_VERIFY_WITH_TIMEOUT(probe.stallCount(100) >= 1, 10000);
+    const std::uint64_t ticksAfterStall = probe.ticks();
+    QTRY_VERIFY_WITH_TIMEOUT(probe.ticks() >= ticksAfterStall + 3, 10000);
     probe.stop();
-    QVERIFY2(probe.maxStallMs() >= 120 && probe.maxStallMs() < 1000, qPrintable(probe.summary()));
-    QCOMPARE(probe.stalls().size(), std::size_t(1));
-    QCOMPARE(probe.stallCount(100), 1);
-    QVERIFY(probe.ticks() > 5);
+    QVERIFY2(probe.maxStallMs() >= 120 && probe.maxStallMs() < 5000, qPrintable(probe.summary()));
+    QVERIFY(!probe.stalls().empty());
     std::uint64_t total = 0;
     for (std::uint64_t count : probe.histogram()) total += count;
     QCOMPARE(total, probe.ticks());
-    QCOMPARE(probe.histogram().back(), std::uint64_t(0));  // nothing above 200 ms
+    // Stopped: no more ticks.
+    const std::uint64_t stopped = probe.ticks();
+    QTest::qWait(30);
+    QCOMPARE(probe.ticks(), stopped);
   }
 
   void loadWithoutStalls_data() {
