@@ -5,6 +5,7 @@
 
 #include <clocale>
 #include <future>
+#include <random>
 
 using namespace tscope::vis::layout;
 
@@ -51,6 +52,69 @@ LevelSpec dnnLike(int items, bool labels) {
   return spec;
 }
 
+// A level that makes dot call decompose() three times: ports in rank=source/sink sets and a node
+// with no way out ("dead"), for which dot adds an edge to the sink set and decomposes again.
+LevelSpec portedLevel() {
+  LevelSpec spec;
+  spec.nodes = {node("in", 10, 10, LevelNodeSpec::Rank::Source), node("a"), node("b"), node("dead"),
+                node("out", 10, 10, LevelNodeSpec::Rank::Sink)};
+  spec.edges = {edge(0, 1), edge(1, 2), edge(2, 4), edge(1, 3)};
+  return spec;
+}
+
+// Levels of every shape the assembler produces: 1-40 items, DAG edges with an occasional back
+// edge, in- and out-ports, edge labels real, external or none, fast settings on or off.
+LevelSpec randomLevel(std::mt19937& random) {
+  auto below = [&random](int n) { return std::uniform_int_distribution<int>(0, n - 1)(random); };
+  LevelSpec spec;
+  const int items = 1 + below(40);
+  const int inPorts = below(4) == 0 ? 0 : below(5);
+  const int outPorts = below(4) == 0 ? 0 : below(5);
+  const bool labels = below(2) == 0;
+  spec.fast = below(3) == 0;
+  spec.labels = static_cast<LevelSpec::LabelPlacement>(below(3));
+  const QSizeF label = labels ? QSizeF(20 + below(60), 12) : QSizeF();
+  for (int i = 0; i < items; ++i) {
+    spec.nodes.push_back(node(QStringLiteral("n%1").arg(i), 20 + below(120), 20 + below(20)));
+    if (below(2) == 0) spec.nodes.back().shape = LevelNodeSpec::Shape::Ellipse;
+  }
+  for (int i = 1; i < items; ++i) {
+    spec.edges.push_back(edge(below(i), i, label));
+    if (below(3) == 0) spec.edges.push_back(edge(below(i), i, label));
+  }
+  if (items > 2 && below(8) == 0) spec.edges.push_back(edge(items - 1, below(items - 1), label));
+  for (int p = 0; p < inPorts; ++p) {
+    spec.nodes.push_back(node(QStringLiteral("i%1").arg(p), 10, 10, LevelNodeSpec::Rank::Source));
+    spec.edges.push_back(edge(int(spec.nodes.size()) - 1, below(items), label));
+  }
+  for (int p = 0; p < outPorts; ++p) {
+    spec.nodes.push_back(node(QStringLiteral("o%1").arg(p), 10, 10, LevelNodeSpec::Rank::Sink));
+    spec.edges.push_back(edge(below(items), int(spec.nodes.size()) - 1, label));
+  }
+  return spec;
+}
+
+// In-ports share the top rank and out-ports the bottom one, whatever else the level holds.
+bool portsOnTheirRanks(const LevelSpec& spec, const LevelLayout& result) {
+  double lowestIn = -1e9, highestOut = 1e9, top = 1e9, bottom = -1e9;
+  for (std::size_t i = 0; i < spec.nodes.size(); ++i) {
+    const QRectF r = result.nodes[i];
+    switch (spec.nodes[i].rank) {
+      case LevelNodeSpec::Rank::Source:
+        lowestIn = std::max(lowestIn, r.bottom());
+        break;
+      case LevelNodeSpec::Rank::Sink:
+        highestOut = std::min(highestOut, r.top());
+        break;
+      case LevelNodeSpec::Rank::Normal:
+        top = std::min(top, r.top());
+        bottom = std::max(bottom, r.bottom());
+        break;
+    }
+  }
+  return lowestIn < top && highestOut > bottom;
+}
+
 bool near(QPointF a, QRectF r, double tolerance) {
   return r.adjusted(-tolerance, -tolerance, tolerance, tolerance).contains(a);
 }
@@ -72,6 +136,9 @@ class TestGraphvizLevel : public QObject {
   void testOtherThreadIsRefused();
   void testLocaleUntouched();
   void testEmptyLevelSelfLoopAndCycle();
+  void testDecomposeMarkWrap();
+  void testManyLevelsInARow();
+  void testFastLevelsRouteCheaply();
   void testTiming2000Flat();
 };
 
@@ -146,16 +213,17 @@ void TestGraphvizLevel::testPortRanks() {
 }
 
 void TestGraphvizLevel::testEdgeLabels_data() {
-  QTest::addColumn<bool>("external");
-  QTest::newRow("label") << false;
-  QTest::newRow("xlabel") << true;
+  QTest::addColumn<LevelSpec::LabelPlacement>("placement");
+  QTest::newRow("label") << LevelSpec::LabelPlacement::Dot;
+  QTest::newRow("xlabel") << LevelSpec::LabelPlacement::External;
+  QTest::newRow("midpoint") << LevelSpec::LabelPlacement::Midpoint;
 }
 
 void TestGraphvizLevel::testEdgeLabels() {
-  QFETCH(bool, external);
+  QFETCH(LevelSpec::LabelPlacement, placement);
   GraphvizLayouter layouter;
   LevelSpec spec;
-  spec.externalLabels = external;
+  spec.labels = placement;
   spec.nodes = {node("a"), node("b")};
   spec.edges = {edge(0, 1, QSizeF(80, 14))};
   const LevelLayout result = layouter.layout(spec);
@@ -164,7 +232,10 @@ void TestGraphvizLevel::testEdgeLabels() {
   // at least its height apart.
   QVERIFY2(label.y() > result.nodes[0].top() && label.y() < result.nodes[1].bottom(),
            qPrintable(QStringLiteral("label at %1").arg(label.y())));
-  if (!external) QVERIFY(result.nodes[1].top() - result.nodes[0].bottom() >= 14);
+  if (placement == LevelSpec::LabelPlacement::Dot)
+    QVERIFY(result.nodes[1].top() - result.nodes[0].bottom() >= 14);
+  if (placement == LevelSpec::LabelPlacement::Midpoint)
+    QCOMPARE(label, result.edges[0].path.pointAtPercent(0.5));
 }
 
 void TestGraphvizLevel::testCacheKey() {
@@ -175,6 +246,9 @@ void TestGraphvizLevel::testCacheKey() {
   QVERIFY(a.cacheKey() != b.cacheKey());
   b = a;
   b.fast = true;
+  QVERIFY(a.cacheKey() != b.cacheKey());
+  b = a;
+  b.labels = LevelSpec::LabelPlacement::Midpoint;
   QVERIFY(a.cacheKey() != b.cacheKey());
   b = a;
   b.edges[0].labelSize = QSizeF();
@@ -251,16 +325,102 @@ void TestGraphvizLevel::testEmptyLevelSelfLoopAndCycle() {
   QVERIFY(near(both.edges[1].path.pointAtPercent(0), both.nodes[1], 3));
 }
 
+// Note [dot's decompose mark wraps]: without the guard this sequence crashes in decompose().
+void TestGraphvizLevel::testDecomposeMarkWrap() {
+  GraphvizLayouter layouter;
+  QVERIFY2(layouter.guardsMarkWrap(),
+           "the dot plugin's decompose() could not be probed: Graphviz 2.42 would crash");
+  LevelSpec plain;
+  plain.nodes = {node("a"), node("b")};
+  plain.edges = {edge(0, 1)};
+  const LevelSpec ported = portedLevel();
+  // A ported level makes three decompose() calls, the second after acyclic(); a plain one two.
+  // 90 ported levels span more than the 255 calls of a wrap, and a plain level between rounds
+  // shifts the wrap by one call relative to the ported levels: in one of three rounds it falls on
+  // the call after acyclic(), whatever the counter was when the test began.
+  for (int round = 0; round < 3; ++round) {
+    QCOMPARE(layouter.layout(plain).nodes.size(), 2u);
+    for (int i = 0; i < 90; ++i) {
+      const LevelLayout result = layouter.layout(ported);
+      QCOMPARE(result.nodes.size(), ported.nodes.size());
+      QVERIFY2(portsOnTheirRanks(ported, result),
+               qPrintable(QStringLiteral("round %1, level %2").arg(round).arg(i)));
+    }
+  }
+}
+
+// The sequences that crashed in bench_gui: a big flat level with the fast settings, then many
+// small levels of every shape, with the counter passing its wrap several times.
+void TestGraphvizLevel::testManyLevelsInARow() {
+  GraphvizLayouter layouter;
+  LevelSpec big = dnnLike(700, false);
+  big.fast = true;
+  big.labels = LevelSpec::LabelPlacement::Midpoint;
+  QCOMPARE(layouter.layout(big).nodes.size(), 700u);
+  std::mt19937 random(6);
+  for (int i = 0; i < 600; ++i) {
+    const LevelSpec spec = randomLevel(random);
+    const LevelLayout result = layouter.layout(spec);
+    QCOMPARE(result.nodes.size(), spec.nodes.size());
+    QCOMPARE(result.edges.size(), spec.edges.size());
+    QVERIFY2(portsOnTheirRanks(spec, result), qPrintable(QStringLiteral("level %1").arg(i)));
+    for (const auto& geometry : result.edges) QVERIFY(!geometry.path.isEmpty());
+  }
+}
+
+// Whether every cubic of the path is a straight segment (its control points on its chord).
+static bool straightSegments(const QPainterPath& path) {
+  for (int i = 1; i + 2 < path.elementCount(); ++i) {
+    if (path.elementAt(i).type != QPainterPath::CurveToElement) continue;
+    const QPointF p0 = path.elementAt(i - 1), c1 = path.elementAt(i), c2 = path.elementAt(i + 1),
+                  p1 = path.elementAt(i + 2);
+    const QLineF chord(p0, p1);
+    auto off = [&](QPointF c) {
+      const double length = std::max(chord.length(), 1e-9);
+      return std::abs((p1.x() - p0.x()) * (p0.y() - c.y()) - (p0.x() - c.x()) * (p1.y() - p0.y())) /
+             length;
+    };
+    if (off(c1) > 0.5 || off(c2) > 0.5) return false;
+  }
+  return true;
+}
+
+// Note [Fast settings for big levels]: splines up to 4,000 edges, polylines above; labels of a
+// midpoint level sit on their paths.
+void TestGraphvizLevel::testFastLevelsRouteCheaply() {
+  GraphvizLayouter layouter;
+  for (int items : {900, 3600}) {
+    LevelSpec spec = dnnLike(items, true);
+    spec.fast = true;
+    spec.labels = LevelSpec::LabelPlacement::Midpoint;
+    const LevelLayout result = layouter.layout(spec);
+    const bool polylines = spec.edges.size() > 4000;
+    QCOMPARE(polylines, items == 3600);
+    bool allStraight = true;
+    for (std::size_t i = 0; i < spec.edges.size(); ++i) {
+      allStraight = allStraight && straightSegments(result.edges[i].path);
+      if (!spec.edges[i].labelSize.isEmpty())
+        QCOMPARE(result.edges[i].labelPos, result.edges[i].path.pointAtPercent(0.5));
+    }
+    QCOMPARE(allStraight, polylines);
+  }
+}
+
 void TestGraphvizLevel::testTiming2000Flat() {
   GraphvizLayouter layouter;
-  for (bool external : {true, false}) {
+  using LabelPlacement = LevelSpec::LabelPlacement;
+  for (LabelPlacement placement : {LabelPlacement::Midpoint, LabelPlacement::External}) {
     LevelSpec spec = dnnLike(2000, true);
     spec.fast = true;
-    spec.externalLabels = external;
+    spec.labels = placement;
     const LevelLayout result = layouter.layout(spec);
-    qInfo("dot, 2000-node flat level, %zu edges, fast settings, %s: %.2f s", spec.edges.size(),
-          external ? "xlabel" : "label", result.seconds);
+    qInfo("dot, 2000-node flat level, %zu edges, fast settings, %s labels: %.2f s",
+          spec.edges.size(), placement == LabelPlacement::Midpoint ? "midpoint" : "x",
+          result.seconds);
     QCOMPARE(result.nodes.size(), 2000u);
+    // Packed, not piled up: the fast settings still give every node its own place.
+    for (std::size_t i = 1; i < result.nodes.size(); ++i)
+      QVERIFY(!result.nodes[i].adjusted(0.5, 0.5, -0.5, -0.5).intersects(result.nodes[i - 1]));
   }
 }
 

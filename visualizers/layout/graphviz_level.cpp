@@ -1,5 +1,8 @@
 #include "visualizers/layout/graphviz_level.h"
 
+#include "visualizers/layout/dot_mark_wrap.h"
+
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <clocale>
@@ -23,6 +26,8 @@ namespace tscope::vis::layout {
 namespace {
 
 constexpr double kPointsPerInch = 72.0;
+// Fast levels with more edges route them as polylines: Note [Fast settings for big levels].
+constexpr std::size_t kPolylinesAbove = 4000;
 
 // Graphviz takes char* for strings it only reads (and copies): hand it mutable copies that outlive
 // the call. A deque never moves its elements, so the pointers stay valid.
@@ -92,8 +97,13 @@ std::string trimmed(std::string text) {
 // The dot layout plugin, loaded from Graphviz's plugin folder. Loading it ourselves (instead of
 // gvContext()'s configuration file) keeps the pango/gtk plugins out of the process: text sizes
 // come from Qt anyway.
-gvplugin_library_t* dotPlugin() {
-  static gvplugin_library_t* library = nullptr;
+struct DotPlugin {
+  gvplugin_library_t* library = nullptr;
+  void* handle = nullptr;  // dlopen handle, kept open for the life of the process
+};
+
+DotPlugin dotPlugin() {
+  static DotPlugin plugin;
   static std::string failure;
   static std::once_flag once;
   std::call_once(once, [] {
@@ -114,15 +124,15 @@ gvplugin_library_t* dotPlugin() {
       }
       // Kept open for the life of the process: Graphviz keeps pointers into it.
       if (void* symbol = dlsym(handle, "gvplugin_dot_layout_LTX_library")) {
-        library = static_cast<gvplugin_library_t*>(symbol);
+        plugin = {static_cast<gvplugin_library_t*>(symbol), handle};
         return;
       }
       failure += "\n  " + path + ": no symbol gvplugin_dot_layout_LTX_library";
     }
   });
-  if (!library)
+  if (!plugin.library)
     throw GraphvizError("Graphviz's dot layout plugin could not be loaded; tried:" + failure);
-  return library;
+  return plugin;
 }
 
 QPointF toLocal(pointf p, const boxf& bb) {
@@ -176,11 +186,27 @@ LevelEdgeGeometry readEdge(Agedge_t* edge, const boxf& bb, bool hasLabel) {
 
 }  // namespace
 
+// Note [Fast settings for big levels]
+// Measured on bench_gui's 2,000-node flat graph (2,164 items, 3,463 edges, 2,001 ranks; its long
+// skip edges give dot_position an auxiliary graph of 25,752 nodes), CPU seconds of `dot` 2.42:
+//   nslimit=0.2, mclimit=0.05, xlabels (the old fast settings)            6.8
+//     of which the x-coordinate network simplex (433 iterations + its feasible tree)  ~5
+//   nslimit=0: dot_position keeps init_rank's packing, no simplex            2.9
+//   ... and labels on midpoints instead of xlabels                           1.7
+//   ... and newrank=true (dot1_rank's cleanup1 is quadratic in the edges)    0.7
+// Spline routing is then the largest part (0.4 s here; 2.3 of 4.3 s for 5,436 items and 8,694
+// edges in 32 chains, where polylines take 1.1 s): above kPolylinesAbove edges, polylines.
+// nslimit=0 leaves nodes packed towards the left instead of centred over their neighbours; for the
+// long chains of a big graph that is barely visible, while an unlimited simplex took 62 s.
+// newrank gives these levels the same ranks, but it puts rank=sink nodes on the last rank beside
+// the others instead of below them: levels with ports keep dot's own ranking. Small levels keep
+// dot's defaults.
+
 std::string LevelSpec::cacheKey() const {
   std::string key;
   key.reserve(32 * (nodes.size() + edges.size()) + 64);
-  key += "level v1 " + number(nodeSep, 2) + ' ' + number(rankSep, 2) + (fast ? " fast" : " full") +
-         (externalLabels ? " xlabel\n" : " label\n");
+  key += "level v2 " + number(nodeSep, 2) + ' ' + number(rankSep, 2) + (fast ? " fast" : " full") +
+         " labels" + std::to_string(static_cast<int>(labels)) + '\n';
   for (const auto& node : nodes) {
     key += node.key.toStdString();
     key += ' ' + number(node.width, 2) + ' ' + number(node.height, 2) + ' ' +
@@ -206,6 +232,8 @@ std::size_t LevelLayout::approximateBytes() const {
 
 struct GraphvizLayouter::Context {
   GVC_t* gvc = nullptr;
+  std::unique_ptr<DecomposeMarkGuard> markGuard;  // Note [dot's decompose mark wraps]
+  std::string tracePath;                          // TSCOPE_DOT_TRACE
 };
 
 static bool hasDotLayout(GVC_t* gvc) {
@@ -224,9 +252,12 @@ GraphvizLayouter::GraphvizLayouter() : m_context(std::make_unique<Context>()) {
   m_owner = std::this_thread::get_id();
   NumericLocaleGuard locale;
   agseterrf(&collectMessage);
+  void* pluginHandle = nullptr;
   try {
+    const DotPlugin plugin = dotPlugin();
+    pluginHandle = plugin.handle;
     const lt_symlist_t builtins[] = {
-        {"gvplugin_dot_layout_LTX_library", dotPlugin()},
+        {"gvplugin_dot_layout_LTX_library", plugin.library},
         {nullptr, nullptr},
     };
     // demand_loading = 0: only the builtins above, no configuration file.
@@ -242,6 +273,12 @@ GraphvizLayouter::GraphvizLayouter() : m_context(std::make_unique<Context>()) {
     }
   }
   if (!m_context->gvc) throw GraphvizError("Graphviz: creating the layout context failed");
+  m_context->markGuard = std::make_unique<DecomposeMarkGuard>(pluginHandle);
+  if (const char* trace = std::getenv("TSCOPE_DOT_TRACE")) m_context->tracePath = trace;
+}
+
+bool GraphvizLayouter::guardsMarkWrap() const {
+  return m_context->markGuard && m_context->markGuard->active();
 }
 
 GraphvizLayouter::~GraphvizLayouter() {
@@ -280,16 +317,27 @@ LevelLayout GraphvizLayouter::layout(const LevelSpec& spec, const char* engine) 
     agattr(g, AGRAPH, s("nodesep"), s(number(spec.nodeSep / kPointsPerInch)));
     agattr(g, AGRAPH, s("ranksep"), s(number(spec.rankSep / kPointsPerInch)));
     if (spec.fast) {
-      agattr(g, AGRAPH, s("mclimit"), s("0.05"));
-      agattr(g, AGRAPH, s("nslimit"), s("0.2"));
+      // Note [Fast settings for big levels]
+      const bool ports = std::any_of(spec.nodes.begin(), spec.nodes.end(), [](const auto& node) {
+        return node.rank != LevelNodeSpec::Rank::Normal;
+      });
+      if (!ports) agattr(g, AGRAPH, s("newrank"), s("true"));
+      agattr(g, AGRAPH, s("nslimit"), s("0"));
       agattr(g, AGRAPH, s("nslimit1"), s("0.2"));
+      agattr(g, AGRAPH, s("mclimit"), s("0.05"));
+      if (spec.edges.size() > kPolylinesAbove) agattr(g, AGRAPH, s("splines"), s("polyline"));
     }
     Agsym_t* shape = agattr(g, AGNODE, s("shape"), s("box"));
     agattr(g, AGNODE, s("fixedsize"), s("true"));
     agattr(g, AGNODE, s("label"), s(""));
     Agsym_t* width = agattr(g, AGNODE, s("width"), s("0.75"));
     Agsym_t* height = agattr(g, AGNODE, s("height"), s("0.5"));
-    Agsym_t* label = agattr(g, AGEDGE, s(spec.externalLabels ? "xlabel" : "label"), s(""));
+    using LabelPlacement = LevelSpec::LabelPlacement;
+    Agsym_t* label =
+        spec.labels == LabelPlacement::Midpoint
+            ? nullptr
+            : agattr(g, AGEDGE, s(spec.labels == LabelPlacement::External ? "xlabel" : "label"),
+                     s(""));
 
     Agraph_t* sources = nullptr;
     Agraph_t* sinks = nullptr;
@@ -319,11 +367,18 @@ LevelLayout GraphvizLayouter::layout(const LevelSpec& spec, const char* engine) 
     edges.reserve(spec.edges.size());
     for (const auto& edge : spec.edges) {
       Agedge_t* e = agedge(g, nodes[edge.from], nodes[edge.to], nullptr, 1);
-      if (!edge.labelSize.isEmpty())
+      if (label && !edge.labelSize.isEmpty())
         agxset(e, label, agstrdup_html(g, s(sizedHtmlLabel(edge.labelSize))));
       edges.push_back(e);
     }
 
+    if (!m_context->tracePath.empty()) {
+      if (FILE* file = std::fopen(m_context->tracePath.c_str(), "a")) {
+        agwrite(g, file);
+        std::fclose(file);
+      }
+    }
+    m_context->markGuard->beforeLayout();
     const int rc = gvLayout(m_context->gvc, g, engine);
     laidOut = rc == 0;
     if (rc != 0 || agerrors() >= AGERR) {

@@ -3,6 +3,8 @@
 // out. A LevelSpec is plain data (sizes already measured with Qt's font metrics); GraphvizLayouter
 // owns the GVC_t and makes Graphviz calls, so it must be created, used and destroyed on the one
 // thread that owns Graphviz (the service's worker). No Graphviz type leaks out of this header.
+// TSCOPE_DOT_TRACE=FILE appends every level to FILE as DOT before it is laid out; `dot -Tplain` on
+// that file replays the process's Graphviz work, the way to tell a Graphviz bug from ours.
 
 #include <QPainterPath>
 #include <QPointF>
@@ -40,10 +42,16 @@ struct LevelSpec {
   std::vector<LevelEdgeSpec> edges;
   double nodeSep = 18;  // points
   double rankSep = 28;  // points
-  bool fast = false;    // dot's reduced mclimit/nslimit (big levels)
-  // Real edge labels make dot insert a label node in the middle of every labelled edge (and double
-  // the ranks); external labels (xlabel) are placed after the layout and cost next to nothing.
-  bool externalLabels = false;
+  // dot's fast settings for big levels (Note [Fast settings for big levels] in the .cpp): newrank,
+  // no network-simplex pass for x coordinates (nodes packed towards the left), mclimit 0.05, and
+  // polylines instead of splines above 4,000 edges.
+  bool fast = false;
+  // Where edge labels go. Dot: real labels, which make dot insert a label node in the middle of
+  // every labelled edge (doubling the ranks) and keep them clear of everything. External: xlabels,
+  // placed after the layout next to their edges (about 0.6 s for 3,500 labels). Midpoint: dot does
+  // not see them; each sits on the middle of its edge's path (free).
+  enum class LabelPlacement : std::uint8_t { Dot, External, Midpoint };
+  LabelPlacement labels = LabelPlacement::Dot;
 
   // The full text that determines the layout: two specs with the same key get the same geometry.
   std::string cacheKey() const;
@@ -86,6 +94,10 @@ class GraphvizLayouter {
   LevelLayout layout(const LevelSpec& spec, const char* engine = "dot");
 
   std::thread::id ownerThread() const { return m_owner; }
+  // Whether layouts are protected from Graphviz 2.42's decompose() mark wrap (Note [dot's
+  // decompose mark wraps] in dot_mark_wrap.h); false only with a dot plugin that does not export
+  // decompose() or behaves differently, where the crash cannot be steered around.
+  bool guardsMarkWrap() const;
 
  private:
   struct Context;

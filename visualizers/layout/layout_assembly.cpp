@@ -57,9 +57,9 @@ class Assembler {
     spec.nodeSep = m_options.nodeSep;
     spec.rankSep = m_options.rankSep;
     spec.fast = static_cast<int>(level.graph.items.size()) > m_options.fastAbove;
-    // External labels keep big levels fast (real labels add a label node per edge); small levels
-    // get real labels, which dot keeps clear of nodes and other edges.
-    spec.externalLabels = spec.fast;
+    // Big levels put labels on their edges' midpoints (real labels add a label node per edge,
+    // xlabels cost dot a search); small levels get real labels, clear of nodes and other edges.
+    spec.labels = spec.fast ? LevelSpec::LabelPlacement::Midpoint : LevelSpec::LabelPlacement::Dot;
     spec.nodes.reserve(level.graph.items.size());
     for (std::size_t i = 0; i < level.graph.items.size(); ++i) {
       const LevelItem& item = level.graph.items[i];
