@@ -91,12 +91,21 @@ void GraphScene::setContentAsync(std::shared_ptr<const ViewModel> model,
       if (fit < GraphView::kTextScale) overviewScale = std::max(overviewScale, fit);
     }
   QtConcurrent::run([model = std::move(model), layout = std::move(layout), font = font(),
-                     overviewScale] { return SceneContent::build(model, layout, font, overviewScale); }).then(this, [this, generation](std::shared_ptr<const SceneContent> content) {
-    if (generation != m_generation) return;  // superseded
-    m_preparing = false;
-    switchTo(std::move(content), false);
-    m_slices.start();
-  });
+                     overviewScale] { return SceneContent::build(model, layout, font, overviewScale); })
+      .then(this, [this, generation](std::shared_ptr<const SceneContent> content) {
+        // then() runs a continuation at once when the worker has already finished; the switch is
+        // always queued, so a newer request made in the same event-loop turn supersedes this one
+        // and the old content stays until the loop turns.
+        QMetaObject::invokeMethod(
+            this,
+            [this, generation, content = std::move(content)]() mutable {
+              if (generation != m_generation) return;  // superseded
+              m_preparing = false;
+              switchTo(std::move(content), false);
+              m_slices.start();
+            },
+            Qt::QueuedConnection);
+      });
 }
 
 bool GraphScene::isBuilding() const {
