@@ -22,22 +22,6 @@ QString tensorSummary(const engine::Tensor& value) {
   return qs(std::string(engine::dtypeName(value.dtype()))) + QLatin1Char(' ') + shapeText(shape);
 }
 
-QString roleText(VariableRole role) {
-  switch (role) {
-    case VariableRole::Input:
-      return QStringLiteral("graph input");
-    case VariableRole::Constant:
-      return QStringLiteral("constant");
-    case VariableRole::Shared:
-      return QStringLiteral("shared variable");
-    case VariableRole::Output:
-      return QStringLiteral("graph output");
-    case VariableRole::UnusedOutput:
-      return QStringLiteral("output nobody uses");
-  }
-  return {};
-}
-
 // A constant's value as d3viz labels it; empty when it cannot be read here (a device tensor).
 QString constantText(const engine::Tensor& value) {
   if (!value.defined() || value.device() != engine::Device::Cpu) return {};

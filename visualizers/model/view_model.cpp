@@ -7,6 +7,22 @@
 
 namespace tscope::vis {
 
+QString roleText(VariableRole role) {
+  switch (role) {
+    case VariableRole::Input:
+      return QStringLiteral("graph input");
+    case VariableRole::Constant:
+      return QStringLiteral("constant");
+    case VariableRole::Shared:
+      return QStringLiteral("shared variable");
+    case VariableRole::Output:
+      return QStringLiteral("graph output");
+    case VariableRole::UnusedOutput:
+      return QStringLiteral("unused output");
+  }
+  return {};
+}
+
 // --- GroupState ----------------------------------------------------------------------------------
 
 void GroupState::setExpanded(const QString& path, bool expanded) {

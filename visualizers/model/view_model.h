@@ -41,6 +41,10 @@ enum class VariableRole : std::uint8_t { Input, Constant, Shared, Output, Unused
 enum class EdgeKind : std::uint8_t { Plain, View, Destroy };
 enum class GroupKind : std::uint8_t { Root, Scope, OpFromGraph };
 
+// What a variable role is called wherever the window names it (tooltips, the inspector, the
+// legend): "graph input", "constant", "shared variable", "graph output", "unused output".
+QString roleText(VariableRole role);
+
 struct ViewNode {
   NodeKind kind = NodeKind::Apply;
   VariableRole role = VariableRole::Input;          // variables only

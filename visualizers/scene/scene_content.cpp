@@ -22,22 +22,6 @@ QString opFamilyName(const QString& op) {
   return family.isEmpty() ? QStringLiteral("other ops") : family;
 }
 
-QString roleName(VariableRole role) {
-  switch (role) {
-    case VariableRole::Input:
-      return QStringLiteral("input");
-    case VariableRole::Constant:
-      return QStringLiteral("constant");
-    case VariableRole::Shared:
-      return QStringLiteral("shared variable");
-    case VariableRole::Output:
-      return QStringLiteral("output");
-    case VariableRole::UnusedOutput:
-      return QStringLiteral("unused output");
-  }
-  return {};
-}
-
 // The legend lists what the scene shows: the op families, variable roles and edge kinds present.
 std::vector<LegendRow> legendRows(const ViewModel& model, const SceneLayout& layout) {
   using Row = LegendRow;
@@ -60,7 +44,7 @@ std::vector<LegendRow> legendRows(const ViewModel& model, const SceneLayout& lay
     for (const auto& [name, color] : families) rows.push_back({Row::Swatch::Ellipse, color, name});
   for (int r : roles)
     rows.push_back(
-        {Row::Swatch::Box, palette::variableColor(VariableRole(r)), roleName(VariableRole(r))});
+        {Row::Swatch::Box, palette::variableColor(VariableRole(r)), roleText(VariableRole(r))});
   static const char* const kEdgeNames[] = {"value", "view of the input",
                                            "destroys the input (inplace)"};
   for (int k : kinds)

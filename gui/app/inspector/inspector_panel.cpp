@@ -36,22 +36,6 @@ QString describeValue(const engine::Variable& v) {
   return s;
 }
 
-QString roleName(vis::VariableRole role) {
-  switch (role) {
-    case vis::VariableRole::Input:
-      return QStringLiteral("graph input");
-    case vis::VariableRole::Constant:
-      return QStringLiteral("constant");
-    case vis::VariableRole::Shared:
-      return QStringLiteral("shared variable");
-    case vis::VariableRole::Output:
-      return QStringLiteral("graph output");
-    case vis::VariableRole::UnusedOutput:
-      break;
-  }
-  return QStringLiteral("unused output");
-}
-
 QString scopeText(const std::string& scope) {
   return scope.empty() ? QObject::tr("(top level)") : qs(scope);
 }
@@ -233,7 +217,7 @@ void InspectorPanel::showVariable(const vis::ViewNode& node) {
   addField(tr("name"), v.name().empty() ? tr("(unnamed)") : qs(v.name()));
   addField(tr("id"), QString::number(v.id()));
   addField(tr("type"), qs(v.type().shortStr()) + "  " + qs(v.type().str()));
-  addField(tr("role"), roleName(node.role));
+  addField(tr("role"), vis::roleText(node.role));
   if (const engine::Apply* owner = v.owner())
     addField(
         tr("owner"),
