@@ -44,13 +44,14 @@ OverviewItem::OverviewItem(const SceneStyle* style, const SceneContent* content)
 
 void OverviewItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
   if (m_style->retired || !m_style->overview || drawsText(painter, option)) return;
-  // The worker's image when it has at least the resolution needed and at most twice it (a
-  // smooth downscale costs a few ms); else the batched vector drawing.
+  // The worker's image closest to this zoom when one is at most twice too coarse or too fine (a
+  // smooth rescale of the exposed part costs a few ms, and the device cache keeps it while
+  // panning); else the batched vector drawing.
   const SceneContent& c = *m_content;
-  const double ratio = painter->deviceTransform().m11() / std::max(c.overviewScale, 1e-9);
-  if (!c.overviewImage.isNull() && ratio > 0.5 && ratio < 1.02) {
-    painter->setRenderHint(QPainter::SmoothPixmapTransform, ratio < 0.98);
-    painter->drawImage(c.bounds, c.overviewImage);
+  if (const SceneContent::OverviewImage* o = c.overviewImageFor(painter->deviceTransform().m11())) {
+    const double ratio = painter->deviceTransform().m11() / o->scale;
+    painter->setRenderHint(QPainter::SmoothPixmapTransform, ratio < 0.98 || ratio > 1.02);
+    painter->drawImage(c.bounds, o->image);
     return;
   }
   c.drawOverview(painter, m_style->lodEdgePens);

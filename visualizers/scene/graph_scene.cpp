@@ -91,7 +91,11 @@ void GraphScene::setContentAsync(std::shared_ptr<const ViewModel> model,
       if (fit < GraphView::kTextScale) overviewScale = std::max(overviewScale, fit);
     }
   QtConcurrent::run([model = std::move(model), layout = std::move(layout), font = font(),
-                     overviewScale] { return SceneContent::build(model, layout, font, overviewScale); })
+                     overviewScale] {
+    // A second, finer image serves zooming in while still zoomed out (up to the text threshold).
+    const double detail = overviewScale > 0 ? GraphView::kTextScale / 2 : 0;
+    return SceneContent::build(model, layout, font, overviewScale, detail);
+  })
       .then(this, [this, generation](std::shared_ptr<const SceneContent> content) {
         // then() runs a continuation at once when the worker has already finished; the switch is
         // always queued, so a newer request made in the same event-loop turn supersedes this one

@@ -106,6 +106,18 @@ int SceneContent::shownShape(int node) const {
   return shape;
 }
 
+const SceneContent::OverviewImage* SceneContent::overviewImageFor(double deviceScale) const {
+  const OverviewImage* best = nullptr;
+  double bestDistance = 0;
+  for (const OverviewImage& o : overviewImages) {
+    const double ratio = deviceScale / o.scale;
+    if (ratio <= 0.5 || ratio >= 2.0) continue;
+    const double distance = std::abs(std::log(ratio));
+    if (!best || distance < bestDistance) best = &o, bestDistance = distance;
+  }
+  return best;
+}
+
 void SceneContent::drawOverview(QPainter* painter, const QPen (&linePens)[3]) const {
   for (int k = 0; k < 3; ++k) {
     if (overviewLines[k].empty()) continue;
@@ -121,7 +133,8 @@ void SceneContent::drawOverview(QPainter* painter, const QPen (&linePens)[3]) co
 
 std::shared_ptr<const SceneContent> SceneContent::build(std::shared_ptr<const ViewModel> model,
                                                         std::shared_ptr<const SceneLayout> layout,
-                                                        const QFont& font, double overviewScale) {
+                                                        const QFont& font, double overviewScale,
+                                                        double detailScale) {
   auto content = std::make_shared<SceneContent>();
   if (!model || !layout) return content;
   SceneContent& c = *content;
@@ -238,21 +251,27 @@ std::shared_ptr<const SceneContent> SceneContent::build(std::shared_ptr<const Vi
     for (qsizetype i = 1; i < e.lodLine.size(); ++i)
       c.overviewLines[int(e.kind)].emplace_back(e.lodLine[i - 1], e.lodLine[i]);
   c.legend = legendRows(vm, sl);
-  constexpr double kMaxImageSide = 4096;
-  const double side = std::max(c.bounds.width(), c.bounds.height()) * overviewScale;
-  if (overviewScale > 0 && side >= 1 && side <= kMaxImageSide) {
-    c.overviewScale = overviewScale;
-    c.overviewImage = QImage(int(std::ceil(c.bounds.width() * overviewScale)),
-                             int(std::ceil(c.bounds.height() * overviewScale)),
-                             QImage::Format_ARGB32_Premultiplied);
-    c.overviewImage.fill(Qt::transparent);
-    QPainter painter(&c.overviewImage);
-    painter.scale(overviewScale, overviewScale);
+  // Each image's longer side is capped (3072 px: about 30 MB); a bigger request gets the cap's
+  // scale, and the view draws vectors where no image is close enough to its zoom.
+  constexpr double kMaxImageSide = 3072;
+  const double longest = std::max(c.bounds.width(), c.bounds.height());
+  QPen pens[3];
+  for (EdgeKind kind : {EdgeKind::Plain, EdgeKind::View, EdgeKind::Destroy})
+    pens[int(kind)] = QPen(palette::edgeColor(kind), 0);
+  for (double scale : {overviewScale, detailScale}) {
+    if (scale <= 0 || longest <= 0) continue;
+    scale = std::min(scale, kMaxImageSide / longest);
+    if (longest * scale < 1) continue;
+    if (!c.overviewImages.empty() && scale < 1.5 * c.overviewImages.back().scale) continue;
+    QImage image(int(std::ceil(c.bounds.width() * scale)), int(std::ceil(c.bounds.height() * scale)),
+                 QImage::Format_ARGB32_Premultiplied);
+    image.fill(Qt::transparent);
+    QPainter painter(&image);
+    painter.scale(scale, scale);
     painter.translate(-c.bounds.topLeft());
-    QPen pens[3];
-    for (EdgeKind kind : {EdgeKind::Plain, EdgeKind::View, EdgeKind::Destroy})
-      pens[int(kind)] = QPen(palette::edgeColor(kind), 0);
     c.drawOverview(&painter, pens);
+    painter.end();
+    c.overviewImages.push_back({scale, std::move(image)});
   }
   return content;
 }

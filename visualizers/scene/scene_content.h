@@ -79,10 +79,16 @@ struct SceneContent {
   // The overview (zoomed out): node and box rectangles batched per fill, edges per kind.
   std::vector<std::pair<QBrush, std::vector<QRectF>>> overviewRects;
   std::vector<QLineF> overviewLines[3];
-  // The same rendered by the worker at `overviewScale` (device pixels per scene unit) when asked
-  // for: drawing ~15,000 short lines costs the GUI thread 20-40 ms, blitting this a few.
-  QImage overviewImage;
-  double overviewScale = 0;
+  // The same rendered by the worker when asked for, each image at its scale (device pixels per
+  // scene unit), finest last: drawing ~15,000 short lines costs the GUI thread 20-40 ms, blitting
+  // an image a few. One at the fitted zoom, one finer for zooming in while still zoomed out.
+  struct OverviewImage {
+    double scale = 0;
+    QImage image;
+  };
+  std::vector<OverviewImage> overviewImages;
+  // The image to draw at `deviceScale`: at most twice too fine or too coarse; null if none.
+  const OverviewImage* overviewImageFor(double deviceScale) const;
   QRectF bounds;  // the layout's bounds
 
   std::size_t itemCount() const { return shapes.size() + clusters.size() + edges.size(); }
@@ -91,10 +97,12 @@ struct SceneContent {
   int shownShape(int node) const;
 
   // Pure data: callable on any thread. Null model or layout gives an empty content.
-  // `overviewScale` > 0 also renders overviewImage at that scale.
+  // `overviewScale` > 0 also renders an overview image at that scale, and `detailScale` one more
+  // at that finer scale (both capped in size).
   static std::shared_ptr<const SceneContent> build(std::shared_ptr<const ViewModel> model,
                                                    std::shared_ptr<const SceneLayout> layout,
-                                                   const QFont& font, double overviewScale = 0);
+                                                   const QFont& font, double overviewScale = 0,
+                                                   double detailScale = 0);
   // Draws the overview (lines per edge kind, rectangles per fill) with `painter`'s transform.
   void drawOverview(QPainter* painter, const QPen (&linePens)[3]) const;
 };
