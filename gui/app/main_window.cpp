@@ -146,11 +146,10 @@ MainWindow::~MainWindow() {
   m_tabs->disconnect(this);
   m_loader->blockSignals(true);
   m_loader->cancel();
-  // Emptied first: a pane destroyed with a node selected gets a selection change from its
-  // scene's teardown after its own state is gone.
+  // A scene is quiet while it is destroyed (GraphScene's destructor), so a pane can go with a node
+  // still selected.
   for (GraphPane* pane : {m_originalPane, m_optimizedPane, m_stepPane, m_leftPane, m_rightPane}) {
     pane->disconnect(this);
-    pane->setModel(nullptr);
     delete pane;
   }
 }

@@ -86,20 +86,25 @@ QString colourArray(const Table& table) {
   return QLatin1Char('[') + entries.join(QStringLiteral(", ")) + QLatin1Char(']');
 }
 
+// The first of d3viz's rules whose word the op name contains; null for the ops drawn white.
+const FamilyRule* familyRule(const QString& opName) {
+  for (const FamilyRule& rule : kFamilies)
+    if (opName.contains(QLatin1String(rule.word))) return &rule;
+  return nullptr;
+}
+
 }  // namespace
 
 QString opFamily(const QString& opName) {
-  for (const FamilyRule& rule : kFamilies)
-    if (opName.contains(QLatin1String(rule.word)))
-      // A fused Composite is drawn, and listed in the legend, as the Elemwise it fuses.
-      return QString::fromLatin1(rule.word == std::string_view("Composite") ? "Elemwise" : rule.word);
-  return {};
+  const FamilyRule* rule = familyRule(opName);
+  if (!rule) return {};
+  // A fused Composite is drawn, and listed in the legend, as the Elemwise it fuses.
+  return QString::fromLatin1(rule->word == std::string_view("Composite") ? "Elemwise" : rule->word);
 }
 
 QColor opFamilyColor(const QString& opName) {
-  for (const FamilyRule& rule : kFamilies)
-    if (opName.contains(QLatin1String(rule.word))) return colour(rule.colour);
-  return colour(kOtherOp);
+  const FamilyRule* rule = familyRule(opName);
+  return colour(rule ? rule->colour : kOtherOp);
 }
 
 QColor variableColor(VariableRole role) {
