@@ -9,6 +9,7 @@
 #include "gui/app/main_window.h"
 #include "gui/app/recent_files.h"
 #include "gui/app/search_bar.h"
+#include "gui/app/worker.h"
 #include "visualizers/model/palette.h"
 #include "visualizers/scene/exporters.h"
 
@@ -25,7 +26,6 @@
 #include <QTabWidget>
 #include <QToolButton>
 #include <QFuture>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <stdexcept>
@@ -166,9 +166,9 @@ void MainWindow::onLoaded(std::shared_ptr<const Document> document) {
     m_tabs->addTab(m_optimizedPane, tr("Optimized"));
     setPaneModel(m_optimizedPane, QStringLiteral("optimized"), document->optimizedModel);
     // Counterparts walk the rewrite log: on a worker, like everything that grows with the file.
-    QtConcurrent::run([document] {
+    runOnWorker(this, [document] {
       return std::make_shared<const Counterparts>(*document->original, *document->optimized, document->rewrites);
-    }).then(this, [this, document](std::shared_ptr<const Counterparts> counterparts) {
+    }, [this, document](std::shared_ptr<const Counterparts> counterparts) {
       if (m_document != document) return;
       m_documentCounterparts = std::move(counterparts);
       if (!m_comparing) {

@@ -3,6 +3,7 @@
 #include "engine/io/replay_rewrites.h"
 #include "gui/app/history/rewrite_log_model.h"
 #include "gui/app/history/rewrite_steps.h"
+#include "gui/app/worker.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -16,7 +17,6 @@
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 namespace tscope::gui {
 
@@ -199,7 +199,7 @@ void RewriteHistoryPanel::setDocument(std::shared_ptr<const Document> document) 
   setState(State::Checking, tr("Checking that the optimizer reproduces the log…"));
   const quint64 generation = m_generation;
   ++m_runningJobs;
-  QtConcurrent::run([doc = m_document] {
+  runOnWorker(this, [doc = m_document] {
     CheckResult r;
     try {
       r.query = engine::io::checkedReplayQuery(*doc->original, doc->rewrites, doc->profiles);
@@ -207,7 +207,7 @@ void RewriteHistoryPanel::setDocument(std::shared_ptr<const Document> document) 
       r.error = errorText(e);
     }
     return r;
-  }).then(this, [this, generation](CheckResult r) {
+  }, [this, generation](CheckResult r) {
     --m_runningJobs;
     if (generation == m_generation) onCheckDone(std::move(r.query), r.error);
   });
@@ -286,7 +286,7 @@ void RewriteHistoryPanel::runSelectedStep() {
   m_pendingOrder = -1;
   const quint64 job = ++m_selectJob;
   ++m_runningJobs;
-  QtConcurrent::run([doc = m_document, query = *m_query, order] {
+  runOnWorker(this, [doc = m_document, query = *m_query, order] {
     StepResult r;
     try {
       r.step = rewriteStep(doc, query, order);
@@ -294,7 +294,7 @@ void RewriteHistoryPanel::runSelectedStep() {
       r.error = errorText(e);
     }
     return r;
-  }).then(this, [this, job](StepResult r) {
+  }, [this, job](StepResult r) {
     --m_runningJobs;
     if (job != m_selectJob) return;  // another record was selected meanwhile
     if (!r.error.isEmpty()) {
@@ -325,7 +325,7 @@ void RewriteHistoryPanel::runSliderStep() {
   const int step = m_slider->value();
   const quint64 job = ++m_sliderJob;
   ++m_runningJobs;
-  QtConcurrent::run([doc = m_document, query = *m_query, step] {
+  runOnWorker(this, [doc = m_document, query = *m_query, step] {
     GraphResult r;
     try {
       r.model = graphAtStep(doc, query, static_cast<std::size_t>(step));
@@ -333,7 +333,7 @@ void RewriteHistoryPanel::runSliderStep() {
       r.error = errorText(e);
     }
     return r;
-  }).then(this, [this, job, step](GraphResult r) {
+  }, [this, job, step](GraphResult r) {
     --m_runningJobs;
     if (job != m_sliderJob) return;  // the slider moved on
     if (!r.error.isEmpty()) {

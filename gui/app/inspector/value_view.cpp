@@ -3,6 +3,7 @@
 #include "engine/io/npy.h"
 #include "gui/app/inspector/histogram_widget.h"
 #include "gui/app/inspector/slice_table_model.h"
+#include "gui/app/worker.h"
 
 #include <QComboBox>
 #include <QFile>
@@ -16,7 +17,6 @@
 #include <QSpinBox>
 #include <QTableView>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <climits>
@@ -128,9 +128,9 @@ void ValueView::showValue(int index) {
   m_save->setEnabled(true);
   const quint64 job = m_statsJob;
   // The worker holds its own handle to the tensor (storage shared, never written while shown).
-  QtConcurrent::run([tensor] {
+  runOnWorker(this, [tensor] {
     return computeValueStats(tensor);
-  }).then(this, [this, job](ValueStats s) {
+  }, [this, job](ValueStats s) {
     if (job != m_statsJob) return;  // another value is shown by now
     m_fields["min"]->setText(statNumber(s.min, s.dtype));
     m_fields["max"]->setText(statNumber(s.max, s.dtype));
