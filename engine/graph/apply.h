@@ -71,14 +71,15 @@ class Apply : public std::enable_shared_from_this<Apply> {
  private:
   friend class FunctionGraph;
 
-  OpPtr m_op;
-  std::vector<VarPtr> m_inputs;
-  std::vector<std::unique_ptr<Variable>> m_outputs;
-  SharedString m_scope;
-  SourceSite m_site;
-  std::int64_t m_id = -1;
+  // What graph walks read first (graph, slot, inputs, outputs), next to each other.
   FunctionGraph* m_fgraph = nullptr;
   std::size_t m_slot = 0;  // position in FunctionGraph's node list
+  std::vector<VarPtr> m_inputs;
+  std::vector<std::unique_ptr<Variable>> m_outputs;
+  OpPtr m_op;
+  std::int64_t m_id = -1;
+  SharedString m_scope;
+  SourceSite m_site;
 };
 
 }  // namespace tscope::engine

@@ -32,16 +32,23 @@ std::string describe(const Apply& node) {
   throw GraphError(msg);
 }
 
+// Position of each node in the order ancestorsInOrder returns.
+using NodePositions = FlatHashMap<const Apply*, std::uint32_t>;
+
 // The nodes that compute `roots`, in topological order, stopping at variables for which
 // `isKnown` holds (they and their ancestors are not visited). Iterative: graphs can be deep.
+// `positions`, when given, receives each returned node's position in the order.
 template <class IsKnown>
-std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnown isKnown) {
+std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnown isKnown,
+                                     NodePositions* positions = nullptr) {
+  constexpr std::uint32_t kOpen = ~std::uint32_t{0};
   std::vector<Apply*> order;
-  FlatHashMap<const Apply*, bool> seen;
+  NodePositions local;
+  NodePositions& seen = positions ? *positions : local;
   std::vector<std::pair<Apply*, int>> stack;
   auto push = [&](Variable* v) {
     if (!v->owner() || isKnown(*v)) return;
-    if (seen.tryEmplace(v->owner(), true).second) stack.emplace_back(v->owner(), 0);
+    if (seen.tryEmplace(v->owner(), kOpen).second) stack.emplace_back(v->owner(), 0);
   };
   for (Variable* root : roots) {
     push(root);
@@ -51,6 +58,7 @@ std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnow
         Variable* in = node->input(next++).get();
         push(in);  // may reallocate the stack: `node`/`next` are not used after this
       } else {
+        if (positions) *seen.find(node) = static_cast<std::uint32_t>(order.size());
         order.push_back(node);
         stack.pop_back();
       }
@@ -102,23 +110,26 @@ FunctionGraph::FunctionGraph(std::vector<VarPtr> inputs, std::vector<VarPtr> out
     if (!outputs[i]) throw GraphError("FunctionGraph: output " + std::to_string(i) + " is null");
 
   if (ownership == Ownership::Clone) {
-    CloneMap local;
-    CloneMap& m = map ? *map : local;
+    // Free variables (inputs, then constants where first used) are mapped by a small table; an
+    // owned variable's copy is found through its node's position in the order, so the per-variable
+    // table of a large graph (a random memory access per input) is not needed.
+    FlatHashMap<const Variable*, VarPtr> freeCopies(inputs.size() + 16);
     for (const auto& in : inputs)
-      if (!m.variables.tryEmplace(in.get(), in->cloneDetached()).second)
+      if (!freeCopies.tryEmplace(in.get(), in->cloneDetached()).second)
         throw GraphError("FunctionGraph: the input " + describe(*in) + " is listed twice");
     std::vector<Variable*> roots;
     for (const auto& out : outputs) roots.push_back(out.get());
-    auto known = [&](const Variable& v) { return m.variables.contains(&v); };
-    std::vector<Apply*> order = ancestorsInOrder(roots, known);
-    m.variables.reserve(m.variables.size() + order.size() * 2);
-    m.nodes.reserve(order.size());
-    // A constant is copied once, where it is first used.
+    NodePositions positions;
+    auto known = [&](const Variable& v) { return freeCopies.contains(&v); };
+    std::vector<Apply*> order = ancestorsInOrder(roots, known, &positions);
+    std::vector<ApplyPtr> copies;
+    copies.reserve(order.size());
     auto mapped = [&](const VarPtr& v, const Apply* user) -> VarPtr {
-      if (const VarPtr* found = m.variables.find(v.get())) return *found;
+      if (const Apply* owner = v->owner()) return copies[*positions.find(owner)]->output(v->index());
+      if (const VarPtr* found = freeCopies.find(v.get())) return *found;
       if (v->kind() != Variable::Kind::Constant) throwMissingInput(*v, user);
-      VarPtr copy = v->cloneDetached();
-      m.variables.set(v.get(), copy);
+      VarPtr copy = v->cloneDetached();  // a constant is copied once, where it is first used
+      freeCopies.set(v.get(), copy);
       return copy;
     };
     std::vector<Apply*> clonedOrder;
@@ -127,13 +138,21 @@ FunctionGraph::FunctionGraph(std::vector<VarPtr> inputs, std::vector<VarPtr> out
       std::vector<VarPtr> newInputs;
       newInputs.reserve(node->inputs().size());
       for (const auto& in : node->inputs()) newInputs.push_back(mapped(in, node));
-      ApplyPtr copy = node->cloneWithNewInputs(std::move(newInputs));
-      for (int o = 0; o < node->nOutputs(); ++o) m.variables.set(&node->outputRef(o), copy->output(o));
-      clonedOrder.push_back(copy.get());
-      m.nodes.set(node, std::move(copy));
+      copies.push_back(node->cloneWithNewInputs(std::move(newInputs)));
+      clonedOrder.push_back(copies.back().get());
     }
-    for (auto& in : inputs) in = *m.variables.find(in.get());
+    for (auto& in : inputs) in = *freeCopies.find(in.get());
     for (auto& out : outputs) out = mapped(out, nullptr);
+    if (map) {
+      map->variables.reserve(map->variables.size() + freeCopies.size() + order.size() * 2);
+      map->nodes.reserve(map->nodes.size() + order.size());
+      for (const auto& [var, copy] : freeCopies) map->variables.set(var, copy);
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        for (int o = 0; o < order[i]->nOutputs(); ++o)
+          map->variables.set(&order[i]->outputRef(o), copies[i]->output(o));
+        map->nodes.set(order[i], copies[i]);
+      }
+    }
     // The copies are new and consistent: import them in their known order without re-checking.
     init(std::move(inputs), std::move(outputs), &clonedOrder);
     return;
@@ -172,8 +191,9 @@ void FunctionGraph::init(std::vector<VarPtr> inputs, std::vector<VarPtr> outputs
     m_nodes.reserve(order.size());
     m_nodeRefs.reserve(order.size());
     m_variables.reserve(m_inputs.size() + order.size() * 2);
-    m_nodeIds.reserve(order.size());
-    m_variableIds.reserve(m_inputs.size() + order.size() * 2);
+    // Node and variable ids share one space: each index spans all of it.
+    m_nodeIds.reserve(m_inputs.size() + order.size() * 3);
+    m_variableIds.reserve(m_inputs.size() + order.size() * 3);
     m_pendingIds.reserve(m_inputs.size() + order.size() * 3);
     importNodes(order, "init", /*check=*/trustedOrder == nullptr);
     for (std::size_t i = 0; i < outputs.size(); ++i) {
@@ -210,13 +230,11 @@ const std::vector<Client>& FunctionGraph::clients(const Variable& var) const {
 }
 
 Apply* FunctionGraph::nodeById(std::int64_t id) const {
-  Apply* const* found = m_nodeIds.find(id);
-  return found ? *found : nullptr;
+  return m_nodeIds.find(id);
 }
 
 Variable* FunctionGraph::variableById(std::int64_t id) const {
-  Variable* const* found = m_variableIds.find(id);
-  return found ? *found : nullptr;
+  return m_variableIds.find(id);
 }
 
 void FunctionGraph::setUpdate(std::size_t outputIndex, std::size_t inputIndex) {
@@ -276,7 +294,7 @@ void FunctionGraph::removeVariable(Variable& var) {
   m_variables[var.m_slot] = last;
   last->m_slot = var.m_slot;
   m_variables.pop_back();
-  if (Variable* const* found = m_variableIds.find(var.m_id); found && *found == &var) m_variableIds.erase(var.m_id);
+  if (m_variableIds.find(var.m_id) == &var) m_variableIds.erase(var.m_id);
   var.m_fgraph = nullptr;
   var.m_clients.clear();
 }
@@ -380,7 +398,7 @@ bool FunctionGraph::pruneIfUnused(Apply* node, std::vector<std::pair<Variable*, 
   lastNode->m_slot = node->m_slot;
   m_nodes.pop_back();
   m_nodeRefs.pop_back();
-  if (Apply* const* found = m_nodeIds.find(node->m_id); found && *found == node) m_nodeIds.erase(node->m_id);
+  if (m_nodeIds.find(node->m_id) == node) m_nodeIds.erase(node->m_id);
   node->m_fgraph = nullptr;
   for (int o = 0; o < node->nOutputs(); ++o) removeVariable(node->outputRef(o));
   for (int i = node->nInputs() - 1; i >= 0; --i) work.emplace_back(node->input(i).get(), Client{node, i});

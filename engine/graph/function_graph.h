@@ -5,6 +5,7 @@
 #include "engine/graph/apply.h"
 #include "engine/graph/feature.h"
 #include "engine/graph/flat_hash_map.h"
+#include "engine/graph/id_index.h"
 #include "engine/graph/variable.h"
 
 #include <algorithm>
@@ -150,8 +151,8 @@ class FunctionGraph {
   std::vector<Variable*> m_variables;
   // Orphans (constants used by nodes) are owned here while in the graph.
   FlatHashMap<const Variable*, VarPtr> m_orphans;
-  FlatHashMap<std::int64_t, Apply*> m_nodeIds;
-  FlatHashMap<std::int64_t, Variable*> m_variableIds;
+  IdIndex<Apply> m_nodeIds;
+  IdIndex<Variable> m_variableIds;
   std::int64_t m_nextId = 0;
   std::map<std::size_t, std::size_t> m_updates;
   std::vector<std::shared_ptr<Feature>> m_features;

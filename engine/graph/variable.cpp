@@ -7,7 +7,7 @@
 namespace tscope::engine {
 
 Variable::Variable(TensorType type, Kind kind, std::string name)
-    : m_type(std::move(type)), m_kind(kind), m_name(std::move(name)), m_scope(currentScope()) {}
+    : m_kind(kind), m_type(std::move(type)), m_name(std::move(name)), m_scope(currentScope()) {}
 
 Variable::~Variable() = default;
 

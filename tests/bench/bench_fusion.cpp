@@ -79,14 +79,14 @@ struct Chain {
 };
 
 void BM_Chain(benchmark::State& state) {
-  Chain chain(state.range(0) != 0, state.range(1) != 0, state.range(2) != 0);
+  Chain chain(state.range(0) != 0, state.range(1) != 0, state.range(2) != 0, state.range(3) != 0);
   for (auto _ : state) chain.run();
   state.counters["nodes"] = static_cast<double>(chain.graph->nodeCount());
   state.SetBytesProcessed(state.iterations() * kElements * 4);
 }
 BENCHMARK(BM_Chain)
-    ->ArgNames({"fused", "scalar_params", "keep_buffers"})
-    ->ArgsProduct({{0, 1}, {1, 0}, {0, 1}})
+    ->ArgNames({"fused", "scalar_params", "keep_buffers", "tanh"})
+    ->ArgsProduct({{0, 1}, {1, 0}, {0, 1}, {1, 0}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -72,9 +72,23 @@ std::int64_t blockLength(int nSlots) {
 // (read for ownership), only to be overwritten. Outputs of at least kStreamingBytes (larger than
 // the caches: no reader will find them there) are written with non-temporal stores instead, which
 // skip that read and do not evict the block's working set (5% faster on the chain of
-// bench_fusion). Prefetching the inputs a block ahead in software made no measurable difference
-// next to the hardware prefetcher, so the interpreter does not.
+// bench_fusion).
+//
+// Inputs of that size are read from memory as the first instruction of each block touches them,
+// and the hardware prefetcher stops running ahead while the block's other instructions compute on
+// scratch in L1, so reading and computing took turns. The interpreter therefore asks for the next
+// block's input lines itself, a slice before each instruction (a whole block's worth at once
+// would wait on the few line-fill buffers a core has): the reads of block k+1 overlap the
+// arithmetic of block k.
 constexpr std::size_t kStreamingBytes = std::size_t{8} << 20;
+
+inline void prefetchLine(const char* p) {
+#if defined(__GNUC__)
+  __builtin_prefetch(p);
+#else
+  (void)p;
+#endif
+}
 
 // memcpy with non-temporal stores where the target allows them (16-byte aligned runs).
 void streamCopy(char* dst, const char* src, std::size_t bytes) {
@@ -461,6 +475,12 @@ void Composite::perform(const Apply& node, std::span<const Tensor* const> inputs
       stagingSlot[i] = nSlots++;
     }
   }
+  // Large contiguous inputs whose next block the loop prefetches (Note [Composite streaming]).
+  std::vector<std::pair<const char*, std::int64_t>> prefetched;  // base, item size
+  for (std::size_t i = 0; i < nIn; ++i)
+    if (modes[i] == Mode::Direct && in[i]->nbytes() >= kStreamingBytes)
+      prefetched.emplace_back(static_cast<const char*>(in[i]->rawData()),
+                              static_cast<std::int64_t>(in[i]->itemSize()));
   std::vector<std::optional<Cursor>> scatters(outs.size());
   std::vector<bool> streamed(outs.size(), false);
   bool anyStreamed = false;
@@ -492,6 +512,18 @@ void Composite::perform(const Apply& node, std::span<const Tensor* const> inputs
   for (std::int64_t start = 0; start < total;) {
     std::int64_t len = std::min(block, total - start);
     if (total - start - len < kMinTail) len = total - start;
+    // Slice `phase` of nSteps + 1 of the next block's lines of each prefetched input.
+    const std::int64_t nextEnd = std::min(total, start + len + block);
+    auto prefetchNext = [&](std::size_t phase) {
+      const auto phases = static_cast<std::int64_t>(nSteps + 1);
+      const auto p = static_cast<std::int64_t>(phase);
+      for (const auto& [base, item] : prefetched) {
+        const std::int64_t from = (start + len) * item, bytes = (nextEnd - start - len) * item;
+        const std::int64_t end = from + bytes * (p + 1) / phases;
+        for (std::int64_t at = (from + bytes * p / phases) & ~std::int64_t{63}; at < end; at += 64)
+          prefetchLine(base + at);
+      }
+    };
 
     for (std::size_t i = 0; i < nIn; ++i) {
       const Tensor& t = *in[i];
@@ -520,6 +552,7 @@ void Composite::perform(const Apply& node, std::span<const Tensor* const> inputs
     }
 
     for (std::size_t j = 0; j < nSteps; ++j) {
+      if (!prefetched.empty()) prefetchNext(j);
       const Plan::Step& step = plan.steps[j];
       bool scalar = true;
       for (const Plan::Operand& op : step.operands)
@@ -560,6 +593,7 @@ void Composite::perform(const Apply& node, std::span<const Tensor* const> inputs
       regs[nIn + j] = {result, scalar ? 0 : 1};
     }
 
+    if (!prefetched.empty()) prefetchNext(nSteps);
     for (std::size_t o = 0; o < outs.size(); ++o) {
       const RegisterView v = regs[static_cast<std::size_t>(m_outputs[o])];
       Tensor& out = *outs[o];

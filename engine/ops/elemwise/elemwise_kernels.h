@@ -31,6 +31,17 @@ using ElemwiseRowFn = void (*)(char* out, std::int64_t outStride, const char* co
 // is bool for comparisons and logic, else `dtype`.
 ElemwiseRowFn elemwiseRowKernel(ScalarOp op, DType dtype);
 
+// Note [Kernel instruction sets] (elemwise_rows_impl.h): the row functions are built for several
+// instruction sets; elemwiseRowKernel uses the widest this CPU runs (TSCOPE_CPU_KERNELS=base|avx2
+// narrows it, for comparisons).
+enum class KernelSet : std::uint8_t { Base, Avx2, Avx512 };
+KernelSet activeKernelSet();
+// The sets this build has and this CPU runs, narrowest first (always Base).
+std::vector<KernelSet> availableKernelSets();
+const char* kernelSetName(KernelSet set);
+// The row function of a given set (one of availableKernelSets()).
+ElemwiseRowFn elemwiseRowKernel(ScalarOp op, DType dtype, KernelSet set);
+
 // Runs fn over out's elements (out's shape is the broadcast shape; every operand broadcasts to it
 // with numpy's rules). out may be exactly one of the operands (in place), never a partial overlap.
 void runElemwiseKernel(ElemwiseRowFn fn, Tensor& out, std::span<const Tensor* const> operands);
