@@ -12,7 +12,8 @@
 //   tail).
 // main() first prints the medians of 9 alternating runs of each chain and their ratio (not when a
 // --benchmark_filter is given), then runs the Google Benchmark cases (--benchmark_repetitions
-// gives medians there too).
+// gives medians there too). The kernels are the widest instruction set the CPU runs;
+// TSCOPE_CPU_KERNELS=base|avx2 measures a narrower one (Note [Kernel instruction sets]).
 //   bench_fusion [--benchmark_filter=...]
 
 #include "engine/graph/function_graph.h"
