@@ -50,42 +50,29 @@ std::vector<char> operand(DType dtype, ScalarOp op, int k, std::int64_t count, s
     const int integer = (op == ScalarOp::Pow && k == 1) ? magnitude % 4
                         : positive || rng() % 2        ? magnitude
                                                        : -magnitude;
+    auto put = [at](auto v) { std::memcpy(at, &v, sizeof v); };
     switch (dtype) {
-      case DType::Float32: {
-        const float v = static_cast<float>(real(rng));
-        std::memcpy(at, &v, sizeof v);
+      case DType::Float32:
+        put(static_cast<float>(real(rng)));
         break;
-      }
-      case DType::Float64: {
-        const double v = real(rng);
-        std::memcpy(at, &v, sizeof v);
+      case DType::Float64:
+        put(real(rng));
         break;
-      }
-      case DType::Int32: {
-        const auto v = static_cast<std::int32_t>(integer);
-        std::memcpy(at, &v, sizeof v);
+      case DType::Int32:
+        put(static_cast<std::int32_t>(integer));
         break;
-      }
-      case DType::Int64: {
-        const auto v = static_cast<std::int64_t>(integer);
-        std::memcpy(at, &v, sizeof v);
+      case DType::Int64:
+        put(static_cast<std::int64_t>(integer));
         break;
-      }
-      case DType::Int8: {
-        const auto v = static_cast<std::int8_t>(integer);
-        std::memcpy(at, &v, sizeof v);
+      case DType::Int8:
+        put(static_cast<std::int8_t>(integer));
         break;
-      }
-      case DType::UInt8: {
-        const auto v = static_cast<std::uint8_t>(magnitude);
-        std::memcpy(at, &v, sizeof v);
+      case DType::UInt8:
+        put(static_cast<std::uint8_t>(magnitude));
         break;
-      }
-      case DType::Bool: {
-        const bool v = rng() % 2 == 0;
-        std::memcpy(at, &v, sizeof v);
+      case DType::Bool:
+        put(rng() % 2 == 0);
         break;
-      }
       default:
         QTest::qFail("no values for this dtype", __FILE__, __LINE__);
     }
