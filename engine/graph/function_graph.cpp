@@ -67,6 +67,21 @@ std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnow
   return order;
 }
 
+// Note [Client positions]: a client packed into one key: the node's address (8-byte aligned,
+// 48 bits) above the input index (19 bits); a graph output has no node. nullopt when it does not
+// fit (an input index past half a million), and the variable then keeps the linear search.
+constexpr std::size_t kIndexedClients = 32;
+constexpr int kClientIndexBits = 19;
+
+std::optional<std::uint64_t> clientKey(const Client& c) {
+  const auto address = reinterpret_cast<std::uintptr_t>(c.node);
+  if (c.index < 0 || c.index >= (1 << kClientIndexBits) || (address & 7) != 0 ||
+      (address >> 48) != 0)
+    return std::nullopt;
+  return (static_cast<std::uint64_t>(address >> 3) << kClientIndexBits) |
+         static_cast<std::uint64_t>(c.index);
+}
+
 }  // namespace
 
 VarPtr CloneMap::operator[](const Variable* v) const {
@@ -198,7 +213,7 @@ void FunctionGraph::init(std::vector<VarPtr> inputs, std::vector<VarPtr> outputs
     importNodes(order, "init", /*check=*/trustedOrder == nullptr);
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       importVarImpl(outputs[i], "init");  // a constant output; every owned one is in already
-      outputs[i]->m_clients.push_back(Client{nullptr, static_cast<int>(i)});
+      addClient(*outputs[i], Client{nullptr, static_cast<int>(i)});
       m_outputs.push_back(outputs[i]);
     }
   } catch (...) {
@@ -297,6 +312,56 @@ void FunctionGraph::removeVariable(Variable& var) {
   if (m_variableIds.find(var.m_id) == &var) m_variableIds.erase(var.m_id);
   var.m_fgraph = nullptr;
   var.m_clients.clear();
+  if (!m_clientPositions.empty()) m_clientPositions.erase(&var);
+}
+
+// Note [Client positions]. A variable's clients keep the order they were added in until it has
+// kIndexedClients of them; from then on a removal moves the last client into the hole (O(1)), until
+// the list is small again.
+void FunctionGraph::addClient(Variable& var, const Client& client) {
+  var.m_clients.push_back(client);
+  if (auto* positions = m_clientPositions.find(&var)) {
+    if (const auto key = clientKey(client))
+      (*positions)->set(*key, static_cast<std::uint32_t>(var.m_clients.size() - 1));
+    else
+      m_clientPositions.erase(&var);  // back to the linear search for this variable
+  } else if (var.m_clients.size() >= kIndexedClients) {
+    indexClients(var);
+  }
+}
+
+void FunctionGraph::indexClients(Variable& var) {
+  auto positions = std::make_shared<FlatHashMap<std::uint64_t, std::uint32_t>>(var.m_clients.size() * 2);
+  for (std::size_t p = 0; p < var.m_clients.size(); ++p) {
+    const auto key = clientKey(var.m_clients[p]);
+    if (!key) return;
+    positions->set(*key, static_cast<std::uint32_t>(p));
+  }
+  m_clientPositions.tryEmplace(&var, std::move(positions));
+}
+
+void FunctionGraph::eraseClient(Variable& var, const Client& client) {
+  auto& clients = var.m_clients;
+  auto* positions = m_clientPositions.find(&var);
+  const auto key = positions ? clientKey(client) : std::nullopt;
+  if (!key) {
+    auto it = std::find(clients.rbegin(), clients.rend(), client);
+    if (it == clients.rend())
+      throw GraphError("removeClient: " + describe(var) + " has no such client (Note [Clients are exact])");
+    clients.erase(std::next(it).base());
+    return;
+  }
+  const std::uint32_t* found = (*positions)->find(*key);
+  if (!found)
+    throw GraphError("removeClient: " + describe(var) + " has no such client (Note [Clients are exact])");
+  const std::size_t at = *found;
+  (*positions)->erase(*key);
+  if (at + 1 != clients.size()) {
+    clients[at] = clients.back();
+    (*positions)->set(*clientKey(clients[at]), static_cast<std::uint32_t>(at));
+  }
+  clients.pop_back();
+  if (clients.size() < kIndexedClients / 2) m_clientPositions.erase(&var);
 }
 
 void FunctionGraph::importVarImpl(const VarPtr& var, std::string_view reason) {
@@ -341,7 +406,7 @@ void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string
         addVariable(*in);
         m_orphans.set(in.get(), in);
       }
-      in->m_clients.push_back(Client{node, i});
+      addClient(*in, Client{node, i});
     }
     node->m_fgraph = this;
     node->m_slot = m_nodes.size();
@@ -365,12 +430,8 @@ void FunctionGraph::removeClients(std::vector<std::pair<Variable*, Client>>& wor
   while (!work.empty()) {
     auto [var, client] = work.back();
     work.pop_back();
-    auto& clients = var->m_clients;
-    auto it = std::find(clients.rbegin(), clients.rend(), client);
-    if (it == clients.rend())
-      throw GraphError("removeClient: " + describe(*var) + " has no such client (Note [Clients are exact])");
-    clients.erase(std::next(it).base());
-    if (!clients.empty()) continue;
+    eraseClient(*var, client);
+    if (!var->m_clients.empty()) continue;
     Apply* node = var->owner();
     if (!node) {
       if (VarPtr* orphan = m_orphans.find(var)) {
@@ -442,7 +503,7 @@ void FunctionGraph::changeInputImpl(Apply* node, int index, const VarPtr& newVar
                     ": the new type must equal the old one or be more specific");
   importVarImpl(newVar, reason);
   slot = newVar;
-  newVar->m_clients.push_back(Client{node, index});
+  addClient(*newVar, Client{node, index});
   removeClient(*old, Client{node, index}, reason);
   for (const auto& f : m_features) f->onChangeInput(*this, node, index, old, newVar, reason);
 }
@@ -511,7 +572,7 @@ void FunctionGraph::addOutput(const VarPtr& var, std::string_view reason) {
   if (!var) throw GraphError("addOutput: the variable is null");
   ChangeScope change(*this, reason);
   importVarImpl(var, reason);
-  var->m_clients.push_back(Client{nullptr, static_cast<int>(m_outputs.size())});
+  addClient(*var, Client{nullptr, static_cast<int>(m_outputs.size())});
   m_outputs.push_back(var);
 }
 
@@ -693,6 +754,16 @@ void FunctionGraph::checkIntegrity() const {
     }
     if (var->owner() == nullptr && m_orphans.contains(var) && var->m_clients.empty())
       fail("the constant " + describe(*var) + " has no clients but is still in the graph");
+  }
+  for (const auto& [var, positions] : m_clientPositions) {  // Note [Client positions]
+    if (var->fgraph() != this) fail("client positions are kept for " + describe(*var) + ", which is not in the graph");
+    if (positions->size() != var->m_clients.size())
+      fail("the client positions of " + describe(*var) + " do not match its clients");
+    for (std::size_t p = 0; p < var->m_clients.size(); ++p) {
+      const auto key = clientKey(var->m_clients[p]);
+      const std::uint32_t* at = key ? positions->find(*key) : nullptr;
+      if (!at || *at != p) fail("the position of client " + std::to_string(p) + " of " + describe(*var) + " is stale");
+    }
   }
   for (std::size_t i = 0; i < m_outputs.size(); ++i) {
     const auto& c = m_outputs[i]->m_clients;

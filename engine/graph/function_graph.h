@@ -129,6 +129,10 @@ class FunctionGraph {
   void init(std::vector<VarPtr> inputs, std::vector<VarPtr> outputs, const std::vector<Apply*>* trustedOrder);
   void addVariable(Variable& var);
   void removeVariable(Variable& var);
+  // Every change to a variable's clients goes through these (Note [Client positions]).
+  void addClient(Variable& var, const Client& client);
+  void eraseClient(Variable& var, const Client& client);
+  void indexClients(Variable& var);
   void removeClient(Variable& var, const Client& client, std::string_view reason);
   // The walk of removeClient: drops each (variable, client) and prunes what is left unused.
   void removeClients(std::vector<std::pair<Variable*, Client>>& work, std::vector<VarPtr>& graveyard,
@@ -151,6 +155,10 @@ class FunctionGraph {
   std::vector<Variable*> m_variables;
   // Orphans (constants used by nodes) are owned here while in the graph.
   FlatHashMap<const Variable*, VarPtr> m_orphans;
+  // Note [Client positions]: for a variable with many clients (a constant shared by thousands of
+  // nodes), where each client sits in its list, so removing one is O(1) instead of a scan and a
+  // shift of the whole list (which made optimizing large graphs quadratic).
+  FlatHashMap<const Variable*, std::shared_ptr<FlatHashMap<std::uint64_t, std::uint32_t>>> m_clientPositions;
   IdIndex<Apply> m_nodeIds;
   IdIndex<Variable> m_variableIds;
   std::int64_t m_nextId = 0;

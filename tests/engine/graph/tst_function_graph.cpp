@@ -37,6 +37,7 @@ class TestFunctionGraph : public QObject {
   void testDuplicateInput();
   void testConstantsAsOrphans();
   void testExactClients();
+  void testManyClients();
   void testIds();
   void testIdsStableThroughClone();
   void testReplaceHeaderExample();
@@ -286,6 +287,42 @@ void TestFunctionGraph::testExactClients() {
   QCOMPARE(fg.clients(*z), (std::vector<Client>{{addNode, 0}, {addNode, 1}, {mulNode, 1}}));
   QCOMPARE(addNode->inputs(), (std::vector<VarPtr>{z, z}));
   verifyStructure(fg);
+  fg.checkIntegrity();
+}
+
+// Note [Client positions]: a variable with many clients (here x, used by 200 nodes and twice by
+// one of them) removes a client in O(1); the clients stay exact through replacements and prunes.
+void TestFunctionGraph::testManyClients() {
+  const VarPtr x = fv("x");
+  const VarPtr y = fv("y");
+  std::vector<VarPtr> uses;
+  for (int i = 0; i < 200; ++i) uses.push_back(i == 7 ? add(x, x) : mul(x, y));
+  FunctionGraph fg({x, y}, uses, Ownership::Adopt);
+  QCOMPARE(fg.clients(*x).size(), std::size_t{201});
+  fg.checkIntegrity();
+  // Every third use now reads y instead: x loses those clients, y gains them.
+  for (std::size_t i = 0; i < uses.size(); i += 3) fg.changeInput(uses[i]->owner(), 0, y, "to_y");
+  fg.checkIntegrity();
+  // Outputs replaced by y prune their nodes (and with them x's clients).
+  for (std::size_t i = 1; i < uses.size(); i += 2) fg.changeInput(nullptr, static_cast<int>(i), y, "prune");
+  fg.checkIntegrity();
+  std::multiset<std::pair<const Apply*, int>> expected;
+  for (const Apply* node : fg.nodes())
+    for (int k = 0; k < node->nInputs(); ++k)
+      if (node->input(k) == x) expected.emplace(node, k);
+  std::multiset<std::pair<const Apply*, int>> actual;
+  for (const Client& c : fg.clients(*x)) actual.emplace(c.node, c.index);
+  QCOMPARE(actual, expected);
+  QVERIFY(actual.size() < 100);
+  // Down to a few clients, then back up: the list stays exact either way.
+  for (std::size_t i = 0; i < uses.size(); ++i) fg.changeInput(nullptr, static_cast<int>(i), y, "all_y");
+  QVERIFY(fg.clients(*x).empty());
+  QCOMPARE(fg.nodeCount(), std::size_t{0});
+  for (std::size_t i = 0; i < 40; ++i) fg.changeInput(nullptr, static_cast<int>(i), add(x, y), "back");
+  QCOMPARE(fg.clients(*x).size(), std::size_t{40});
+  fg.checkIntegrity();
+  const auto msg = thrownMessage<GraphError>([&] { fg.changeInput(nullptr, 0, x, "x"); fg.replace(y, x, "y"); });
+  QVERIFY(!msg);  // replacing y (a graph input with many clients) by x is legal
   fg.checkIntegrity();
 }
 
