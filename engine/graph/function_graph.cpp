@@ -342,18 +342,19 @@ void FunctionGraph::indexClients(Variable& var) {
 
 void FunctionGraph::eraseClient(Variable& var, const Client& client) {
   auto& clients = var.m_clients;
+  auto noSuchClient = [&var] {
+    return GraphError("removeClient: " + describe(var) + " has no such client (Note [Clients are exact])");
+  };
   auto* positions = m_clientPositions.find(&var);
   const auto key = positions ? clientKey(client) : std::nullopt;
   if (!key) {
     auto it = std::find(clients.rbegin(), clients.rend(), client);
-    if (it == clients.rend())
-      throw GraphError("removeClient: " + describe(var) + " has no such client (Note [Clients are exact])");
+    if (it == clients.rend()) throw noSuchClient();
     clients.erase(std::next(it).base());
     return;
   }
   const std::uint32_t* found = (*positions)->find(*key);
-  if (!found)
-    throw GraphError("removeClient: " + describe(var) + " has no such client (Note [Clients are exact])");
+  if (!found) throw noSuchClient();
   const std::size_t at = *found;
   (*positions)->erase(*key);
   if (at + 1 != clients.size()) {

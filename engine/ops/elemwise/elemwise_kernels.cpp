@@ -25,22 +25,25 @@ ElemwiseRowFn rowKernel(ScalarOp op, DType dtype);
 
 namespace {
 
-// The widest set this CPU (and its operating system) supports.
+// The widest set this CPU (and its operating system) supports, found once.
 KernelSet widestKernelSet() {
-  KernelSet widest = KernelSet::Base;
+  static const KernelSet found = [] {
+    KernelSet widest = KernelSet::Base;
 #if defined(TSCOPE_HAVE_AVX2_KERNELS) || defined(TSCOPE_HAVE_AVX512_KERNELS)
-  __builtin_cpu_init();
+    __builtin_cpu_init();
 #endif
 #if defined(TSCOPE_HAVE_AVX2_KERNELS)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) widest = KernelSet::Avx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) widest = KernelSet::Avx2;
 #endif
 #if defined(TSCOPE_HAVE_AVX512_KERNELS)
-  if (widest == KernelSet::Avx2 && __builtin_cpu_supports("avx512f") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw"))
-    widest = KernelSet::Avx512;
+    if (widest == KernelSet::Avx2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw"))
+      widest = KernelSet::Avx512;
 #endif
-  return widest;
+    return widest;
+  }();
+  return found;
 }
 
 }  // namespace
