@@ -90,7 +90,7 @@ struct GraphPane::Impl {
       applying = true;
       scene()->selectNode(node);
       applying = false;
-      view->centerOnNode(node);
+      view->revealNode(node);
     }
     syncSelection();
     int shownNodes = static_cast<int>(layout->nodes.size());
@@ -195,7 +195,7 @@ struct GraphPane::Impl {
     scene()->selectNode(node);
     applying = false;
     syncSelection();
-    if (node >= 0) view->centerOnNode(node);
+    if (node >= 0) view->revealNode(node);
   }
 
   void goTo(int position) {

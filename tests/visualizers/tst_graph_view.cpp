@@ -147,6 +147,69 @@ class TestGraphView : public QObject {
 
   // setContentAsync: the view is placed when the scene switches, the items in the visible region
   // come first, contentReady once every item exists.
+  // A graph too big to read when fitted opens at a readable zoom with its top in view; a small
+  // one opens fitted (GraphView::showOpening). Ctrl+0 still fits the whole graph.
+  void opensReadableAtTheTop_data() {
+    QTest::addColumn<int>("columns");
+    QTest::newRow("tall") << 1;
+    QTest::newRow("wide and tall") << 40;
+  }
+  void opensReadableAtTheTop() {
+    QFETCH(int, columns);
+    const auto model = ViewModel::build(chainGraph(400));
+    const auto layout = gridLayout(*model, columns);
+    GraphView view;
+    view.resize(800, 600);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setContent(model, layout);
+    QVERIFY2(view.zoom() >= GraphView::kReadableZoom && view.zoom() <= 1.0, qPrintable(QString::number(view.zoom())));
+    const QRectF visible = view.mapToScene(view.viewport()->rect()).boundingRect();
+    const QRectF first = layout->nodes.front().rect;  // the input, top left
+    QVERIFY2(visible.contains(first), qPrintable(QStringLiteral("first node %1,%2 not in %3,%4 %5x%6")
+                                                     .arg(first.x()).arg(first.y()).arg(visible.x())
+                                                     .arg(visible.y()).arg(visible.width()).arg(visible.height())));
+    const QRectF content = view.graphScene()->sceneRect();
+    QVERIFY2(visible.top() < content.top() && visible.top() > content.top() - 40,
+             qPrintable(QStringLiteral("view top %1, content top %2").arg(visible.top()).arg(content.top())));
+    // The view never shows an empty band left of a graph wider than it.
+    if (content.width() * view.zoom() > view.viewport()->width())
+      QVERIFY2(visible.left() >= content.left() - 1, qPrintable(QStringLiteral("view left %1, content left %2").arg(visible.left()).arg(content.left())));
+    view.zoomToFit();
+    QVERIFY(view.zoom() < GraphView::kReadableZoom);
+
+    const auto small = ViewModel::build(chainGraph(3));
+    GraphView fitted;
+    fitted.resize(800, 600);
+    fitted.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&fitted));
+    fitted.setContent(small, gridLayout(*small, 2));
+    const QRectF all = fitted.mapToScene(fitted.viewport()->rect()).boundingRect();
+    QVERIFY(all.adjusted(-1, -1, 1, 1).contains(fitted.graphScene()->sceneRect()));
+  }
+
+  // revealNode zooms in to actual size when the node's label cannot be read, else keeps the zoom.
+  void revealNodeZoomsInToRead() {
+    const auto model = ViewModel::build(chainGraph(400));
+    const auto layout = gridLayout(*model, 1);
+    GraphView view;
+    view.resize(800, 600);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setContent(model, layout);
+    const int node = 300;
+    view.setZoom(0.1);
+    view.revealNode(node);
+    QCOMPARE(view.zoom(), 1.0);
+    QPointF centre = view.mapToScene(view.viewport()->rect().center());
+    QVERIFY(QLineF(centre, view.graphScene()->nodeRect(node).center()).length() < 2);
+    view.setZoom(0.5);
+    view.revealNode(20);
+    QCOMPARE(view.zoom(), 0.5);
+    centre = view.mapToScene(view.viewport()->rect().center());
+    QVERIFY(QLineF(centre, view.graphScene()->nodeRect(20).center()).length() < 4);
+  }
+
   void asyncContentFillsTheViewportFirst() {
     const auto model = ViewModel::build(chainGraph(5000));
     const auto layout = gridLayout(*model, 70);
@@ -158,7 +221,7 @@ class TestGraphView : public QObject {
     QSignalSpy ready(&view, &GraphView::contentReady);
     view.setContentAsync(model, layout);
     QVERIFY(ready.wait(20000));
-    QVERIFY(view.graphScene()->overview());  // the first content is fitted
+    QVERIFY(!view.graphScene()->overview());  // too big to read fitted: opens readable
     view.setZoom(1.0);
     const int centreNode = 36 * 70 + 35;
     view.centerOnNode(centreNode);

@@ -200,6 +200,34 @@ void GraphView::centerOnNode(int node) {
   if (!rect.isEmpty()) centerOn(rect.center());
 }
 
+void GraphView::revealNode(int node) {
+  if (zoom() < kTextScale && !graphScene()->nodeRect(node).isEmpty()) setZoom(1.0);
+  centerOnNode(node);
+}
+
+void GraphView::showOpening() {
+  const QRectF content = graphScene()->sceneRect();
+  const SceneLayout* layout = graphScene()->sceneLayout().get();
+  if (!content.isValid() || !layout) return;
+  const QSize vp = viewport()->size();
+  const double fit = std::min(vp.width() / content.width(), vp.height() / content.height()) * 0.97;
+  if (fit >= kReadableZoom) return zoomToFit();
+  setZoom(std::clamp(vp.width() / content.width() * 0.97, kReadableZoom, 1.0));
+  // The topmost node (a graph input; the leftmost of a row) sets the horizontal centre; the
+  // content's top edge goes a small margin below the viewport's.
+  const QRectF* top = nullptr;
+  for (const PlacedNode& placed : layout->nodes)
+    if (!top || placed.rect.top() < top->top() - 0.5 ||
+        (placed.rect.top() < top->top() + 0.5 && placed.rect.left() < top->left()))
+      top = &placed.rect;
+  const double halfWidth = vp.width() / zoom() / 2, halfHeight = vp.height() / zoom() / 2;
+  double x = top ? top->center().x() : content.center().x();
+  // No empty band at the sides when the content is wider than the view.
+  if (content.width() > 2 * halfWidth) x = std::clamp(x, content.left() + halfWidth, content.right() - halfWidth);
+  else x = content.center().x();
+  centerOn(x, content.top() - 12 / zoom() + halfHeight);
+}
+
 void GraphView::setMinimapVisible(bool visible) {
   m_minimap->m_enabled = visible;
   m_minimap->invalidate();
@@ -229,7 +257,7 @@ void GraphView::place(const Placement& placement) {
   updateSceneRect();
   m_minimap->invalidate();
   if (!scene->sceneLayout()) return;
-  if (placement.fit) return zoomToFit();
+  if (placement.fit) return showOpening();
   if (anchorView && scene->model()) {
     const QRectF now = scene->groupRect(scene->model()->groupByPath(placement.anchorGroupPath));
     if (!now.isEmpty()) return scrollBy(viewportTransform().map(now.topLeft()) - *anchorView);

@@ -14,6 +14,8 @@ class GraphView : public QGraphicsView {
   Q_OBJECT
  public:
   static constexpr double kMinZoom = 0.05, kMaxZoom = 8.0, kTextScale = 0.35;
+  // The least zoom a graph opens at and a revealed node is shown at: labels read comfortably.
+  static constexpr double kReadableZoom = 0.6;
 
   explicit GraphView(QWidget* parent = nullptr);
   ~GraphView() override;
@@ -26,12 +28,20 @@ class GraphView : public QGraphicsView {
   void zoomToFit();
   void resetZoom();
   void centerOnNode(int node);
+  // Centres on the node, first zooming in to actual size when the view is too far out to read
+  // its label (a search hit or a node chosen in another pane must be legible once shown).
+  void revealNode(int node);
+  // How a graph first appears: fitted when it then reads at kReadableZoom or closer; a bigger one
+  // (ResNet, a transformer) at a readable zoom with its top, where the inputs are, in view and
+  // its first node centred horizontally, as Netron opens models. Ctrl+0 still fits the whole.
+  void showOpening();
   void setMinimapVisible(bool visible);
   bool minimapVisible() const;
 
   // Shows a new layout. With an anchor group (the one just toggled), the view scrolls so that the
   // group's top-left corner stays where it was on screen (Note [Per-group layout]); the first
-  // content of a view, or any with `fit`, is zoomed to fit; otherwise the centre stays.
+  // content of a view, or any with `fit`, is shown as an opening graph (showOpening); otherwise
+  // the centre stays.
   void setContent(std::shared_ptr<const ViewModel> model, std::shared_ptr<const SceneLayout> layout,
                   const QString& anchorGroupPath = {}, bool fit = false);
   // The same without blocking the GUI thread (GraphScene::setContentAsync): the view is placed
