@@ -79,6 +79,41 @@ std::vector<std::string> structureOf(const FunctionGraph& fg) {
   return lines;
 }
 
+// Note [Inputs a call may overwrite]: a graph that already holds inplace nodes (an optimized graph
+// loaded from a .tsg) gets the DestroyHandler before it is rewritten or scheduled; toposort() needs
+// its orderings to run every reader of a buffer before the node that overwrites it. Only the
+// shared variables this compile updates may be overwritten: a node that overwrites any other
+// input, a constant or a buffer a graph output views (Gemm{inplace} on W in a graph run without
+// its updates, as `tensorscope run` does) runs out of place instead, so the caller's values and
+// the file's shared values never change. A graph the handler still refuses (a hand-built inplace
+// node without an out-of-place form) keeps the plain schedule: DebugMode reports such nodes.
+void prepareDestroyers(FunctionGraph& fg, const std::vector<VarPtr>& mutableInputs) {
+  if (fg.feature<DestroyHandler>()) return;
+  std::vector<ApplyPtr> destroyers;
+  for (Apply* node : fg.nodes())
+    if (!node->op().destroyMap().empty()) destroyers.push_back(node->shared_from_this());
+  if (destroyers.empty()) return;
+  auto handler = std::make_shared<DestroyHandler>();
+  handler->setMutableInputs(mutableInputs);
+  fg.attachFeature(handler);
+  for (const ApplyPtr& node : destroyers) {
+    bool protectedInput = false;
+    for (const auto& [output, inputs] : node->op().destroyMap())
+      for (int i : inputs) protectedInput = protectedInput || (i < node->nInputs() && handler->isProtected(*node->input(i)));
+    const OpPtr outOfPlace = protectedInput ? node->op().outOfPlace() : nullptr;
+    if (!outOfPlace) continue;
+    const ApplyPtr twin = outOfPlace->makeNode(node->inputs());
+    Replacements pairs;
+    for (int o = 0; o < node->nOutputs(); ++o) pairs.emplace_back(node->output(o), twin->output(o));
+    fg.replaceAll(pairs, "out_of_place_for_caller_inputs");
+  }
+  try {
+    handler->validate(fg);
+  } catch (const InconsistencyError&) {
+    fg.detachFeature(*handler);
+  }
+}
+
 std::string argumentName(std::size_t i, const Variable& v) {
   std::string s = "argument " + std::to_string(i);
   if (!v.name().empty()) s += " ('" + v.name() + "')";
@@ -115,7 +150,9 @@ std::vector<Tensor> Function::operator()(const std::vector<Tensor>& args) {
     const auto& [outputIndex, shared] = impl.updates[u];
     Tensor previous = shared->value();
     shared->setValueBorrowed(std::move(values[outputIndex]));
-    vm.recycleBuffer(*impl.updateInputs[u], *impl.graph->outputs()[outputIndex], std::move(previous));
+    // An update computed in place (Gemm{inplace} on W) already lives in the old buffer.
+    if (!previous.sharesStorageWith(shared->value()))
+      vm.recycleBuffer(*impl.updateInputs[u], *impl.graph->outputs()[outputIndex], std::move(previous));
   }
   values.resize(impl.nUserOutputs);
   return values;
@@ -180,6 +217,18 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
   // The map holds every cloned variable: released now, the nodes the rewrites prune are freed as
   // they go instead of all at once at the end (and the graph's working set stays small).
   map = CloneMap{};
+  // The updates are known to the graph before it is rewritten: the inplace pass may overwrite an
+  // updated shared variable's buffer (Note [Inplace candidates]).
+  for (std::size_t u = 0; u < updateTargets.size(); ++u) {
+    const std::size_t outIndex = outputs.size() + u;
+    const VarPtr& target = clonedTargets[u];
+    const auto& gIn = fg.inputs();
+    const auto inIndex = static_cast<std::size_t>(std::find(gIn.begin(), gIn.end(), target) - gIn.begin());
+    fg.setUpdate(outIndex, inIndex);
+    impl->updates.emplace_back(outIndex, static_cast<SharedVariable*>(target.get()));
+    impl->updateInputs.push_back(target.get());
+  }
+  prepareDestroyers(fg, clonedTargets);
   if (options.mode != Mode::None) {
     RewriteQuery query = RewriteQuery::forMode(modeName(options.mode));
     query.include.insert(options.include.begin(), options.include.end());
@@ -229,15 +278,6 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
   impl->userInputs.assign(gIn.begin(), gIn.begin() + static_cast<std::ptrdiff_t>(inputs.size()));
   const auto& gOut = fg.outputs();
   impl->userOutputs.assign(gOut.begin(), gOut.begin() + static_cast<std::ptrdiff_t>(outputs.size()));
-  for (std::size_t u = 0; u < updateTargets.size(); ++u) {
-    const std::size_t outIndex = outputs.size() + u;
-    const VarPtr& target = clonedTargets[u];
-    const auto it = std::find(gIn.begin(), gIn.end(), target);
-    const auto inIndex = static_cast<std::size_t>(it - gIn.begin());
-    impl->graph->setUpdate(outIndex, inIndex);
-    impl->updates.emplace_back(outIndex, static_cast<SharedVariable*>(target.get()));
-    impl->updateInputs.push_back(target.get());
-  }
   VMOptions vmOptions;
   vmOptions.keepBuffers = options.keepBuffers;
   impl->vm = std::make_unique<VM>(*impl->graph, impl->graph->toposort(), vmOptions);

@@ -69,4 +69,34 @@ std::string rewriteProfileText(const RewriteProfile& profile, std::size_t topRew
   return out;
 }
 
+std::string rewriteLogText(const std::vector<RewriteRecord>& log, const FunctionGraph* original,
+                           const FunctionGraph* optimized) {
+  auto nodes = [](const std::vector<std::int64_t>& ids, const FunctionGraph* graph) {
+    std::string text;
+    for (std::int64_t id : ids) {
+      if (!text.empty()) text += ", ";
+      text += std::to_string(id);
+      if (const Apply* node = graph ? graph->nodeById(id) : nullptr) text += " " + node->op().str();
+    }
+    return text;
+  };
+  std::string out;
+  for (const RewriteRecord& r : log) {
+    out += "#" + std::to_string(r.order) + " [" + (r.phase.empty() ? "no phase" : r.phase) + "] " + r.reason + ":";
+    std::string parts;
+    auto part = [&parts](const std::string& text) { parts += (parts.empty() ? " " : "; ") + text; };
+    if (!r.removedNodes.empty()) part("removed " + nodes(r.removedNodes, original));
+    if (!r.addedNodes.empty()) part("added " + nodes(r.addedNodes, optimized));
+    if (!r.replaced.empty()) {
+      std::string pairs;
+      for (const auto& [from, to] : r.replaced)
+        pairs += (pairs.empty() ? "" : ", ") + std::to_string(from) + " -> " + std::to_string(to);
+      part("replaced " + pairs);
+    }
+    if (parts.empty()) part("no change");
+    out += parts + format("; %.3f ms\n", r.seconds * 1e3);
+  }
+  return out;
+}
+
 }  // namespace tscope::engine::io

@@ -22,4 +22,12 @@ nlohmann::json rewriteProfileJson(const RewriteProfile& profile);
 // by count.
 std::string rewriteProfileText(const RewriteProfile& profile, std::size_t topRewrites = 10);
 
+// The rewrite log, one change per line (`tensorscope print --rewrites`):
+//   #53 [canonicalize] add_mul_canonical: removed 41 Elemwise{mul}, 40 Elemwise{add}; added 212
+//       Elemwise{add}; replaced 44 -> 213; 0.004 ms
+// Node ids are followed by their op where `original` (removed nodes) or `optimized` (added nodes)
+// still holds the node; a node only an intermediate graph held shows its id alone.
+std::string rewriteLogText(const std::vector<RewriteRecord>& log, const FunctionGraph* original = nullptr,
+                           const FunctionGraph* optimized = nullptr);
+
 }  // namespace tscope::engine::io

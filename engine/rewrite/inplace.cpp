@@ -162,6 +162,13 @@ std::size_t insertInplace(FunctionGraph& fg) {
   DestroyHandler* dh = fg.feature<DestroyHandler>();
   if (!dh) {
     auto handler = std::make_shared<DestroyHandler>();
+    // Theano's mutable inputs: a shared variable with an update gets its new value at the end of
+    // the call, so its old buffer may be overwritten in place (W -= lr * g as Gemm{inplace}) once
+    // every reader of the old value has run; the handler's other rules still hold (no update that
+    // is W itself or a view of it, no output that views it).
+    std::vector<VarPtr> updated;
+    for (const auto& [outputIndex, inputIndex] : fg.updateMapping()) updated.push_back(fg.inputs()[inputIndex]);
+    handler->setMutableInputs(std::move(updated));
     fg.attachFeature(handler);
     dh = handler.get();
   }

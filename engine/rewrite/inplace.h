@@ -18,7 +18,8 @@
 //     0-d outputs are left alone: there is no allocation to save, and the Elemwise fast path for
 //     chains of 0-d arithmetic only runs out of place.
 //   - Gemm, Gemv, Ger: input 0 (Z, y, A) under the same conditions (the types are equal by
-//     construction).
+//     construction). A shared variable with an update is no protected input (see insertInplace):
+//     the SGD step W <- W - lr * dot(x.T, g) becomes Gemm{inplace} on W's own buffer.
 // Every switch is one fg.replaceAll(outputs -> the twin's outputs, "inplace_elemwise" /
 // "inplace_gemm" / "inplace_gemv" / "inplace_ger"), followed by the handler's validate(), which
 // re-checks only what the switch changed (Note [Incremental destroy validation]); a refused switch
@@ -31,7 +32,8 @@
 namespace tscope::engine {
 
 // Attaches a DestroyHandler when the graph has none (and leaves it attached: toposort() needs its
-// orderings to schedule the readers of a buffer before the node that overwrites it), and a History
+// orderings to schedule the readers of a buffer before the node that overwrites it), with the
+// inputs that have an update (FunctionGraph::updateMapping) as its mutable inputs, and a History
 // for the duration of the pass when the graph has none. Throws InconsistencyError when the graph
 // is already inconsistent before the pass. Returns the number of nodes switched.
 std::size_t insertInplace(FunctionGraph& fg);

@@ -61,6 +61,30 @@ VM::VM(const FunctionGraph& graph, std::vector<Apply*> schedule, VMOptions optio
     m_freeSlots.insert(m_freeSlots.end(), freeAfter[pos].begin(), freeAfter[pos].end());
     m_thunks.push_back(t);
   }
+
+  // Note [Overwritten inputs]: a node that overwrites an input (destroyMap) whose buffer is a graph
+  // input's (the shared W of Gemm{inplace} in an SGD step, directly or through views) writes into
+  // the buffer start() puts in that input's slot. start() hands it the shared variable's own
+  // buffer only when nothing outside the shared variable and this VM holds it; a caller that kept
+  // the value (`Tensor seen = w->value()`), or any other input value, gets a private copy first,
+  // so no value the caller can still see ever changes.
+  std::vector<bool> overwritten(vars.size(), false);
+  for (const Apply* node : m_schedule)
+    for (const auto& [output, destroyed] : node->op().destroyMap())
+      for (int i : destroyed) {
+        if (i < 0 || i >= node->nInputs()) continue;
+        const Variable* v = node->input(i).get();
+        // Up the view chain: output o of a view op aliases the input its viewMap names.
+        while (const Apply* owner = v->owner()) {
+          const ViewMap views = owner->op().viewMap();
+          const auto it = views.find(v->index());
+          if (it == views.end() || it->second.empty()) break;
+          v = owner->input(it->second.front()).get();
+        }
+        if (!v->owner()) overwritten[slotOf(*v)] = true;
+      }
+  for (std::size_t i = 0; i < m_inputSlots.size(); ++i)
+    if (overwritten[m_inputSlots[i]]) m_overwrittenInputs.push_back(i);
 }
 
 VM::~VM() = default;
@@ -91,6 +115,15 @@ void VM::start(std::span<const Tensor> inputValues) {
   if (!m_options.keepBuffers)
     for (std::size_t pos = 0; pos < m_schedule.size(); ++pos)
       for (int o = 0; o < m_schedule[pos]->nOutputs(); ++o) m_storage[slotOf(m_schedule[pos]->outputRef(o))] = Tensor();
+  for (std::size_t i : m_overwrittenInputs) {
+    Tensor& slot = m_storage[m_inputSlots[i]];
+    if (!slot.defined()) continue;
+    // Holders the buffer may have: the shared variable's value (when it came from there) and the
+    // slots of this VM (a kept output that aliases it from the previous call).
+    long expected = inputValues[i].defined() ? 0 : 1;
+    for (const Tensor& held : m_storage) expected += held.storage() == slot.storage() ? 1 : 0;
+    if (slot.storage().use_count() > expected) slot = slot.clone();
+  }
   m_pc = 0;
   m_pauseRequested.store(false, std::memory_order_relaxed);
   m_status = m_schedule.empty() ? Status::Finished : Status::Paused;

@@ -102,6 +102,9 @@ class VM {
   std::vector<std::uint32_t> m_freeSlots;
   std::vector<std::uint32_t> m_inputSlots;
   std::vector<std::uint32_t> m_outputSlots;
+  // Graph inputs (positions) a node of the schedule overwrites, directly or through views
+  // (Note [Overwritten inputs]).
+  std::vector<std::size_t> m_overwrittenInputs;
   std::vector<std::shared_ptr<ExecutionObserver>> m_observers;
   std::size_t m_pc = 0;
   Status m_status = Status::Idle;

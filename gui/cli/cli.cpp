@@ -79,6 +79,17 @@ int runInfo(const QCommandLineParser& p, const std::string& file, std::string& o
 
 int runPrint(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
   engine::io::TsgDocument doc = openGraphFile(file);
+  if (p.isSet("rewrites")) {
+    if (p.isSet("graph")) throw std::invalid_argument("--rewrites lists the rewrite log; it takes no --graph");
+    if (doc.rewrites.empty()) {
+      out += file + " has no rewrite log (`tensorscope optimize` writes one)\n";
+      return kExitOk;
+    }
+    out += "rewrite log of " + file + ": " + std::to_string(doc.rewrites.size()) +
+           " changes (node ids with their op where the original or the optimized graph holds them)\n";
+    out += engine::io::rewriteLogText(doc.rewrites, doc.original.get(), doc.optimized.get());
+    return kExitOk;
+  }
   std::string which = p.isSet("graph") ? p.value("graph").toStdString() : "original";
   out += engine::io::debugPrint(pickGraph(doc, which));
   return kExitOk;
@@ -272,9 +283,11 @@ const std::map<std::string, SubCommand>& subCommands() {
           p.addOption(QCommandLineOption("exclude", "Skip the rewrites with this tag or name (repeatable).", "TAG"));
         }}},
       {"print",
-       {"a debugprint-style text tree of a graph", "print FILE [--graph original|optimized]", &runPrint,
+       {"a debugprint-style text tree of a graph, or the rewrite log",
+        "print FILE [--graph original|optimized] [--rewrites]", &runPrint,
         [](QCommandLineParser& p) {
           p.addOption(QCommandLineOption("graph", "Which graph: original (default) or optimized.", "which"));
+          p.addOption(QCommandLineOption("rewrites", "List the rewrite log instead, one change per line."));
         }}},
       {"run",
        {"executes the graph; writes output i as DIR/output_<i>.npy",

@@ -62,7 +62,44 @@ class TestCliOptimize : public QObject {
       // print shows the optimized graph.
       Result p = cli({"print", out, "--graph", "optimized"});
       QVERIFY2(p.code == 0, p.err.c_str());
+      // print --rewrites lists the log, one change per line, in order.
+      Result log = cli({"print", out, "--rewrites"});
+      QVERIFY2(log.code == 0, log.err.c_str());
+      const QStringList lines = QString::fromStdString(log.out).split('\n', Qt::SkipEmptyParts);
+      QCOMPARE(std::size_t(lines.size()), doc.rewrites.size() + 1);
+      QVERIFY2(lines[0].contains(QString::number(doc.rewrites.size()) + " changes"), qPrintable(lines[0]));
+      for (std::size_t i = 0; i < doc.rewrites.size(); ++i) {
+        const RewriteRecord& rec = doc.rewrites[i];
+        const QString line = lines[qsizetype(i) + 1];
+        QVERIFY2(line.startsWith(QStringLiteral("#%1 [%2] %3:").arg(i).arg(QString::fromStdString(rec.phase),
+                                                                         QString::fromStdString(rec.reason))),
+                 qPrintable(line));
+        for (const auto& [from, to] : rec.replaced)
+          QVERIFY2(line.contains(QStringLiteral("%1 -> %2").arg(from).arg(to)), qPrintable(line));
+        for (std::int64_t id : rec.removedNodes) {
+          // A removed node of the original graph is named with its op.
+          const Apply* node = doc.original->nodeById(id);
+          QVERIFY2(line.contains(node ? QStringLiteral("%1 %2").arg(id).arg(QString::fromStdString(node->op().str()))
+                                      : QString::number(id)),
+                   qPrintable(line));
+        }
+      }
     }
+  }
+
+  // The optimized MLP names what issue 4 asks of it: gemm updates in place, fused elementwise ops.
+  void optimizedMlpUpdatesInPlace() {
+    QTemporaryDir dir;
+    const std::string out = dir.filePath("opt.tsg").toStdString();
+    QCOMPARE(cli({"optimize", example("mlp.tsg"), "-o", out}).code, 0);
+    Result p = cli({"print", out, "--graph", "optimized"});
+    QVERIFY2(contains(p.out, "Update of W1 [id 2]:\nGemm{inplace}"), p.out.c_str());
+    QVERIFY2(contains(p.out, "Update of W2 [id 4]:\nGemm{inplace}"), p.out.c_str());
+    QVERIFY2(contains(p.out, "Composite{tanh(add(i0, i1)),inplace}"), p.out.c_str());
+    Result none = cli({"print", example("mlp.tsg"), "--rewrites"});
+    QVERIFY2(none.code == 0 && contains(none.out, "has no rewrite log"), none.out.c_str());
+    Result both = cli({"print", out, "--rewrites", "--graph", "optimized"});
+    QCOMPARE(both.code, int(gui::kExitUsage));
   }
 
   void modesAndTags() {

@@ -221,17 +221,21 @@ bool has(const std::string& text, const std::string& part) {
 class TestDebugMode : public QObject {
   Q_OBJECT
 
-  // Applies `op` to x inside scope "broken" (output 0 feeds y + 1; other outputs have no reader),
-  // compiles with a DebugModeObserver and calls it `calls` times on `value`; expects the last call
-  // to throw a DebugModeError from `check` that names the node, its op, site and scope.
+  // Applies `op` to x (or, with `onIntermediate`, to x + 0: an op that overwrites a graph input
+  // runs out of place, Note [Inputs a call may overwrite]) inside scope "broken" (output 0 feeds
+  // y + 1; other outputs have no reader), compiles with a DebugModeObserver and calls it `calls`
+  // times on `value`; expects the last call to throw a DebugModeError from `check` that names the
+  // node, its op, site and scope.
   std::optional<DebugModeError> expectFinding(const OpPtr& op, const VarPtr& x, const Tensor& value,
                                               DebugCheck check, int output, int input,
                                               DebugModeOptions options = {},
-                                              bool keepBuffers = false, int calls = 1) {
+                                              bool keepBuffers = false, int calls = 1,
+                                              bool onIntermediate = false) {
     VarPtr y;
+    const VarPtr in = onIntermediate ? x + 0.0 : x;
     {
       NameScope scope("broken");
-      y = op->makeNode({x})->output(0);
+      y = op->makeNode({in})->output(0);
     }
     auto checks = std::make_shared<DebugModeObserver>(options);
     Function f = compile({x}, {y + 1.0}, {}, debugOptions(checks, keepBuffers));
@@ -280,7 +284,7 @@ class TestDebugMode : public QObject {
     auto x = fvar("x", {U, U});
     const Tensor value = Tensor::fromDoubles(DType::Float32, {2, 3}, {1, 2, 3, 4, 5, 6});
     const auto e = expectFinding(std::make_shared<NeighbourSumOp>(true), x, value,
-                                 DebugCheck::PerformAgain, 0, -1);
+                                 DebugCheck::PerformAgain, 0, -1, {}, false, 1, true);
     QVERIFY(e);
     QVERIFY2(has(e->what(), "out-of-place form NeighbourSum{inplace=false}"), e->what());
     // The out-of-place op itself is fine.

@@ -4,6 +4,8 @@
 #include "engine/graph/errors.h"
 #include "engine/ops/as_op.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/blas/dot.h"
+#include "engine/ops/shape/dimshuffle.h"
 #include "engine/vm/vm.h"
 #include "test_main.h"
 
@@ -200,6 +202,50 @@ class TestFunction : public QObject {
     step({ones});
     QCOMPARE(w->value().rawData(), a);
     QCOMPARE(w->value().toDoubles()[0], 7.0);
+  }
+
+  // Note [Inputs a call may overwrite]: fast_run turns the SGD step W <- W - lr * dot(x.T, g) into
+  // Gemm{inplace} on W's own buffer (W is updated, so its old value may go); the values are those of
+  // mode none; a value of W the caller kept is copied first and never changes; compiled without
+  // the update, the same expression leaves W alone.
+  void testUpdatedSharedVariableOverwrittenInPlace() {
+    const Tensor w0 = ft({3, 2}, {1, 2, 3, 4, 5, 6});
+    auto W = SharedVariable::create(w0, "W");
+    auto Wref = SharedVariable::create(w0, "Wref");
+    auto x = fvar("x", {U, 3}), g = fvar("g", {U, 2});
+    auto stepOf = [&](const VarPtr& w) { return w - 0.5 * dot(transpose(x), g); };
+    CompileOptions fast;
+    fast.mode = Mode::FastRun;
+    Function step = compile({x, g}, {}, {{W, stepOf(W)}}, fast);
+    Function reference = compile({x, g}, {}, {{Wref, stepOf(Wref)}});
+    int gemmInplace = 0;
+    for (const Apply* node : step.graph().nodes()) gemmInplace += node->op().str() == "Gemm{inplace}";
+    QCOMPARE(gemmInplace, 1);
+    const Tensor xv = ft({2, 3}, {1, 0, 2, 0, 1, 1}), gv = ft({2, 2}, {1, -1, 0.5, 2});
+    const void* buffer = W->value().rawData();
+    for (int i = 0; i < 3; ++i) {
+      step({xv, gv});
+      reference({xv, gv});
+      QCOMPARE(W->value().toDoubles(), Wref->value().toDoubles());
+    }
+    QCOMPARE(W->value().rawData(), buffer);  // overwritten in place: no new buffer per step
+    Tensor kept = W->value();
+    const std::vector<double> keptValues = kept.toDoubles();
+    step({xv, gv});
+    reference({xv, gv});
+    QCOMPARE(kept.toDoubles(), keptValues);
+    QVERIFY(kept.rawData() != W->value().rawData());
+    QCOMPARE(W->value().toDoubles(), Wref->value().toDoubles());
+
+    // The optimized graph (with Gemm{inplace} on W) run without its update: W stays as it is.
+    std::vector<VarPtr> inputs;
+    for (std::size_t i = 0; i < 2; ++i) inputs.push_back(step.graph().inputs()[i]);
+    const std::vector<double> before = W->value().toDoubles();
+    Function outputsOnly = compile(inputs, step.graph().outputs());
+    auto out = outputsOnly({xv, gv});
+    QCOMPARE(W->value().toDoubles(), before);
+    reference({xv, gv});
+    QCOMPARE(out[0].toDoubles(), Wref->value().toDoubles());
   }
 
   void testFailingNodeNamesOpAndSite() {
