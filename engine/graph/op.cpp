@@ -32,11 +32,20 @@ std::string Op::str() const {
 
 bool Op::equals(const Op& other) const {
   if (this == &other) return true;
-  return typeid(*this) == typeid(other) && name() == other.name() && props() == other.props();
+  if (typeid(*this) != typeid(other)) return false;
+  // Two hashes already computed settle most inequalities without building the props.
+  const std::size_t a = m_hash.load(std::memory_order_relaxed), b = other.m_hash.load(std::memory_order_relaxed);
+  if (a != 0 && b != 0 && a != b) return false;
+  return name() == other.name() && props() == other.props();
 }
 
 std::size_t Op::hash() const {
-  return std::hash<std::string>{}(name()) * 31u + std::hash<std::string>{}(props().dump());
+  std::size_t h = m_hash.load(std::memory_order_relaxed);
+  if (h != 0) return h;
+  h = std::hash<std::string>{}(name()) * 31u + std::hash<std::string>{}(props().dump());
+  if (h == 0) h = 1;
+  m_hash.store(h, std::memory_order_relaxed);
+  return h;
 }
 
 ApplyPtr Op::makeNode(std::vector<VarPtr> inputs, std::source_location site) const {

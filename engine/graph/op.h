@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -68,6 +69,13 @@ using DestroyMap = std::map<int, std::vector<int>>;
 
 class Op : public std::enable_shared_from_this<Op> {
  public:
+  Op() = default;
+  // A copy computes its own hash: a derived op may change its props after copying.
+  Op(const Op&) noexcept : std::enable_shared_from_this<Op>() {}
+  Op& operator=(const Op&) noexcept {
+    m_hash.store(0, std::memory_order_relaxed);
+    return *this;
+  }
   virtual ~Op() = default;
 
   // The registry name: "Elemwise", "Dot", "DimShuffle".
@@ -80,6 +88,8 @@ class Op : public std::enable_shared_from_this<Op> {
 
   // Equal when the dynamic type, the name and the props are equal.
   bool equals(const Op& other) const;
+  // From the name and props, computed once per op (an op is immutable once built; merge hashes
+  // every node of a graph, twice per compile).
   std::size_t hash() const;
 
   // The output types for these inputs; throws TypeError when they do not fit.
@@ -135,6 +145,7 @@ class Op : public std::enable_shared_from_this<Op> {
   void checkInputCount(std::span<const VarPtr> inputs, std::size_t expected) const;
 
  private:
+  mutable std::atomic<std::size_t> m_hash{0};  // 0: not computed yet
   // Note [Test values] in config.h.
   void computeTestValues(Apply& node) const;
   static bool valueSharesInput(const Tensor& out, std::span<const Tensor* const> inputs);

@@ -1,11 +1,11 @@
 // The merge family: common subexpression elimination (constants included), constant folding and
 // dead code removal.
+#include "engine/graph/flat_hash_map.h"
 #include "engine/graph/op.h"
 #include "engine/rewrite/rewrite_db.h"
 #include "engine/tensor/tensor.h"
 
 #include <cstring>
-#include <unordered_map>
 
 namespace tscope::engine {
 
@@ -38,54 +38,88 @@ bool sameConstant(const Constant& a, const Constant& b) {
 // equal and their inputs are the same variables. Each duplicate is replaced once (its clients move
 // to the canonical node) and nothing is re-validated globally: the cost is one toposort plus a
 // hash lookup per node, and one hash of each constant's bytes.
+// Candidates by hash: chains through one vector, the heads in an open-addressing map (no
+// allocation per node; a node-based map of vectors cost as much as the rest of the pass).
+template <class T>
+class HashBuckets {
+ public:
+  explicit HashBuckets(std::size_t expected) : m_heads(expected) { m_entries.reserve(expected); }
+  void add(std::size_t hash, T value) {
+    auto [head, added] = m_heads.tryEmplace(hash, kEnd);
+    m_entries.push_back({std::move(value), *head});
+    *head = static_cast<std::uint32_t>(m_entries.size() - 1);
+  }
+  // Calls f(value) for the entries with this hash, newest first, until f returns true; returns
+  // the value f accepted, or null.
+  template <class F> const T* find(std::size_t hash, F&& f) const {
+    const std::uint32_t* head = m_heads.find(hash);
+    for (std::uint32_t i = head ? *head : kEnd; i != kEnd; i = m_entries[i].next)
+      if (f(m_entries[i].value)) return &m_entries[i].value;
+    return nullptr;
+  }
+
+ private:
+  static constexpr std::uint32_t kEnd = ~std::uint32_t{0};
+  struct Entry {
+    T value;
+    std::uint32_t next;
+  };
+  FlatHashMap<std::size_t, std::uint32_t> m_heads;
+  std::vector<Entry> m_entries;
+};
+
+// Note [Merge in one sweep]: nodes are visited in topological order, so when a node is visited
+// its inputs are already the merged (canonical) variables; two nodes are equal when their ops are
+// equal and their inputs are the same variables. Each duplicate is replaced once (its clients move
+// to the canonical node) and nothing is re-validated globally: the cost is one toposort plus a
+// hash lookup per node, and one hash of each constant's bytes.
 std::size_t mergeGraph(RewriteContext& ctx, const std::string& reason) {
   FunctionGraph& fg = ctx.graph();
   std::size_t changes = 0;
-  std::unordered_map<std::size_t, std::vector<VarPtr>> constants;
-  std::unordered_map<std::size_t, std::vector<Apply*>> nodes;
+  HashBuckets<VarPtr> constants(64);
+  HashBuckets<Apply*> nodes(fg.nodeCount());
 
+  // The canonical constant equal to var (an earlier one), or null when var is the first.
   auto canonicalConstant = [&](const VarPtr& var) -> VarPtr {
     const auto& c = static_cast<const Constant&>(*var);
-    auto& bucket = constants[constantHash(c.value())];
-    for (const VarPtr& other : bucket) {
-      if (other == var) return nullptr;
-      if (other->fgraph() == &fg && sameConstant(static_cast<const Constant&>(*other), c)) return other;
-    }
-    bucket.push_back(var);
+    const std::size_t h = constantHash(c.value());
+    bool seen = false;
+    const VarPtr* twin = constants.find(h, [&](const VarPtr& other) {
+      if (other == var) return seen = true;
+      return other->fgraph() == &fg && sameConstant(static_cast<const Constant&>(*other), c);
+    });
+    if (twin && !seen) return *twin;
+    if (!twin) constants.add(h, var);
     return nullptr;
   };
 
   for (Apply* node : fg.toposort()) {
     if (node->fgraph() != &fg) continue;
     for (int i = 0; i < node->nInputs(); ++i) {
-      const VarPtr in = node->input(i);
+      const VarPtr& in = node->input(i);
       if (in->kind() != Variable::Kind::Constant) continue;
       if (VarPtr canonical = canonicalConstant(in)) {
-        if (ctx.replace({{in, canonical}}, reason)) ++changes;
+        const VarPtr replaced = in;  // the replacement changes node's input list
+        if (ctx.replace({{replaced, canonical}}, reason)) ++changes;
       }
     }
     if (!node->op().isExecutable() || !node->op().destroyMap().empty()) continue;
     std::size_t h = node->op().hash();
     for (const VarPtr& in : node->inputs()) h = h * 1000003u ^ std::hash<const Variable*>()(in.get());
-    auto& bucket = nodes[h];
-    Apply* twin = nullptr;
-    for (Apply* other : bucket) {
-      if (other->fgraph() != &fg || other->nInputs() != node->nInputs() || !other->op().equals(node->op())) continue;
-      bool same = true;
-      for (int i = 0; i < node->nInputs() && same; ++i) same = other->input(i) == node->input(i);
-      if (same) {
-        twin = other;
-        break;
-      }
-    }
+    Apply* const* twin = nodes.find(h, [&](Apply* other) {
+      if (other->fgraph() != &fg || other->nInputs() != node->nInputs() || !other->op().equals(node->op())) return false;
+      for (int i = 0; i < node->nInputs(); ++i)
+        if (other->input(i) != node->input(i)) return false;
+      return true;
+    });
     if (!twin) {
-      bucket.push_back(node);
+      nodes.add(h, node);
       continue;
     }
     Replacements pairs;
-    for (int o = 0; o < node->nOutputs(); ++o) pairs.emplace_back(node->output(o), twin->output(o));
+    for (int o = 0; o < node->nOutputs(); ++o) pairs.emplace_back(node->output(o), (*twin)->output(o));
     if (ctx.replace(pairs, reason)) ++changes;
-    else bucket.push_back(node);  // a type mismatch: keep both
+    else nodes.add(h, node);  // a type mismatch: keep both
   }
   return changes;
 }
