@@ -122,6 +122,19 @@ void TestTensor::testStorage() {
     QCOMPARE(reinterpret_cast<std::uintptr_t>(s.data()) % 64, std::uintptr_t{0});
     for (std::size_t i = 0; i < n; ++i) QCOMPARE(s.data()[i], std::byte{0});
   }
+  // Note [Huge pages for big tensors]: from 4 MiB on, buffers start on a 2 MiB boundary (zeroed
+  // or not); below, on a 64-byte one.
+  for (std::size_t n : {(std::size_t{4} << 20) - 1, std::size_t{4} << 20, std::size_t{40'000'001}}) {
+    Storage zeroed(n);
+    Storage raw(n, Storage::Uninitialized{});
+    const std::uintptr_t want = n >= (std::size_t{4} << 20) ? std::uintptr_t{2} << 20 : 64;
+    QCOMPARE(reinterpret_cast<std::uintptr_t>(zeroed.data()) % want, std::uintptr_t{0});
+    QCOMPARE(reinterpret_cast<std::uintptr_t>(raw.data()) % want, std::uintptr_t{0});
+    QCOMPARE(zeroed.nbytes(), n);
+    for (std::size_t i : {std::size_t{0}, n / 2, n - 1}) QCOMPARE(zeroed.data()[i], std::byte{0});
+    raw.data()[n - 1] = std::byte{7};  // the whole buffer is writable
+    QCOMPARE(raw.data()[n - 1], std::byte{7});
+  }
   try {
     Storage s(16, Device::Cuda);
     QFAIL("a CUDA storage was constructed");
