@@ -27,6 +27,15 @@ class TestGraphView : public QObject {
   std::shared_ptr<const SceneLayout> layoutOf(const GroupState& state) {
     return m_service.layoutNow(m_model, state, LayoutOptions{});
   }
+  // Shows `view` at 800 x 600 with the given content as its first content.
+  static void showContent(GraphView& view, const std::shared_ptr<const ViewModel>& model,
+                          const std::shared_ptr<const SceneLayout>& layout) {
+    view.resize(800, 600);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setContent(model, layout);
+  }
+
   void showView(GraphView& view, const GroupState& state) {
     view.resize(800, 600);
     view.show();
@@ -159,10 +168,7 @@ class TestGraphView : public QObject {
     const auto model = ViewModel::build(chainGraph(400));
     const auto layout = gridLayout(*model, columns);
     GraphView view;
-    view.resize(800, 600);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
-    view.setContent(model, layout);
+    showContent(view, model, layout);
     QVERIFY2(view.zoom() >= GraphView::kReadableZoom && view.zoom() <= 1.0, qPrintable(QString::number(view.zoom())));
     const QRectF visible = view.mapToScene(view.viewport()->rect()).boundingRect();
     const QRectF first = layout->nodes.front().rect;  // the input, top left
@@ -180,10 +186,7 @@ class TestGraphView : public QObject {
 
     const auto small = ViewModel::build(chainGraph(3));
     GraphView fitted;
-    fitted.resize(800, 600);
-    fitted.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&fitted));
-    fitted.setContent(small, gridLayout(*small, 2));
+    showContent(fitted, small, gridLayout(*small, 2));
     const QRectF all = fitted.mapToScene(fitted.viewport()->rect()).boundingRect();
     QVERIFY(all.adjusted(-1, -1, 1, 1).contains(fitted.graphScene()->sceneRect()));
   }
@@ -191,12 +194,8 @@ class TestGraphView : public QObject {
   // revealNode zooms in to actual size when the node's label cannot be read, else keeps the zoom.
   void revealNodeZoomsInToRead() {
     const auto model = ViewModel::build(chainGraph(400));
-    const auto layout = gridLayout(*model, 1);
     GraphView view;
-    view.resize(800, 600);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
-    view.setContent(model, layout);
+    showContent(view, model, gridLayout(*model, 1));
     const int node = 300;
     view.setZoom(0.1);
     view.revealNode(node);

@@ -6,6 +6,7 @@
 #include "test_main.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #ifdef TSCOPE_HAVE_MIMALLOC
@@ -23,6 +24,8 @@ class TestAllocator : public QObject {
     QSKIP("built without mimalloc (TSCOPE_USE_MIMALLOC off or libmimalloc-dev missing): glibc's malloc serves");
 #else
     void* raw = std::malloc(48);
+    QVERIFY(raw != nullptr);
+    std::memset(raw, 1, 48);
     QVERIFY(mi_is_in_heap_region(raw));
     std::free(raw);
     auto object = std::make_unique<std::array<char, 64>>();
