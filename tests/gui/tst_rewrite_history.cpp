@@ -92,6 +92,12 @@ class TestRewriteHistory : public QObject {
              QString::fromStdString(r0.phase));
     QCOMPARE(log.index(0, gui::RewriteLogModel::Removed).data().toString(),
              QString::number(r0.removedNodes.size()));
+    for (int row = 0; row < log.rowCount(); ++row)
+      QCOMPARE(log.index(row, gui::RewriteLogModel::Replaced).data().toString(),
+               QString::number(doc->rewrites[std::size_t(row)].replaced.size()));
+    QVERIFY(log.headerData(gui::RewriteLogModel::Replaced, Qt::Horizontal, Qt::ToolTipRole)
+                .toString()
+                .startsWith(QStringLiteral("Variables replaced")));
 
     // Filter by each rewriter: exactly its records remain.
     const QStringList names = log.rewriters();

@@ -76,30 +76,39 @@ QVariant RewriteLogModel::data(const QModelIndex& index, int role) const {
     case Added:
       return sort ? QVariant(static_cast<qulonglong>(r.addedNodes.size()))
                   : QVariant(QString::number(r.addedNodes.size()));
+    case Replaced:
+      return sort ? QVariant(static_cast<qulonglong>(r.replaced.size()))
+                  : QVariant(QString::number(r.replaced.size()));
     case Time:
       return sort ? QVariant(r.seconds)
-                  : QVariant(QString::number(r.seconds * 1e3, 'f', 3) + " ms");
+                  : QVariant(QString::number(r.seconds * 1e3, 'f', 3));
     default:
       return {};
   }
 }
 
 QVariant RewriteLogModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+  if (orientation != Qt::Horizontal || (role != Qt::DisplayRole && role != Qt::ToolTipRole))
     return QAbstractTableModel::headerData(section, orientation, role);
+  // The counts and the time are narrow columns with short titles, so the dock shows every column
+  // next to the rewriter's name; the tooltips say what they count.
+  const bool tip = role == Qt::ToolTipRole;
   switch (section) {
     case Order:
-      return tr("#");
+      return tip ? tr("Order of the change in the log") : tr("#");
     case Phase:
-      return tr("Phase");
+      return tip ? tr("Optimizer phase") : tr("Phase");
     case Rewriter:
-      return tr("Rewriter");
+      return tip ? tr("The rewrite that made the change") : tr("Rewriter");
     case Removed:
-      return tr("Removed");
+      return tip ? tr("Nodes removed") : tr("\u2212");
     case Added:
-      return tr("Added");
+      return tip ? tr("Nodes added") : tr("+");
+    case Replaced:
+      return tip ? tr("Variables replaced (a merged constant removes no node but replaces a variable)")
+                 : tr("vars");
     case Time:
-      return tr("Time");
+      return tip ? tr("Wall time of the change, in milliseconds") : tr("ms");
     default:
       return {};
   }
