@@ -172,7 +172,9 @@ int main(int argc, char** argv) {
     updates = sgdUpdates(loss, params, 0.1, grads);
   }
   try {
-    Function train = compile({x, y}, {loss}, updates, CompileOptions{.mode = Mode::FastRun});
+    CompileOptions fastRun;
+    fastRun.mode = Mode::FastRun;
+    Function train = compile({x, y}, {loss}, updates, fastRun);
     double first = 0, last = 0;
     for (int step = 0; step < kSteps; ++step) {
       last = train({data.x, data.y})[0].item();
