@@ -31,7 +31,6 @@ struct Function::Impl {
   std::vector<VarPtr> userOutputs;  // graph outputs asked for by the caller
   // (graph output index, shared variable in the graph) per update
   std::vector<std::pair<std::size_t, SharedVariable*>> updates;
-  std::vector<const Variable*> updateInputs;  // the graph input of each update's shared variable
   std::vector<Tensor> args;  // reused between calls
   std::vector<RewriteRecord> rewriteLog;
   RewriteProfile rewriteProfile;
@@ -152,7 +151,7 @@ std::vector<Tensor> Function::operator()(const std::vector<Tensor>& args) {
     shared->setValueBorrowed(std::move(values[outputIndex]));
     // An update computed in place (Gemm{inplace} on W) already lives in the old buffer.
     if (!previous.sharesStorageWith(shared->value()))
-      vm.recycleBuffer(*impl.updateInputs[u], *impl.graph->outputs()[outputIndex], std::move(previous));
+      vm.recycleBuffer(*shared, *impl.graph->outputs()[outputIndex], std::move(previous));
   }
   values.resize(impl.nUserOutputs);
   return values;
@@ -226,7 +225,6 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
     const auto inIndex = static_cast<std::size_t>(std::find(gIn.begin(), gIn.end(), target) - gIn.begin());
     fg.setUpdate(outIndex, inIndex);
     impl->updates.emplace_back(outIndex, static_cast<SharedVariable*>(target.get()));
-    impl->updateInputs.push_back(target.get());
   }
   prepareDestroyers(fg, clonedTargets);
   if (options.mode != Mode::None) {

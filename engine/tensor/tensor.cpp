@@ -30,12 +30,16 @@ constexpr std::size_t kStorageAlignment = 64;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 constexpr std::size_t kHugeThreshold = std::size_t{4} << 20;
 
+// n rounded up to a multiple of `alignment`, and never zero (aligned_alloc needs both).
+std::size_t roundUp(std::size_t n, std::size_t alignment) {
+  return std::max(alignment, (n + alignment - 1) / alignment * alignment);
+}
+
 std::byte* allocateStorage(std::size_t nbytes) {
   if (nbytes > std::numeric_limits<std::size_t>::max() - kHugePage) throw std::bad_alloc();
   const bool huge = nbytes >= kHugeThreshold;
   const std::size_t alignment = huge ? kHugePage : kStorageAlignment;
-  // aligned_alloc needs a size that is a multiple of the alignment, and never zero.
-  const std::size_t rounded = std::max(alignment, (nbytes + alignment - 1) / alignment * alignment);
+  const std::size_t rounded = roundUp(nbytes, alignment);
   auto* data = static_cast<std::byte*>(std::aligned_alloc(alignment, rounded));
   if (data == nullptr) throw std::bad_alloc();
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
@@ -144,7 +148,7 @@ Storage::Storage(std::size_t nbytes, Device device) : m_nbytes(nbytes), m_device
                              " memory; the CUDA backend allocates device storage");
   m_data = allocateStorage(nbytes);
   // Zeroed up to the alignment, as kernels that read whole vectors may look past the end.
-  std::memset(m_data, 0, std::max(kStorageAlignment, (nbytes + kStorageAlignment - 1) / kStorageAlignment * kStorageAlignment));
+  std::memset(m_data, 0, roundUp(nbytes, kStorageAlignment));
 }
 
 Storage::~Storage() {

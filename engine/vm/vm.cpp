@@ -118,10 +118,16 @@ void VM::start(std::span<const Tensor> inputValues) {
   for (std::size_t i : m_overwrittenInputs) {
     Tensor& slot = m_storage[m_inputSlots[i]];
     if (!slot.defined()) continue;
-    // Holders the buffer may have: the shared variable's value (when it came from there) and the
-    // slots of this VM (a kept output that aliases it from the previous call).
-    long expected = inputValues[i].defined() ? 0 : 1;
-    for (const Tensor& held : m_storage) expected += held.storage() == slot.storage() ? 1 : 0;
+    // Holders the buffer may have: the shared variable's value (when it came from there), this
+    // slot, and with keepBuffers a computed value of the previous call that aliases it (without,
+    // those slots were just cleared). Any other holder, another input's slot included, is a reader
+    // the overwrite must not reach.
+    long expected = (inputValues[i].defined() ? 0 : 1) + 1;
+    if (m_options.keepBuffers) {
+      const auto& vars = m_graph.variables();
+      for (std::size_t s = 0; s < m_storage.size(); ++s)
+        if (vars[s]->owner() != nullptr && m_storage[s].storage() == slot.storage()) ++expected;
+    }
     if (slot.storage().use_count() > expected) slot = slot.clone();
   }
   m_pc = 0;

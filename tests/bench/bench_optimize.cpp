@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,12 +55,6 @@ Synthetic build(std::size_t targetNodes) {
   return s;
 }
 
-double sum(const std::vector<double>& xs) {
-  double total = 0;
-  for (double x : xs) total += x;
-  return total;
-}
-
 double secondsOf(auto&& fn) {
   const auto t0 = std::chrono::steady_clock::now();
   fn();
@@ -83,7 +78,7 @@ int main(int argc, char** argv) {
     RewriteProfile last;
     std::size_t after = 0;
     double buildSeconds = 0;
-    for (int r = 0; r < repeat || (n < maxNodes && r < 15 && sum(times) < 1.0); ++r) {
+    for (int r = 0; r < repeat || (n < maxNodes && r < 15 && std::accumulate(times.begin(), times.end(), 0.0) < 1.0); ++r) {
       Synthetic s;
       buildSeconds = secondsOf([&] { s = build(n); });
       CompileOptions o;

@@ -186,12 +186,15 @@ void GraphView::resetZoom() {
   setZoom(1.0);
 }
 
+double GraphView::fitZoom(const QRectF& content) const {
+  const QSize vp = viewport()->size();
+  return std::min(vp.width() / content.width(), vp.height() / content.height()) * 0.97;
+}
+
 void GraphView::zoomToFit() {
   const QRectF content = graphScene()->sceneRect();
   if (!content.isValid()) return;
-  const QSize vp = viewport()->size();
-  const double fit = std::min(vp.width() / content.width(), vp.height() / content.height()) * 0.97;
-  setZoom(std::min(fit, kMaxFitZoom));
+  setZoom(std::min(fitZoom(content), kMaxFitZoom));
   centerOn(content.center());
 }
 
@@ -209,9 +212,8 @@ void GraphView::showOpening() {
   const QRectF content = graphScene()->sceneRect();
   const SceneLayout* layout = graphScene()->sceneLayout().get();
   if (!content.isValid() || !layout) return;
+  if (fitZoom(content) >= kReadableZoom) return zoomToFit();
   const QSize vp = viewport()->size();
-  const double fit = std::min(vp.width() / content.width(), vp.height() / content.height()) * 0.97;
-  if (fit >= kReadableZoom) return zoomToFit();
   setZoom(std::clamp(vp.width() / content.width() * 0.97, kReadableZoom, 1.0));
   // The topmost node (a graph input; the leftmost of a row) sets the horizontal centre; the
   // content's top edge goes a small margin below the viewport's.

@@ -75,6 +75,8 @@ class GraphView : public QGraphicsView {
     bool fit = false;
   };
   Placement placementFor(const QString& anchorGroupPath, bool fit) const;
+  // The zoom at which `content` fills the viewport, with a small margin.
+  double fitZoom(const QRectF& content) const;
   void place(const Placement& placement);
   void updateSceneRect();
   void scrollBy(QPointF viewportDelta);
