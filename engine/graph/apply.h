@@ -7,6 +7,7 @@
 
 #include "engine/graph/source_site.h"
 #include "engine/graph/variable.h"
+#include "engine/graph/walk_marks.h"
 
 #include <memory>
 #include <span>
@@ -70,11 +71,13 @@ class Apply : public std::enable_shared_from_this<Apply> {
 
  private:
   friend class FunctionGraph;
+  friend class WalkMemo;
 
-  // What graph walks read first (graph, slot, inputs, outputs), next to each other.
+  // What graph walks read first (graph, slot, inputs, walk mark), next to each other.
   FunctionGraph* m_fgraph = nullptr;
   std::size_t m_slot = 0;  // position in FunctionGraph's node list
   std::vector<VarPtr> m_inputs;
+  mutable WalkMark m_walk;  // Note [Walk marks]
   std::vector<std::unique_ptr<Variable>> m_outputs;
   OpPtr m_op;
   std::int64_t m_id = -1;

@@ -2,8 +2,10 @@
 
 #include "engine/graph/errors.h"
 #include "engine/graph/op.h"
+#include "engine/graph/walk_memo.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_set>
 
 namespace tscope::engine {
@@ -32,23 +34,17 @@ std::string describe(const Apply& node) {
   throw GraphError(msg);
 }
 
-// Position of each node in the order ancestorsInOrder returns.
-using NodePositions = FlatHashMap<const Apply*, std::uint32_t>;
-
 // The nodes that compute `roots`, in topological order, stopping at variables for which
 // `isKnown` holds (they and their ancestors are not visited). Iterative: graphs can be deep.
-// `positions`, when given, receives each returned node's position in the order.
+// `memo` (Note [Walk marks]) ends up holding each returned node's position in the order.
 template <class IsKnown>
-std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnown isKnown,
-                                     NodePositions* positions = nullptr) {
+std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnown isKnown, WalkMemo& memo) {
   constexpr std::uint32_t kOpen = ~std::uint32_t{0};
   std::vector<Apply*> order;
-  NodePositions local;
-  NodePositions& seen = positions ? *positions : local;
   std::vector<std::pair<Apply*, int>> stack;
   auto push = [&](Variable* v) {
     if (!v->owner() || isKnown(*v)) return;
-    if (seen.tryEmplace(v->owner(), kOpen).second) stack.emplace_back(v->owner(), 0);
+    if (memo.claim(*v->owner(), kOpen)) stack.emplace_back(v->owner(), 0);
   };
   for (Variable* root : roots) {
     push(root);
@@ -58,13 +54,19 @@ std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnow
         Variable* in = node->input(next++).get();
         push(in);  // may reallocate the stack: `node`/`next` are not used after this
       } else {
-        if (positions) *seen.find(node) = static_cast<std::uint32_t>(order.size());
+        *memo.find(*node) = static_cast<std::uint32_t>(order.size());
         order.push_back(node);
         stack.pop_back();
       }
     }
   }
   return order;
+}
+
+template <class IsKnown>
+std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnown isKnown) {
+  WalkMemo memo;
+  return ancestorsInOrder(roots, isKnown, memo);
 }
 
 // Note [Client positions]: a client packed into one key: the node's address (8-byte aligned,
@@ -125,48 +127,58 @@ FunctionGraph::FunctionGraph(std::vector<VarPtr> inputs, std::vector<VarPtr> out
     if (!outputs[i]) throw GraphError("FunctionGraph: output " + std::to_string(i) + " is null");
 
   if (ownership == Ownership::Clone) {
-    // Free variables (inputs, then constants where first used) are mapped by a small table; an
-    // owned variable's copy is found through its node's position in the order, so the per-variable
-    // table of a large graph (a random memory access per input) is not needed.
-    FlatHashMap<const Variable*, VarPtr> freeCopies(inputs.size() + 16);
-    for (const auto& in : inputs)
-      if (!freeCopies.tryEmplace(in.get(), in->cloneDetached()).second)
-        throw GraphError("FunctionGraph: the input " + describe(*in) + " is listed twice");
-    std::vector<Variable*> roots;
-    for (const auto& out : outputs) roots.push_back(out.get());
-    NodePositions positions;
-    auto known = [&](const Variable& v) { return freeCopies.contains(&v); };
-    std::vector<Apply*> order = ancestorsInOrder(roots, known, &positions);
-    std::vector<ApplyPtr> copies;
-    copies.reserve(order.size());
-    auto mapped = [&](const VarPtr& v, const Apply* user) -> VarPtr {
-      if (const Apply* owner = v->owner()) return copies[*positions.find(owner)]->output(v->index());
-      if (const VarPtr* found = freeCopies.find(v.get())) return *found;
-      if (v->kind() != Variable::Kind::Constant) throwMissingInput(*v, user);
-      VarPtr copy = v->cloneDetached();  // a constant is copied once, where it is first used
-      freeCopies.set(v.get(), copy);
-      return copy;
-    };
     std::vector<Apply*> clonedOrder;
-    clonedOrder.reserve(order.size());
-    for (Apply* node : order) {
-      std::vector<VarPtr> newInputs;
-      newInputs.reserve(node->inputs().size());
-      for (const auto& in : node->inputs()) newInputs.push_back(mapped(in, node));
-      copies.push_back(node->cloneWithNewInputs(std::move(newInputs)));
-      clonedOrder.push_back(copies.back().get());
-    }
-    for (auto& in : inputs) in = *freeCopies.find(in.get());
-    for (auto& out : outputs) out = mapped(out, nullptr);
-    if (map) {
-      map->variables.reserve(map->variables.size() + freeCopies.size() + order.size() * 2);
-      map->nodes.reserve(map->nodes.size() + order.size());
-      for (const auto& [var, copy] : freeCopies) map->variables.set(var, copy);
-      for (std::size_t i = 0; i < order.size(); ++i) {
-        for (int o = 0; o < order[i]->nOutputs(); ++o)
-          map->variables.set(&order[i]->outputRef(o), copies[i]->output(o));
-        map->nodes.set(order[i], copies[i]);
+    {
+      // Note [Walk marks]: the walk's memo maps each of the caller's nodes to its position in the
+      // order (its copy is copies[position]) and each free variable (the inputs, then constants
+      // where first used) to its copy's position in freeCopies: no table keyed by address.
+      WalkMemo memo;
+      std::vector<const Variable*> freeOriginals;
+      std::vector<VarPtr> freeCopies;
+      freeCopies.reserve(inputs.size() + 16);
+      for (const auto& in : inputs) {
+        if (!memo.claim(*in, static_cast<std::uint32_t>(freeCopies.size())))
+          throw GraphError("FunctionGraph: the input " + describe(*in) + " is listed twice");
+        freeOriginals.push_back(in.get());
+        freeCopies.push_back(in->cloneDetached());
       }
+      std::vector<Variable*> roots;
+      for (const auto& out : outputs) roots.push_back(out.get());
+      // Inputs are free variables, so no variable with an owner is known.
+      std::vector<Apply*> order = ancestorsInOrder(roots, [](const Variable&) { return false; }, memo);
+      std::vector<ApplyPtr> copies;
+      copies.reserve(order.size());
+      auto mapped = [&](const VarPtr& v, const Apply* user) -> VarPtr {
+        if (const Apply* owner = v->owner()) return copies[*memo.find(*owner)]->output(v->index());
+        if (const std::uint32_t* k = memo.find(*v)) return freeCopies[*k];
+        if (v->kind() != Variable::Kind::Constant) throwMissingInput(*v, user);
+        memo.claim(*v, static_cast<std::uint32_t>(freeCopies.size()));  // copied once, where first used
+        freeOriginals.push_back(v.get());
+        freeCopies.push_back(v->cloneDetached());
+        return freeCopies.back();
+      };
+      clonedOrder.reserve(order.size());
+      for (Apply* node : order) {
+        std::vector<VarPtr> newInputs;
+        newInputs.reserve(node->inputs().size());
+        for (const auto& in : node->inputs()) newInputs.push_back(mapped(in, node));
+        copies.push_back(node->cloneWithNewInputs(std::move(newInputs)));
+        clonedOrder.push_back(copies.back().get());
+      }
+      for (std::size_t i = 0; i < inputs.size(); ++i) inputs[i] = freeCopies[i];
+      for (auto& out : outputs) out = mapped(out, nullptr);
+      if (map) {
+        map->variables.reserve(map->variables.size() + freeCopies.size() + order.size() * 2);
+        map->nodes.reserve(map->nodes.size() + order.size());
+        for (std::size_t i = 0; i < freeCopies.size(); ++i) map->variables.set(freeOriginals[i], freeCopies[i]);
+        for (std::size_t i = 0; i < order.size(); ++i) {
+          for (int o = 0; o < order[i]->nOutputs(); ++o)
+            map->variables.set(&order[i]->outputRef(o), copies[i]->output(o));
+          map->nodes.set(order[i], copies[i]);
+        }
+      }
+      // `copies` goes out of scope here, but the outputs (and so every copy they need) and the
+      // inputs hold the new graph.
     }
     // The copies are new and consistent: import them in their known order without re-checking.
     init(std::move(inputs), std::move(outputs), &clonedOrder);
@@ -380,10 +392,13 @@ void FunctionGraph::importVarImpl(const VarPtr& var, std::string_view reason) {
 }
 
 void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string_view reason, bool check) {
-  // Check everything first so that a refused import changes nothing.
-  FlatHashMap<const Apply*, bool> incoming(check ? newNodes.size() : 0);
-  if (check)
-    for (Apply* node : newNodes) incoming.set(node, true);
+  // Check everything first so that a refused import changes nothing. The nodes coming in are
+  // remembered in their walk marks (Note [Walk marks]).
+  std::optional<WalkMemo> incoming;
+  if (check) {
+    incoming.emplace();
+    for (Apply* node : newNodes) incoming->claim(*node, 0);
+  }
   for (Apply* node : check ? newNodes : std::vector<Apply*>{}) {
     if (node->fgraph())
       throw GraphError("import: the node " + describe(*node) +
@@ -391,7 +406,7 @@ void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string
     for (const auto& in : node->inputs()) {
       if (in->fgraph() == this) continue;
       if (in->owner()) {
-        if (!incoming.contains(in->owner()))
+        if (!incoming->find(*in->owner()))
           throw GraphError("import: " + describe(*in) + " belongs to another FunctionGraph");
       } else if (in->kind() != Variable::Kind::Constant) {
         throwMissingInput(*in, node);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tscope::engine {
@@ -30,6 +31,8 @@ class RewriteRecorder final : public Feature {
   void setPhase(std::string phase) { m_phase = std::move(phase); }
   const std::string& phase() const { return m_phase; }
   const std::vector<RewriteRecord>& records() const { return m_records; }
+  // Hands the log over (a 100k-node compile makes over a hundred thousand records) and clears it.
+  std::vector<RewriteRecord> takeRecords() { return std::exchange(m_records, {}); }
   void clear() { m_records.clear(); }
 
   void onChangeBegin(FunctionGraph& fg, std::string_view reason) override;

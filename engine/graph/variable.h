@@ -4,6 +4,7 @@
 
 #include "engine/graph/source_site.h"
 #include "engine/graph/type.h"
+#include "engine/graph/walk_marks.h"
 
 #include <cstdint>
 #include <memory>
@@ -82,6 +83,7 @@ class Variable {
  private:
   friend class Apply;
   friend class FunctionGraph;
+  friend class WalkMemo;
 
   // What graph walks read (owner, graph, slot, clients) shares the first cache line with the vtable
   // pointer: a walk over a 100k-node graph touches one line per variable, not three.
@@ -92,6 +94,7 @@ class Variable {
   int m_index = 0;
   Kind m_kind;
   std::vector<Client> m_clients;
+  mutable WalkMark m_walk;  // Note [Walk marks]
   std::int64_t m_id = -1;
   TensorType m_type;
   std::string m_name;

@@ -13,7 +13,7 @@ RewriteProfile optimizeDocument(TsgDocument& doc, const RewriteQuery& query) {
   auto recorder = std::make_shared<RewriteRecorder>();
   graph->attachFeature(recorder);
   RewriteProfile profile = optimize(*graph, query);
-  doc.rewrites = recorder->records();
+  doc.rewrites = recorder->takeRecords();
   graph->detachFeature(*recorder);
   doc.optimized = std::move(graph);
   nlohmann::json kept = nlohmann::json::array();

@@ -71,7 +71,7 @@ std::unique_ptr<FunctionGraph> replayRewrites(const FunctionGraph& original,
   } catch (const ReplayStop&) {
     stopped = true;
   }
-  if (log) *log = recorder->records();
+  if (log) *log = recorder->takeRecords();
   // What the optimizer left attached (the recorder, the DestroyHandler of the inplace phase) goes:
   // a stop between a change that validation refused and its revert leaves a graph whose
   // destroy orderings have a cycle, and the caller wants the structure as it was, not a verdict.

@@ -2,6 +2,7 @@
 // JSON path, and nothing of a refused document escapes (Note [Whole or nothing]).
 
 #include "engine/graph/errors.h"
+#include "engine/graph/id_index.h"
 #include "engine/graph/op.h"
 #include "engine/io/base64.h"
 #include "engine/io/graph_json.h"
@@ -9,6 +10,7 @@
 #include "engine/io/tsg.h"
 
 #include <algorithm>
+#include <deque>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -154,10 +156,10 @@ class GraphReader {
     }
     // Dead code is reported at its first place in the file: applies first, they say more.
     std::vector<std::pair<std::size_t, std::int64_t>> deadApplies, deadVariables;
-    for (const auto& [id, node] : m_nodes)
-      if (node.first->fgraph() != fg.get()) deadApplies.emplace_back(node.second, id);
-    for (const auto& [id, entry] : m_entries)
-      if (entry.var->fgraph() != fg.get() && entry.position != kImplicit) deadVariables.emplace_back(entry.position, id);
+    for (const NodeEntry& n : m_nodes)
+      if (n.node->fgraph() != fg.get()) deadApplies.emplace_back(n.position, n.id);
+    for (const Entry& entry : m_entries)
+      if (entry.var->fgraph() != fg.get() && entry.position != kImplicit) deadVariables.emplace_back(entry.position, entry.id);
     if (!deadApplies.empty()) {
       auto [position, id] = *std::min_element(deadApplies.begin(), deadApplies.end());
       m_c.at("applies").at(position).fail("apply " + std::to_string(id) +
@@ -187,17 +189,26 @@ class GraphReader {
 
  private:
   struct Entry {
+    std::int64_t id;
     std::size_t position;  // index in "variables"; kImplicit for an output the file does not list
     std::string kind;
     TensorType type;
     VarPtr var;            // set at once for free variables, at the apply for computed ones
     bool produced = false;
+    std::optional<JsonCursor> meta;  // a computed variable's entry, applied when its apply is read
+  };
+  struct NodeEntry {
+    ApplyPtr node;
+    std::size_t position;  // index in "applies"
+    std::int64_t id;
   };
 
   static constexpr std::size_t kImplicit = ~std::size_t{0};
 
   void claimId(std::int64_t id, const JsonCursor& where) {
-    if (!m_ids.insert(id).second) where.fail("the id " + std::to_string(id) + " is used twice");
+    static const char kUsed = 0;
+    if (m_ids.contains(id)) where.fail("the id " + std::to_string(id) + " is used twice");
+    m_ids.set(id, &kUsed);
   }
 
   void readVariables() {
@@ -210,7 +221,7 @@ class GraphReader {
       std::string kind = v.at("kind").string();
       if (kind == "computed" && v.find("type"))
         v.at("type").fail("a computed variable's type is given by its apply (\"types\"), not here");
-      Entry e{i, kind, kind == "computed" ? TensorType() : readType(v.at("type")), nullptr};
+      Entry e{id, i, kind, kind == "computed" ? TensorType() : readType(v.at("type")), nullptr, false, std::nullopt};
       std::string name = v.find("name") ? v.at("name").string() : std::string();
       if (e.kind == "input") {
         e.var = Variable::create(e.type, name);
@@ -232,8 +243,8 @@ class GraphReader {
         v.at("kind").fail("expected \"input\", \"constant\", \"shared\" or \"computed\", found \"" + e.kind + "\"");
       }
       if (e.var) applyMetadata(*e.var, v, id);
-      else m_pendingMeta.emplace(id, v);
-      m_entries.emplace(id, std::move(e));
+      else e.meta = v;
+      addEntry(std::move(e));
     }
   }
 
@@ -255,11 +266,11 @@ class GraphReader {
 
   Entry& entry(const JsonCursor& ref) {
     std::int64_t id = ref.integer(0, kMaxId);
-    auto it = m_entries.find(id);
-    if (it == m_entries.end())
+    Entry* found = m_entryById.find(id);
+    if (!found)
       ref.fail("expected the id of a variable listed in \"variables\" or output by an earlier apply, found " +
                std::to_string(id));
-    return it->second;
+    return *found;
   }
 
   void readApplies() {
@@ -314,11 +325,12 @@ class GraphReader {
         if (op->isExecutable() && !declared.isCompatibleWith(inferred[k]))
           typeList.at(k).fail("the output type " + declared.str() + " contradicts the type " + inferred[k].str() +
                               " that " + op->str() + " computes");
-        if (!m_entries.count(varId)) {
+        Entry* found = m_entryById.find(varId);
+        if (!found) {
           claimId(varId, ref);
-          m_entries.emplace(varId, Entry{kImplicit, "computed", declared, nullptr});
+          found = &addEntry(Entry{varId, kImplicit, "computed", declared, nullptr, false, std::nullopt});
         }
-        Entry& e = m_entries.at(varId);
+        Entry& e = *found;
         if (e.kind != "computed") ref.fail("an apply output must be a variable of kind \"computed\", found \"" + e.kind + "\"");
         if (e.produced) ref.fail("variable " + std::to_string(varId) + " is the output of two applies");
         e.type = declared;
@@ -338,15 +350,15 @@ class GraphReader {
           e.var->presetId(varId);
           continue;
         }
-        const JsonCursor& meta = m_pendingMeta.at(varId);
+        const JsonCursor& meta = *e.meta;
         if (auto name = meta.find("name")) e.var->setName(name->string());
         applyMetadata(*e.var, meta, varId);
       }
-      m_nodes.emplace(id, std::make_pair(node, i));
+      m_nodes.push_back(NodeEntry{std::move(node), i, id});
     }
-    for (const auto& [id, e] : m_entries)
+    for (const Entry& e : m_entries)
       if (e.kind == "computed" && !e.produced)
-        m_c.at("variables").at(e.position).fail("variable " + std::to_string(id) + " is \"computed\" but no apply outputs it");
+        m_c.at("variables").at(e.position).fail("variable " + std::to_string(e.id) + " is \"computed\" but no apply outputs it");
   }
 
   OpPtr makeOp(const std::string& name, const json& props, const JsonCursor& a) {
@@ -379,10 +391,18 @@ class GraphReader {
   JsonCursor m_c;
   const OpRegistry& m_registry;
   const SiteTable& m_sites;
-  std::unordered_set<std::int64_t> m_ids;
-  std::unordered_map<std::int64_t, Entry> m_entries;
-  std::unordered_map<std::int64_t, JsonCursor> m_pendingMeta;
-  std::unordered_map<std::int64_t, std::pair<ApplyPtr, std::size_t>> m_nodes;
+  Entry& addEntry(Entry e) {
+    Entry& added = m_entries.emplace_back(std::move(e));
+    m_entryById.set(added.id, &added);
+    return added;
+  }
+
+  // Ids index vectors (id_index.h): a file's ids are dense, and a hash map keyed by id cost a
+  // cache miss per lookup on a 100k-node graph.
+  IdIndex<const char> m_ids;       // every id the graph uses, variables and applies
+  std::deque<Entry> m_entries;     // variables in the order first met (stable addresses)
+  IdIndex<Entry> m_entryById;
+  std::vector<NodeEntry> m_nodes;  // applies in file order
   std::unordered_map<std::string, OpPtr> m_opCache;
 };
 
