@@ -37,8 +37,11 @@ std::string describe(const Apply& node) {
 // The nodes that compute `roots`, in topological order, stopping at variables for which
 // `isKnown` holds (they and their ancestors are not visited). Iterative: graphs can be deep.
 // `memo` (Note [Walk marks]) ends up holding each returned node's position in the order.
-template <class IsKnown>
-std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnown isKnown, WalkMemo& memo) {
+// `finished(node)` runs as each node takes its place in the order, while the walk still has the
+// node at hand: work done there does not read the node back from memory in a second pass.
+template <class IsKnown, class Finished>
+std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnown isKnown, WalkMemo& memo,
+                                     Finished finished) {
   constexpr std::uint32_t kOpen = ~std::uint32_t{0};
   std::vector<Apply*> order;
   std::vector<std::pair<Apply*, int>> stack;
@@ -56,6 +59,7 @@ std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnow
       } else {
         *memo.find(*node) = static_cast<std::uint32_t>(order.size());
         order.push_back(node);
+        finished(node);
         stack.pop_back();
       }
     }
@@ -66,8 +70,44 @@ std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnow
 template <class IsKnown>
 std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnown isKnown) {
   WalkMemo memo;
-  return ancestorsInOrder(roots, isKnown, memo);
+  return ancestorsInOrder(roots, isKnown, memo, [](Apply*) {});
 }
+
+// Note [Fresh ids in the walk]: a graph built by hand has no ids yet; FunctionGraph gives them at
+// the end of init, in import order (flushPendingIds), in a second pass over every node and
+// variable, which at 100k nodes have left the caches by then. A clone of such a graph gives the
+// same ids while the walk makes each copy, in the order init imports them: the inputs, then per
+// node its constants where first used, the node and its outputs, then constant outputs. As soon
+// as one object carries an id (a graph that was in a FunctionGraph, or read from a file), the ids
+// given so far are taken back and init's deferred order decides, so preset ids stay as they were.
+class FreshIds {
+ public:
+  template <class T>
+  void give(T& object) {
+    if (!m_fresh) return;
+    if (object.id() >= 0) {
+      takeBack();
+      return;
+    }
+    object.presetId(m_next++);
+    if constexpr (std::is_same_v<T, Apply>) m_nodes.push_back(&object);
+    else m_variables.push_back(&object);
+  }
+
+ private:
+  void takeBack() {
+    m_fresh = false;
+    for (Apply* node : m_nodes) node->presetId(-1);
+    for (Variable* var : m_variables) var->presetId(-1);
+    m_nodes = {};
+    m_variables = {};
+  }
+
+  bool m_fresh = true;
+  std::int64_t m_next = 0;
+  std::vector<Apply*> m_nodes;
+  std::vector<Variable*> m_variables;
+};
 
 // Note [Client positions]: a client packed into one key: the node's address (8-byte aligned,
 // 48 bits) above the input index (19 bits); a graph output has no node. nullopt when it does not
@@ -133,6 +173,7 @@ FunctionGraph::FunctionGraph(std::vector<VarPtr> inputs, std::vector<VarPtr> out
       // order (its copy is copies[position]) and each free variable (the inputs, then constants
       // where first used) to its copy's position in freeCopies: no table keyed by address.
       WalkMemo memo;
+      FreshIds ids;
       std::vector<const Variable*> freeOriginals;
       std::vector<VarPtr> freeCopies;
       freeCopies.reserve(inputs.size() + 16);
@@ -141,13 +182,11 @@ FunctionGraph::FunctionGraph(std::vector<VarPtr> inputs, std::vector<VarPtr> out
           throw GraphError("FunctionGraph: the input " + describe(*in) + " is listed twice");
         freeOriginals.push_back(in.get());
         freeCopies.push_back(in->cloneDetached());
+        ids.give(*freeCopies.back());
       }
       std::vector<Variable*> roots;
       for (const auto& out : outputs) roots.push_back(out.get());
-      // Inputs are free variables, so no variable with an owner is known.
-      std::vector<Apply*> order = ancestorsInOrder(roots, [](const Variable&) { return false; }, memo);
       std::vector<ApplyPtr> copies;
-      copies.reserve(order.size());
       auto mapped = [&](const VarPtr& v, const Apply* user) -> VarPtr {
         if (const Apply* owner = v->owner()) return copies[*memo.find(*owner)]->output(v->index());
         if (const std::uint32_t* k = memo.find(*v)) return freeCopies[*k];
@@ -155,16 +194,21 @@ FunctionGraph::FunctionGraph(std::vector<VarPtr> inputs, std::vector<VarPtr> out
         memo.claim(*v, static_cast<std::uint32_t>(freeCopies.size()));  // copied once, where first used
         freeOriginals.push_back(v.get());
         freeCopies.push_back(v->cloneDetached());
+        ids.give(*freeCopies.back());
         return freeCopies.back();
       };
-      clonedOrder.reserve(order.size());
-      for (Apply* node : order) {
+      // Each node is copied as the walk places it in the order: its inputs' copies exist by then.
+      // Inputs are free variables, so no variable with an owner is known.
+      std::vector<Apply*> order = ancestorsInOrder(roots, [](const Variable&) { return false; }, memo, [&](Apply* node) {
         std::vector<VarPtr> newInputs;
         newInputs.reserve(node->inputs().size());
         for (const auto& in : node->inputs()) newInputs.push_back(mapped(in, node));
         copies.push_back(node->cloneWithNewInputs(std::move(newInputs)));
-        clonedOrder.push_back(copies.back().get());
-      }
+        Apply& copy = *copies.back();
+        ids.give(copy);
+        for (int o = 0; o < copy.nOutputs(); ++o) ids.give(copy.outputRef(o));
+        clonedOrder.push_back(&copy);
+      });
       for (std::size_t i = 0; i < inputs.size(); ++i) inputs[i] = freeCopies[i];
       for (auto& out : outputs) out = mapped(out, nullptr);
       if (map) {

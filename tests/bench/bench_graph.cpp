@@ -149,15 +149,16 @@ void BM_LoadTsg(benchmark::State& state) {
   std::filesystem::remove(path);
 }
 
-// Five repetitions each; the ratios use the medians, which this shared 2-core machine's noise
-// moves far less than single runs. The second argument is 1 for the cold runs (Note [Hot and cold
-// scaling]), which repeat a fixed number of times: each repetition also writes the eviction buffer.
+// Five repetitions each (nine of four runs when cold); the ratios use the medians, which this
+// shared 2-core machine's noise moves far less than single runs. The second argument is 1 for the
+// cold runs (Note [Hot and cold scaling]), which repeat a fixed number of times: each run also
+// writes the eviction buffer.
 #define TSCOPE_GRAPH_SIZES(bm)                                                                      \
   BENCHMARK(bm)->Args({10'000, 0})->Args({100'000, 0})->ArgNames({"nodes", "cold"})                 \
       ->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.2)->Repetitions(5)                 \
       ->DisplayAggregatesOnly(true);                                                                 \
   BENCHMARK(bm)->Args({10'000, 1})->Args({100'000, 1})->ArgNames({"nodes", "cold"})                 \
-      ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(4)->Repetitions(5)                \
+      ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(4)->Repetitions(9)                \
       ->DisplayAggregatesOnly(true)
 TSCOPE_GRAPH_SIZES(BM_BuildGraph);
 TSCOPE_GRAPH_SIZES(BM_FunctionGraphConstruct);

@@ -39,6 +39,19 @@ class TestAllocator : public QObject {
     QVERIFY(mi_version() >= 200);
 #endif
   }
+
+  // cmake/allocator_options.cpp: freed memory stays committed for 10 s unless the environment
+  // decides.
+  void freedMemoryKeptForTenSeconds() {
+#ifndef TSCOPE_HAVE_MIMALLOC
+    QSKIP("built without mimalloc");
+#else
+    if (std::getenv("MIMALLOC_DECOMMIT_DELAY") || std::getenv("MIMALLOC_SEGMENT_DECOMMIT_DELAY"))
+      QSKIP("MIMALLOC_DECOMMIT_DELAY or MIMALLOC_SEGMENT_DECOMMIT_DELAY is set and decides");
+    QCOMPARE(mi_option_get(mi_option_decommit_delay), 10000L);
+    QCOMPARE(mi_option_get(mi_option_segment_decommit_delay), 10000L);
+#endif
+  }
 };
 
 TSCOPE_TEST_MAIN(TestAllocator)

@@ -138,6 +138,42 @@ class TestWalkMarks : public QObject {
     for (const auto& in : fg.inputs()) QCOMPARE(in->fgraph(), &fg);
   }
 
+  // Note [Fresh ids in the walk]: a clone of a graph without ids gets the ids that adopting the
+  // same graph gives (init's import order), node for node and variable for variable.
+  void cloneGivesTheIdsOfImportOrder() {
+    Dag d = makeDag(300);
+    FunctionGraph cloned(d.inputs, d.outputs, FunctionGraph::Ownership::Clone);
+    FunctionGraph adopted(d.inputs, d.outputs, FunctionGraph::Ownership::Adopt);  // ids given at the end of init
+    const std::vector<Apply*> a = cloned.toposort(), b = adopted.toposort();
+    QCOMPARE(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      QCOMPARE(a[i]->id(), b[i]->id());
+      for (int k = 0; k < a[i]->nInputs(); ++k) QCOMPARE(a[i]->input(k)->id(), b[i]->input(k)->id());
+      QCOMPARE(a[i]->outputRef(0).id(), b[i]->outputRef(0).id());
+    }
+    for (std::size_t i = 0; i < d.inputs.size(); ++i) QCOMPARE(cloned.inputs()[i]->id(), adopted.inputs()[i]->id());
+    QCOMPARE(cloned.nextId(), adopted.nextId());
+    cloned.checkIntegrity();
+  }
+
+  // One object with an id among fresh ones: the fresh ids given before it are taken back, and the
+  // preset id is kept.
+  void presetIdKeptAmongFreshObjects() {
+    auto x = Variable::create(TensorType(DType::Float32, {3}), "x");
+    VarPtr y = elemwise(ScalarOp::Exp, {x});
+    VarPtr z = elemwise(ScalarOp::Tanh, {y});
+    z->owner()->presetId(0);  // the id the walk would have given x
+    FunctionGraph fg({x}, {z}, FunctionGraph::Ownership::Clone);
+    QCOMPARE(fg.outputs()[0]->owner()->id(), 0);
+    std::set<std::int64_t> ids{fg.inputs()[0]->id(), fg.outputs()[0]->id(), fg.outputs()[0]->owner()->id()};
+    for (const Apply* node : fg.nodes()) {
+      ids.insert(node->id());
+      ids.insert(node->outputRef(0).id());
+    }
+    QCOMPARE(ids.size(), std::size_t{5});  // x, exp, its output, tanh, its output: all different
+    fg.checkIntegrity();
+  }
+
   // Four threads clone one graph at once: whichever owns the marks, every clone is right.
   void concurrentClonesOfOneGraph() {
     Dag d = makeDag(2000);
