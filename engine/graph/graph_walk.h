@@ -1,6 +1,6 @@
 #pragma once
-// Walks FunctionGraph construction and import make over the caller's graph (internal to
-// function_graph.cpp; not part of the engine's interface).
+// The depth-first walk over a caller's graph that FunctionGraph construction and import make, and
+// traversal.h's ancestorNodes (internal to the engine's graph sources; not part of its interface).
 
 #include "engine/graph/apply.h"
 #include "engine/graph/walk_memo.h"

@@ -1,5 +1,6 @@
 #include "engine/graph/traversal.h"
 
+#include "engine/graph/graph_walk.h"
 #include "engine/graph/walk_memo.h"
 
 namespace tscope::engine {
@@ -27,29 +28,10 @@ std::vector<VarPtr> graphInputs(std::span<const VarPtr> outputs) {
 }
 
 std::vector<Apply*> ancestorNodes(std::span<const VarPtr> outputs, const std::function<bool(const Variable&)>& stop) {
-  std::vector<Apply*> order;
-  WalkMemo seen;  // Note [Walk marks]
-  // (node, next input to visit)
-  std::vector<std::pair<Apply*, std::size_t>> stack;
-  auto push = [&](const Variable& v) {
-    Apply* node = v.owner();
-    if (node == nullptr || (stop && stop(v)) || !seen.claim(*node, 0)) return;
-    stack.emplace_back(node, 0);
-  };
-  for (const VarPtr& out : outputs) {
-    push(*out);
-    while (!stack.empty()) {
-      auto& [node, next] = stack.back();
-      if (next < node->inputs().size()) {
-        const Variable& in = *node->inputs()[next++];
-        push(in);
-      } else {
-        order.push_back(node);
-        stack.pop_back();
-      }
-    }
-  }
-  return order;
+  std::vector<Variable*> roots;
+  roots.reserve(outputs.size());
+  for (const VarPtr& out : outputs) roots.push_back(out.get());
+  return detail::ancestorsInOrder(roots, [&](const Variable& v) { return stop && stop(v); });
 }
 
 }  // namespace tscope::engine
