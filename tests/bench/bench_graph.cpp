@@ -1,7 +1,8 @@
 // Graph-core figures: building an N-node graph, FunctionGraph construction, toposort, clone, and
-// save + load of its .tsg file, at 10k and 100k nodes. After the table it prints, for each step,
-// time(100k) / time(10k): under 12 means no super-linear step (issue 2's target; each step should
-// also stay under 1 s at 100k).
+// save + load of its .tsg file, at 10k and 100k nodes. After the Google Benchmark table it prints,
+// for each step, time(100k) / time(10k) measured in pairs (Note [Paired ratios]; not when a
+// --benchmark_filter is given): under 12 means no super-linear step (issue 2's target; each step
+// should also stay under 1 s at 100k).
 //
 // Note [Hot and cold scaling]: each step runs twice per size. "hot" repeats the step back to back,
 // as benchmarks usually do: a 10k-node graph (about 6 MB of nodes and variables) then stays in the
@@ -12,6 +13,7 @@
 // (evict_caches.h). Measured on one walk over the nodes: 22 ns a node at both 10k and 100k when
 // cold; 9 ns at 10k and 22 ns at 100k when hot.
 //   bench_graph [--benchmark_filter=...]
+//   bench_graph --paired-only [STEP]   (only the paired ratios, of the steps whose name holds STEP)
 
 #include "engine/graph/function_graph.h"
 #include "engine/graph/traversal.h"
@@ -25,9 +27,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <malloc.h>
-#include <map>
 #include <random>
+#include <string_view>
 #include <unistd.h>
 
 using namespace tscope::engine;
@@ -114,9 +117,20 @@ void BM_Clone(benchmark::State& state) {
   }
 }
 
-std::filesystem::path tempPath() {
-  return std::filesystem::temp_directory_path() / ("bench_graph_" + std::to_string(::getpid()) + ".tsg");
+std::filesystem::path tempPath(std::int64_t n = 0) {
+  return std::filesystem::temp_directory_path() /
+         ("bench_graph_" + std::to_string(::getpid()) + "_" + std::to_string(n) + ".tsg");
 }
+
+// A temporary .tsg path, removed with the object.
+struct TempFile {
+  std::filesystem::path path;
+  explicit TempFile(std::int64_t n) : path(tempPath(n)) {}
+  ~TempFile() {
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+  }
+};
 
 // A document holding the n-node graph.
 io::TsgDocument documentOf(std::int64_t n) {
@@ -163,47 +177,132 @@ TSCOPE_GRAPH_SIZES(BM_Clone);
 TSCOPE_GRAPH_SIZES(BM_SaveTsg);
 TSCOPE_GRAPH_SIZES(BM_LoadTsg);
 
-// Collects the medians per benchmark, size and cache state to print the scaling ratios.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      if (r.run_type != Run::RT_Aggregate || r.aggregate_name != "median") continue;
-      long nodes = 0, cold = 0;
-      if (std::sscanf(r.run_name.args.c_str(), "nodes:%ld/cold:%ld", &nodes, &cold) != 2) continue;
-      m_times[cold != 0][r.run_name.function_name][nodes] = r.GetAdjustedRealTime();
-    }
-  }
-  void printRatios() const {
-    std::printf("\nscaling of the medians, time(100k) / time(10k) (target < 12; each step < 1000 ms at 100k)\n"
-                "(Note [Hot and cold scaling]: hot repeats with the graph in cache, cold starts each run with\n"
-                "every cache level evicted)\n");
-    for (bool cold : {false, true}) {
-      auto found = m_times.find(cold);
-      if (found == m_times.end()) continue;
-      std::printf("%s:\n", cold ? "cold" : "hot");
-      for (const auto& [name, bySize] : found->second) {
-        auto small = bySize.find(10'000), large = bySize.find(100'000);
-        if (small == bySize.end() || large == bySize.end()) continue;
-        std::printf("  %-28s %8.2f ms at 10k %9.1f ms at 100k   ratio %5.1f\n", name.c_str(), small->second,
-                    large->second, large->second / small->second);
-      }
-    }
-  }
+// Note [Paired ratios]: the ratios come from rounds in which the 10k run and the 100k run of a
+// step follow each other, one ratio per round, and the median of those ratios. Medians taken over
+// separate stretches of time (the Google Benchmark table above: all 10k repetitions, then all
+// 100k ones) each see whatever else this shared machine was doing then, which moved their ratio
+// by a third between runs of the same binary; the two runs of one round see the same load. "cold"
+// evicts the caches before each timed run, "hot" times the second of two runs back to back (Note
+// [Hot and cold scaling]).
+using TimedRun = std::function<double()>;  // one run of a step; frees what it made after the clock stops
 
- private:
-  std::map<bool, std::map<std::string, std::map<long, double>>> m_times;
+double secondsOf(const std::function<void()>& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Source {
+  std::vector<VarPtr> inputs, outputs;
+  explicit Source(std::int64_t n) { outputs = buildGraph(n, inputs); }
 };
+
+struct PairedStep {
+  const char* name;
+  std::function<TimedRun(std::int64_t)> make;  // the step on an n-node graph, set up
+};
+
+std::vector<PairedStep> pairedSteps() {
+  return {
+      {"build", [](std::int64_t n) -> TimedRun {
+         return [n] {
+           std::vector<VarPtr> inputs, outputs;
+           return secondsOf([&] { outputs = buildGraph(n, inputs); });
+         };
+       }},
+      {"FunctionGraph construction", [](std::int64_t n) -> TimedRun {
+         auto src = std::make_shared<Source>(n);
+         return [src] {
+           std::unique_ptr<FunctionGraph> fg;
+           return secondsOf([&] {
+             fg = std::make_unique<FunctionGraph>(src->inputs, src->outputs, FunctionGraph::Ownership::Clone);
+           });
+         };
+       }},
+      {"toposort", [](std::int64_t n) -> TimedRun {
+         auto src = std::make_shared<Source>(n);
+         auto fg = std::make_shared<FunctionGraph>(src->inputs, src->outputs);
+         return [src, fg] {
+           std::vector<Apply*> order;
+           const double s = secondsOf([&] { order = fg->toposort(); });
+           benchmark::DoNotOptimize(order.data());
+           return s;
+         };
+       }},
+      {"clone", [](std::int64_t n) -> TimedRun {
+         auto src = std::make_shared<Source>(n);
+         auto fg = std::make_shared<FunctionGraph>(src->inputs, src->outputs);
+         return [src, fg] {
+           std::unique_ptr<FunctionGraph> copy;
+           return secondsOf([&] { copy = fg->clone(); });
+         };
+       }},
+      {"save .tsg", [](std::int64_t n) -> TimedRun {
+         auto doc = std::make_shared<io::TsgDocument>(documentOf(n));
+         auto path = std::make_shared<TempFile>(n);
+         return [doc, path] { return secondsOf([&] { io::saveTsg(*doc, path->path); }); };
+       }},
+      {"load .tsg", [](std::int64_t n) -> TimedRun {
+         auto path = std::make_shared<TempFile>(n);
+         io::saveTsg(documentOf(n), path->path);
+         return [path] {
+           io::TsgDocument loaded;
+           return secondsOf([&] { loaded = io::loadTsg(path->path); });
+         };
+       }},
+  };
+}
+
+void printPairedRatios(int rounds, std::string_view only) {
+  std::printf("\npaired scaling, time(100k) / time(10k) (target < 12; each step < 1000 ms at 100k)\n"
+              "median of %d rounds, each a 10k run and then a 100k run (Note [Paired ratios]); hot: the second\n"
+              "of two runs back to back, cold: after evicting every cache level (Note [Hot and cold scaling])\n",
+              rounds);
+  std::printf("  %-28s %-5s %10s %11s %7s   %s\n", "step", "", "10k ms", "100k ms", "ratio", "ratio range");
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  for (const PairedStep& step : pairedSteps()) {
+    if (!only.empty() && std::string_view(step.name).find(only) == std::string_view::npos) continue;
+    const TimedRun small = step.make(10'000), large = step.make(100'000);
+    for (bool cold : {false, true}) {
+      auto measure = [cold](const TimedRun& run) {
+        if (cold) tscope::bench::evictCaches();
+        else run();
+        return run();
+      };
+      std::vector<double> ratios, smallTimes, largeTimes;
+      for (int r = 0; r < rounds; ++r) {
+        smallTimes.push_back(measure(small));
+        largeTimes.push_back(measure(large));
+        ratios.push_back(largeTimes.back() / smallTimes.back());
+      }
+      const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+      std::printf("  %-28s %-5s %10.2f %11.1f %7.1f   %.1f-%.1f\n", step.name, cold ? "cold" : "hot",
+                  1e3 * median(smallTimes), 1e3 * median(largeTimes), median(ratios), *lo, *hi);
+      std::fflush(stdout);
+    }
+  }
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   mallopt(M_MXFAST, 0);  // as the tensorscope executable runs (gui/main.cpp)
+  bool filtered = false, pairedOnly = false;
+  for (int i = 1; i < argc; ++i) {
+    filtered = filtered || std::string_view(argv[i]).starts_with("--benchmark_filter");
+    pairedOnly = pairedOnly || std::string_view(argv[i]) == "--paired-only";
+  }
+  if (pairedOnly) {
+    printPairedRatios(9, argc > 2 ? argv[2] : "");
+    return 0;
+  }
   benchmark::Initialize(&argc, argv);
-  RatioReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  reporter.printRatios();
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (!filtered) printPairedRatios(9, "");
   return 0;
 }

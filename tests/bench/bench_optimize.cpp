@@ -1,6 +1,8 @@
 // Compile time of fast_run on synthetic graphs (issue 4): stacked MLP layers with elementwise tails
 // and many shared constants, at about 1k, 10k and 100k nodes. Prints the time of each size, the
-// ratio time(100k)/time(10k) (linear would be 10; the target is under 12) and the time per phase.
+// ratio time(100k)/time(10k) (linear would be 10; the target is under 12) from the medians and from
+// paired rounds, the time per phase of the largest graph's last compile, and the median time of
+// each phase at the two largest sizes.
 //
 //   bench_optimize [--max-nodes N] [--repeat R]
 // Each size runs at least R times and, below the largest size, until about one second of compiles
@@ -65,6 +67,30 @@ double secondsOf(auto&& fn) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+struct CompileRun {
+  double buildSeconds = 0;
+  double seconds = 0;
+  RewriteProfile profile;
+  std::size_t after = 0;
+};
+
+// Builds a fresh graph of about n nodes and compiles it in fast_run; `cold` evicts the caches between
+// the two.
+CompileRun compileOnce(std::size_t n, bool cold) {
+  CompileRun run;
+  Synthetic s;
+  run.buildSeconds = secondsOf([&] { s = build(n); });
+  if (cold) tscope::bench::evictCaches();
+  CompileOptions o;
+  o.mode = Mode::FastRun;
+  o.keepBuffers = true;
+  std::optional<Function> f;
+  run.seconds = secondsOf([&] { f.emplace(compile({s.x}, {s.out}, {}, o)); });
+  run.profile = f->rewriteProfile();
+  run.after = f->graph().nodeCount();
+  return run;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,29 +104,39 @@ int main(int argc, char** argv) {
   std::printf("%10s %10s %10s %12s %12s %12s %12s %6s\n", "nodes", "after", "build s", "compile s", "cold s",
               "rewrite s", "us/node", "runs");
   std::vector<std::pair<std::size_t, double>> results, coldResults;
+  // Per size: the median seconds of each phase in the hot runs, then of everything outside the
+  // phases (the clone, the VM's set-up), so that a step that scales worse than the rest shows.
+  std::vector<std::vector<std::pair<std::string, double>>> phaseMedians;
+  auto medianOf = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
   for (std::size_t n = 1000; n <= maxNodes; n *= 10) {
     std::vector<double> times, coldTimes;
+    std::vector<std::pair<std::string, std::vector<double>>> phaseTimes;
     RewriteProfile last;
     std::size_t after = 0;
     double buildSeconds = 0;
     for (int r = 0; r < repeat || (n < maxNodes && r < 15 && std::accumulate(times.begin(), times.end(), 0.0) < 1.0); ++r) {
       for (bool cold : {false, true}) {
-        Synthetic s;
-        buildSeconds = secondsOf([&] { s = build(n); });
-        if (cold) tscope::bench::evictCaches();
-        CompileOptions o;
-        o.mode = Mode::FastRun;
-        o.keepBuffers = true;
-        std::optional<Function> f;
-        (cold ? coldTimes : times).push_back(secondsOf([&] { f.emplace(compile({s.x}, {s.out}, {}, o)); }));
-        last = f->rewriteProfile();
-        after = f->graph().nodeCount();
+        CompileRun run = compileOnce(n, cold);
+        const double seconds = run.seconds;
+        buildSeconds = run.buildSeconds;
+        (cold ? coldTimes : times).push_back(seconds);
+        last = std::move(run.profile);
+        after = run.after;
+        if (cold) continue;
+        if (phaseTimes.empty()) {
+          for (const PhaseStats& p : last.phases) phaseTimes.push_back({p.name, {}});
+          phaseTimes.push_back({"(outside)", {}});
+        }
+        for (std::size_t k = 0; k < last.phases.size() && k + 1 < phaseTimes.size(); ++k)
+          phaseTimes[k].second.push_back(last.phases[k].seconds);
+        phaseTimes.back().second.push_back(seconds - last.seconds);
       }
     }
-    auto medianOf = [](std::vector<double>& v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
+    phaseMedians.emplace_back();
+    for (auto& [name, v] : phaseTimes) phaseMedians.back().push_back({name, medianOf(v)});
     const double median = medianOf(times), coldMedian = medianOf(coldTimes);
     std::printf("%10zu %10zu %10.3f %12.3f %12.3f %12.3f %12.2f %6zu\n", last.nodesBefore, after, buildSeconds, median,
                 coldMedian, last.seconds, 1e6 * median / static_cast<double>(last.nodesBefore), times.size());
@@ -108,9 +144,41 @@ int main(int argc, char** argv) {
     coldResults.emplace_back(last.nodesBefore, coldMedian);
     if (n == maxNodes || n * 10 > maxNodes) std::printf("\nprofile of the largest graph:\n%s", io::rewriteProfileText(last, 20).c_str());
   }
+  if (phaseMedians.size() >= 2) {
+    const auto& small = phaseMedians[phaseMedians.size() - 2];
+    const auto& large = phaseMedians.back();
+    std::printf("\nhot medians per phase: %zu vs %zu nodes\n", results[results.size() - 2].first, results.back().first);
+    for (std::size_t k = 0; k < small.size() && k < large.size(); ++k)
+      std::printf("  %-16s %9.4f s %9.4f s   ratio %6.2f\n", small[k].first.c_str(), small[k].second, large[k].second,
+                  small[k].second > 0 ? large[k].second / small[k].second : 0.0);
+  }
+  std::printf("\nscaling, medians of separate runs:\n");
   for (std::size_t i = 1; i < results.size(); ++i)
-    std::printf("time(%zu)/time(%zu) = %.2f hot, %.2f cold (linear: %.1f)\n", results[i].first, results[i - 1].first,
+    std::printf("  time(%zu)/time(%zu) = %.2f hot, %.2f cold (linear: %.1f)\n", results[i].first, results[i - 1].first,
                 results[i].second / results[i - 1].second, coldResults[i].second / coldResults[i - 1].second,
                 static_cast<double>(results[i].first) / static_cast<double>(results[i - 1].first));
+  // Note [Paired ratios] (bench_graph.cpp): the two largest sizes again, one after the other in each
+  // round, so that both runs of a ratio see the same load on this shared machine.
+  if (results.size() >= 2) {
+    std::size_t large = 1000;  // the sizes of the loop above
+    while (large * 10 <= maxNodes) large *= 10;
+    const std::size_t small = large / 10;
+    std::vector<double> ratios[2];
+    std::size_t smallNodes = 0, largeNodes = 0;
+    for (int r = 0; r < std::max(repeat, 5); ++r)
+      for (bool cold : {false, true}) {
+        const CompileRun a = compileOnce(small, cold), b = compileOnce(large, cold);
+        smallNodes = a.profile.nodesBefore;
+        largeNodes = b.profile.nodesBefore;
+        ratios[cold].push_back(b.seconds / a.seconds);
+      }
+    std::printf("scaling, paired (median of %zu rounds, each a %zu-node then a %zu-node compile):\n", ratios[0].size(),
+                smallNodes, largeNodes);
+    for (bool cold : {false, true}) {
+      auto& v = ratios[cold];
+      std::sort(v.begin(), v.end());
+      std::printf("  %-4s ratio %.2f (range %.2f-%.2f)\n", cold ? "cold" : "hot", v[v.size() / 2], v.front(), v.back());
+    }
+  }
   return 0;
 }
