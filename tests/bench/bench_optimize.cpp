@@ -174,6 +174,8 @@ int main(int argc, char** argv) {
       }
     std::printf("scaling, paired (median of %zu rounds, each a %zu-node then a %zu-node compile):\n", ratios[0].size(),
                 smallNodes, largeNodes);
+    std::printf("  (a dependent load at random in 8 MB: %.0f ns, in 128 MB: %.0f ns; Note [Hot and cold scaling])\n",
+                tscope::bench::dependentLoadNs(std::size_t{8} << 20), tscope::bench::dependentLoadNs(std::size_t{128} << 20));
     for (bool cold : {false, true}) {
       auto& v = ratios[cold];
       std::sort(v.begin(), v.end());

@@ -9,7 +9,10 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace tscope::bench {
@@ -23,6 +26,38 @@ inline void evictCaches() {
   }();
   for (std::size_t i = 0; i < buffer.size(); i += 64) buffer[i] = static_cast<char>(buffer[i] + 1);
   benchmark::ClobberMemory();
+}
+
+// Nanoseconds per load of a chain of dependent loads at random places in a `bytes` buffer: the
+// latency a graph walk pays per cache miss once the graph is that large. bench_graph and
+// bench_optimize print it for a 10k-node graph's size and a 100k-node graph's size, since the gap
+// between the two is what their hot ratios add to the algorithm's scaling (on this project's test
+// machine: about 38 ns up to 8 MB, 130-150 ns from 16 MB on, so its last-level cache holds about
+// 10 MB, not the 300 MB the CPU reports).
+inline double dependentLoadNs(std::size_t bytes) {
+  struct alignas(64) Line {
+    std::size_t next;
+  };
+  const std::size_t n = std::max<std::size_t>(bytes / sizeof(Line), 2);
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::uint64_t state = 0x9e3779b97f4a7c15ull;  // a fixed shuffle (xorshift), the same every run
+  for (std::size_t i = n - 1; i > 0; --i) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    std::swap(order[i], order[state % (i + 1)]);
+  }
+  std::vector<Line> lines(n);
+  for (std::size_t i = 0; i < n; ++i) lines[order[i]].next = order[(i + 1) % n];
+  std::size_t p = order[0];
+  for (std::size_t i = 0; i < n; ++i) p = lines[p].next;  // once around: the buffer is mapped and cached
+  constexpr std::size_t kSteps = 2'000'000;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < kSteps; ++i) p = lines[p].next;
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  benchmark::DoNotOptimize(p);
+  return ns / static_cast<double>(kSteps);
 }
 
 }  // namespace tscope::bench
