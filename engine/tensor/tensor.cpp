@@ -1,4 +1,5 @@
 #include "engine/tensor/tensor.h"
+#include "engine/tensor/big_block_cache.h"
 #include "engine/tensor/tensor_internal.h"
 
 #include <algorithm>
@@ -40,6 +41,8 @@ std::byte* allocateStorage(std::size_t nbytes) {
   const bool huge = nbytes >= kHugeThreshold;
   const std::size_t alignment = huge ? kHugePage : kStorageAlignment;
   const std::size_t rounded = roundUp(nbytes, alignment);
+  if (huge)  // Note [Big block cache]: a block of this size freed recently, its pages still mapped
+    if (std::byte* reused = BigBlockCache::process().take(rounded)) return reused;
   auto* data = static_cast<std::byte*>(std::aligned_alloc(alignment, rounded));
   if (data == nullptr) throw std::bad_alloc();
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
@@ -152,7 +155,10 @@ Storage::Storage(std::size_t nbytes, Device device) : m_nbytes(nbytes), m_device
 }
 
 Storage::~Storage() {
-  std::free(m_data);
+  if (m_nbytes >= kHugeThreshold)
+    BigBlockCache::process().give(m_data, roundUp(m_nbytes, kHugePage));
+  else
+    std::free(m_data);
 }
 
 // =============================================================================================

@@ -10,11 +10,11 @@
 // also measures the cache hierarchy. On this project's test machine the last-level cache holds
 // about 10 MB (the CPU reports 300 MB, shared with other virtual machines): a dependent load at
 // random costs about 40 ns in 6 MB and 130-150 ns in 64 MB (dependentLoadNs, printed with the
-// ratios), so every cache miss of a walk costs over three times as much at 100k. "cold" evicts every cache level before each
-// repetition (it writes a buffer twice the size of the largest cache), so both sizes start where a
-// graph just loaded or built elsewhere starts: the cold ratio is the algorithm's scaling
-// (evict_caches.h). Measured on one walk over the nodes: 22 ns a node at both 10k and 100k when
-// cold; 9 ns at 10k and 22 ns at 100k when hot.
+// ratios), so every cache miss of a walk costs over three times as much at 100k. "cold" evicts
+// every cache level before each repetition (it writes a buffer twice the size of the largest
+// cache), so both sizes start where a graph just loaded or built elsewhere starts: the cold ratio
+// is the algorithm's scaling (evict_caches.h). Measured on one walk over the nodes: 22 ns a node at
+// both 10k and 100k when cold; 9 ns at 10k and 22 ns at 100k when hot.
 //   bench_graph [--benchmark_filter=...]
 //   bench_graph --paired-only [STEP]   (only the paired ratios, of the steps whose name holds STEP)
 
@@ -187,7 +187,8 @@ TSCOPE_GRAPH_SIZES(BM_LoadTsg);
 // by a third between runs of the same binary; the two runs of one round see the same load. "cold"
 // evicts the caches before each timed run, "hot" times the second of two runs back to back (Note
 // [Hot and cold scaling]).
-using TimedRun = std::function<double()>;  // one run of a step; frees what it made after the clock stops
+using TimedRun =
+    std::function<double()>;  // one run of a step; frees what it made after the clock stops
 
 double secondsOf(const std::function<void()>& f) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -207,22 +208,26 @@ struct PairedStep {
 
 std::vector<PairedStep> pairedSteps() {
   return {
-      {"build", [](std::int64_t n) -> TimedRun {
+      {"build",
+       [](std::int64_t n) -> TimedRun {
          return [n] {
            std::vector<VarPtr> inputs, outputs;
            return secondsOf([&] { outputs = buildGraph(n, inputs); });
          };
        }},
-      {"FunctionGraph construction", [](std::int64_t n) -> TimedRun {
+      {"FunctionGraph construction",
+       [](std::int64_t n) -> TimedRun {
          auto src = std::make_shared<Source>(n);
          return [src] {
            std::unique_ptr<FunctionGraph> fg;
            return secondsOf([&] {
-             fg = std::make_unique<FunctionGraph>(src->inputs, src->outputs, FunctionGraph::Ownership::Clone);
+             fg = std::make_unique<FunctionGraph>(src->inputs, src->outputs,
+                                                  FunctionGraph::Ownership::Clone);
            });
          };
        }},
-      {"toposort", [](std::int64_t n) -> TimedRun {
+      {"toposort",
+       [](std::int64_t n) -> TimedRun {
          auto src = std::make_shared<Source>(n);
          auto fg = std::make_shared<FunctionGraph>(src->inputs, src->outputs);
          return [src, fg] {
@@ -232,7 +237,8 @@ std::vector<PairedStep> pairedSteps() {
            return s;
          };
        }},
-      {"clone", [](std::int64_t n) -> TimedRun {
+      {"clone",
+       [](std::int64_t n) -> TimedRun {
          auto src = std::make_shared<Source>(n);
          auto fg = std::make_shared<FunctionGraph>(src->inputs, src->outputs);
          return [src, fg] {
@@ -240,12 +246,14 @@ std::vector<PairedStep> pairedSteps() {
            return secondsOf([&] { copy = fg->clone(); });
          };
        }},
-      {"save .tsg", [](std::int64_t n) -> TimedRun {
+      {"save .tsg",
+       [](std::int64_t n) -> TimedRun {
          auto doc = std::make_shared<io::TsgDocument>(documentOf(n));
          auto path = std::make_shared<TempFile>(n);
          return [doc, path] { return secondsOf([&] { io::saveTsg(*doc, path->path); }); };
        }},
-      {"load .tsg", [](std::int64_t n) -> TimedRun {
+      {"load .tsg",
+       [](std::int64_t n) -> TimedRun {
          auto path = std::make_shared<TempFile>(n);
          io::saveTsg(documentOf(n), path->path);
          return [path] {
@@ -257,13 +265,20 @@ std::vector<PairedStep> pairedSteps() {
 }
 
 void printPairedRatios(int rounds, std::string_view only) {
-  std::printf("\npaired scaling, time(100k) / time(10k) (target < 12; each step < 1000 ms at 100k)\n"
-              "median of %d rounds, each a 10k run and then a 100k run (Note [Paired ratios]); hot: the second\n"
-              "of two runs back to back, cold: after evicting every cache level (Note [Hot and cold scaling])\n",
-              rounds);
-  std::printf("a dependent load at random in 6 MB (a 10k-node graph): %.0f ns; in 64 MB (100k nodes): %.0f ns\n",
-              tscope::bench::dependentLoadNs(std::size_t{6} << 20), tscope::bench::dependentLoadNs(std::size_t{64} << 20));
-  std::printf("  %-28s %-5s %10s %11s %7s   %s\n", "step", "", "10k ms", "100k ms", "ratio", "ratio range");
+  std::printf(
+      "\npaired scaling, time(100k) / time(10k) (target < 12; each step < 1000 ms at 100k)\n"
+      "median of %d rounds, each a 10k run and then a 100k run (Note [Paired ratios]); hot: the "
+      "second\n"
+      "of two runs back to back, cold: after evicting every cache level (Note [Hot and cold "
+      "scaling])\n",
+      rounds);
+  std::printf(
+      "a dependent load at random in 6 MB (a 10k-node graph): %.0f ns; in 64 MB (100k nodes): %.0f "
+      "ns\n",
+      tscope::bench::dependentLoadNs(std::size_t{6} << 20),
+      tscope::bench::dependentLoadNs(std::size_t{64} << 20));
+  std::printf("  %-28s %-5s %10s %11s %7s   %s\n", "step", "", "10k ms", "100k ms", "ratio",
+              "ratio range");
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -273,8 +288,10 @@ void printPairedRatios(int rounds, std::string_view only) {
     const TimedRun small = step.make(10'000), large = step.make(100'000);
     for (bool cold : {false, true}) {
       auto measure = [cold](const TimedRun& run) {
-        if (cold) tscope::bench::evictCaches();
-        else run();
+        if (cold)
+          tscope::bench::evictCaches();
+        else
+          run();
         return run();
       };
       std::vector<double> ratios, smallTimes, largeTimes;
@@ -284,8 +301,9 @@ void printPairedRatios(int rounds, std::string_view only) {
         ratios.push_back(largeTimes.back() / smallTimes.back());
       }
       const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-      std::printf("  %-28s %-5s %10.2f %11.1f %7.1f   %.1f-%.1f\n", step.name, cold ? "cold" : "hot",
-                  1e3 * median(smallTimes), 1e3 * median(largeTimes), median(ratios), *lo, *hi);
+      std::printf("  %-28s %-5s %10.2f %11.1f %7.1f   %.1f-%.1f\n", step.name,
+                  cold ? "cold" : "hot", 1e3 * median(smallTimes), 1e3 * median(largeTimes),
+                  median(ratios), *lo, *hi);
       std::fflush(stdout);
     }
   }
@@ -295,14 +313,15 @@ void printPairedRatios(int rounds, std::string_view only) {
 
 int main(int argc, char** argv) {
   mallopt(M_MXFAST, 0);  // as the tensorscope executable runs (gui/main.cpp)
-  bool filtered = false, pairedOnly = false;
+  bool filtered = false;
   for (int i = 1; i < argc; ++i) {
-    filtered = filtered || std::string_view(argv[i]).starts_with("--benchmark_filter");
-    pairedOnly = pairedOnly || std::string_view(argv[i]) == "--paired-only";
-  }
-  if (pairedOnly) {
-    printPairedRatios(9, argc > 2 ? argv[2] : "");
-    return 0;
+    const std::string_view arg(argv[i]);
+    filtered = filtered || arg.starts_with("--benchmark_filter");
+    if (arg == "--paired-only") {
+      const bool named = i + 1 < argc && !std::string_view(argv[i + 1]).starts_with("--");
+      printPairedRatios(9, named ? argv[i + 1] : "");
+      return 0;
+    }
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -74,8 +74,8 @@ struct CompileRun {
   std::size_t after = 0;
 };
 
-// Builds a fresh graph of about n nodes and compiles it in fast_run; `cold` evicts the caches between
-// the two.
+// Builds a fresh graph of about n nodes and compiles it in fast_run; `cold` evicts the caches
+// between the two.
 CompileRun compileOnce(std::size_t n, bool cold) {
   CompileRun run;
   Synthetic s;
@@ -147,18 +147,21 @@ int main(int argc, char** argv) {
   if (phaseMedians.size() >= 2) {
     const auto& small = phaseMedians[phaseMedians.size() - 2];
     const auto& large = phaseMedians.back();
-    std::printf("\nhot medians per phase: %zu vs %zu nodes\n", results[results.size() - 2].first, results.back().first);
+    std::printf("\nhot medians per phase: %zu vs %zu nodes\n", results[results.size() - 2].first,
+                results.back().first);
     for (std::size_t k = 0; k < small.size() && k < large.size(); ++k)
-      std::printf("  %-16s %9.4f s %9.4f s   ratio %6.2f\n", small[k].first.c_str(), small[k].second, large[k].second,
+      std::printf("  %-16s %9.4f s %9.4f s   ratio %6.2f\n", small[k].first.c_str(),
+                  small[k].second, large[k].second,
                   small[k].second > 0 ? large[k].second / small[k].second : 0.0);
   }
   std::printf("\nscaling, medians of separate runs:\n");
   for (std::size_t i = 1; i < results.size(); ++i)
-    std::printf("  time(%zu)/time(%zu) = %.2f hot, %.2f cold (linear: %.1f)\n", results[i].first, results[i - 1].first,
-                results[i].second / results[i - 1].second, coldResults[i].second / coldResults[i - 1].second,
+    std::printf("  time(%zu)/time(%zu) = %.2f hot, %.2f cold (linear: %.1f)\n", results[i].first,
+                results[i - 1].first, results[i].second / results[i - 1].second,
+                coldResults[i].second / coldResults[i - 1].second,
                 static_cast<double>(results[i].first) / static_cast<double>(results[i - 1].first));
-  // Note [Paired ratios] (bench_graph.cpp): the two largest sizes again, one after the other in each
-  // round, so that both runs of a ratio see the same load on this shared machine.
+  // Note [Paired ratios] (bench_graph.cpp): the two largest sizes again, one after the other in
+  // each round, so that both runs of a ratio see the same load on this shared machine.
   if (results.size() >= 2) {
     std::size_t large = 1000;  // the sizes of the loop above
     while (large * 10 <= maxNodes) large *= 10;
@@ -172,14 +175,19 @@ int main(int argc, char** argv) {
         largeNodes = b.profile.nodesBefore;
         ratios[cold].push_back(b.seconds / a.seconds);
       }
-    std::printf("scaling, paired (median of %zu rounds, each a %zu-node then a %zu-node compile):\n", ratios[0].size(),
-                smallNodes, largeNodes);
-    std::printf("  (a dependent load at random in 8 MB: %.0f ns, in 128 MB: %.0f ns; Note [Hot and cold scaling])\n",
-                tscope::bench::dependentLoadNs(std::size_t{8} << 20), tscope::bench::dependentLoadNs(std::size_t{128} << 20));
+    std::printf(
+        "scaling, paired (median of %zu rounds, each a %zu-node then a %zu-node compile):\n",
+        ratios[0].size(), smallNodes, largeNodes);
+    std::printf(
+        "  (a dependent load at random in 8 MB: %.0f ns, in 128 MB: %.0f ns; Note [Hot and cold "
+        "scaling])\n",
+        tscope::bench::dependentLoadNs(std::size_t{8} << 20),
+        tscope::bench::dependentLoadNs(std::size_t{128} << 20));
     for (bool cold : {false, true}) {
       auto& v = ratios[cold];
       std::sort(v.begin(), v.end());
-      std::printf("  %-4s ratio %.2f (range %.2f-%.2f)\n", cold ? "cold" : "hot", v[v.size() / 2], v.front(), v.back());
+      std::printf("  %-4s ratio %.2f (range %.2f-%.2f)\n", cold ? "cold" : "hot", v[v.size() / 2],
+                  v.front(), v.back());
     }
   }
   return 0;

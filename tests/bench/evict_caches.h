@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -51,11 +51,13 @@ inline double dependentLoadNs(std::size_t bytes) {
   std::vector<Line> lines(n);
   for (std::size_t i = 0; i < n; ++i) lines[order[i]].next = order[(i + 1) % n];
   std::size_t p = order[0];
-  for (std::size_t i = 0; i < n; ++i) p = lines[p].next;  // once around: the buffer is mapped and cached
+  for (std::size_t i = 0; i < n; ++i)
+    p = lines[p].next;  // once around: the buffer is mapped and cached
   constexpr std::size_t kSteps = 2'000'000;
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < kSteps; ++i) p = lines[p].next;
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
   benchmark::DoNotOptimize(p);
   return ns / static_cast<double>(kSteps);
 }
