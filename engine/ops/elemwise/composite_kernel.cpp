@@ -515,19 +515,29 @@ void Composite::perform(const Apply& node, std::span<const Tensor* const> inputs
   std::vector<const char*> ptrs(std::max<std::size_t>(plan.maxOperands, 2));
   std::vector<std::int64_t> strides(ptrs.size());
   const std::size_t nSteps = plan.steps.size();
+  // Where each of the nSteps + 1 prefetch slices of the next block ends, in elements from its
+  // start: computed again only when the next block's length changes (the last block), not with
+  // two divisions per slice and input in every block.
+  std::vector<std::int64_t> sliceEnd(nSteps + 1);
+  std::int64_t slicedLength = -1;
 
   for (std::int64_t start = 0; start < total;) {
     std::int64_t len = std::min(block, total - start);
     if (total - start - len < kMinTail) len = total - start;
     // Slice `phase` of nSteps + 1 of the next block's lines of each prefetched input.
-    const std::int64_t nextEnd = std::min(total, start + len + block);
+    const std::int64_t nextStart = start + len, nextLength = std::min(total, nextStart + block) - nextStart;
+    if (!prefetched.empty() && nextLength != slicedLength) {
+      const auto phases = static_cast<std::int64_t>(sliceEnd.size());
+      for (std::int64_t p = 0; p < phases; ++p)
+        sliceEnd[static_cast<std::size_t>(p)] = nextLength * (p + 1) / phases;
+      slicedLength = nextLength;
+    }
     auto prefetchNext = [&](std::size_t phase) {
-      const auto phases = static_cast<std::int64_t>(nSteps + 1);
-      const auto p = static_cast<std::int64_t>(phase);
+      const std::int64_t first = nextStart + (phase == 0 ? 0 : sliceEnd[phase - 1]);
+      const std::int64_t last = nextStart + sliceEnd[phase];
       for (const auto& [base, item] : prefetched) {
-        const std::int64_t from = (start + len) * item, bytes = (nextEnd - start - len) * item;
-        const std::int64_t end = from + bytes * (p + 1) / phases;
-        for (std::int64_t at = (from + bytes * p / phases) & ~std::int64_t{63}; at < end; at += 64)
+        const std::int64_t end = last * item;
+        for (std::int64_t at = (first * item) & ~std::int64_t{63}; at < end; at += 64)
           prefetchLine(base + at);
       }
     };
