@@ -665,12 +665,18 @@ std::vector<Apply*> FunctionGraph::toposort() const {
 }
 
 std::unique_ptr<FunctionGraph> FunctionGraph::clone(CloneMap* map) const {
-  // Copies indexed by slot: no hashing, one pass in topological order.
-  std::vector<VarPtr> copies(m_variables.size());
-  auto copyOf = [&](const VarPtr& v) -> const VarPtr& {
-    VarPtr& c = copies[v->m_slot];
-    if (!c) c = v->cloneDetached();  // an input or a constant
-    return c;
+  // Copies indexed by slot: no hashing, one pass in topological order. A copied node's outputs are
+  // remembered by address only (the node is held by nodeCopies): a handle per output would be
+  // released in a last pass over every copied node, which a 100k-node graph no longer has in
+  // cache by then. Inputs and constants, cloned on first use, are held in `detached`.
+  std::vector<Variable*> copies(m_variables.size(), nullptr);
+  std::vector<VarPtr> detached(m_variables.size());
+  auto copyOf = [&](const VarPtr& v) -> VarPtr {
+    const std::size_t s = v->m_slot;
+    if (Variable* c = copies[s]) return c->owner() ? c->owner()->output(c->index()) : detached[s];
+    detached[s] = v->cloneDetached();
+    copies[s] = detached[s].get();
+    return detached[s];
   };
   std::vector<Apply*> order = toposort();
   std::vector<ApplyPtr> nodeCopies;
@@ -684,7 +690,7 @@ std::unique_ptr<FunctionGraph> FunctionGraph::clone(CloneMap* map) const {
     newInputs.reserve(node->inputs().size());
     for (const auto& in : node->inputs()) newInputs.push_back(copyOf(in));
     ApplyPtr copy = node->cloneWithNewInputs(std::move(newInputs));
-    for (int o = 0; o < node->nOutputs(); ++o) copies[node->outputRef(o).m_slot] = copy->output(o);
+    for (int o = 0; o < node->nOutputs(); ++o) copies[node->outputRef(o).m_slot] = &copy->outputRef(o);
     copiedOrder.push_back(copy.get());
     nodeCopies.push_back(std::move(copy));
   }
@@ -695,7 +701,10 @@ std::unique_ptr<FunctionGraph> FunctionGraph::clone(CloneMap* map) const {
   if (map) {
     map->variables.reserve(m_variables.size());
     map->nodes.reserve(order.size());
-    for (const Variable* v : m_variables) map->variables.set(v, copies[v->m_slot]);
+    for (const Variable* v : m_variables) {
+      Variable* c = copies[v->m_slot];
+      map->variables.set(v, c && c->owner() ? c->owner()->output(c->index()) : detached[v->m_slot]);
+    }
     for (std::size_t i = 0; i < order.size(); ++i) map->nodes.set(order[i], nodeCopies[i]);
   }
   return copy;
