@@ -67,20 +67,28 @@ ApplyPtr Apply::cloneWithNewInputs(std::vector<VarPtr> inputs) const {
   if (inputs.size() != m_inputs.size())
     throw GraphError(str() + ": cloneWithNewInputs got " + std::to_string(inputs.size()) +
                      " inputs, expected " + std::to_string(m_inputs.size()));
-  std::vector<TensorType> types;
-  types.reserve(m_outputs.size());
-  for (const auto& out : m_outputs) types.push_back(out->type());
-  ApplyPtr copy = create(m_op, std::move(inputs), std::move(types), m_site);
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i])
+      throw GraphError(m_op->str() + ": input " + std::to_string(i) + " is a null variable");
+  // As create() builds a node, without its list of output types: a clone of a large graph makes
+  // one of these per node.
+  ApplyPtr copy = std::make_shared<Apply>(Token{});
+  copy->m_op = m_op;
+  copy->m_inputs = std::move(inputs);
   copy->m_scope = m_scope;
+  copy->m_site = m_site;
   copy->m_id = m_id;
+  copy->m_outputs.reserve(m_outputs.size());
   for (std::size_t i = 0; i < m_outputs.size(); ++i) {
-    Variable& dst = *copy->m_outputs[i];
     const Variable& src = *m_outputs[i];
-    dst.m_name = src.m_name;
-    dst.m_scope = src.m_scope;
-    dst.m_site = src.m_site;
-    dst.m_testValue = src.m_testValue;
-    dst.m_id = src.m_id;
+    auto dst = std::unique_ptr<Variable>(new Variable(src.m_type, Variable::Kind::Regular, src.m_name));
+    dst->m_owner = copy.get();
+    dst->m_index = static_cast<int>(i);
+    dst->m_scope = src.m_scope;
+    dst->m_site = src.m_site;
+    dst->m_testValue = src.m_testValue;
+    dst->m_id = src.m_id;
+    copy->m_outputs.push_back(std::move(dst));
   }
   return copy;
 }
