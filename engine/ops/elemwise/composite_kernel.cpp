@@ -525,7 +525,8 @@ void Composite::perform(const Apply& node, std::span<const Tensor* const> inputs
     std::int64_t len = std::min(block, total - start);
     if (total - start - len < kMinTail) len = total - start;
     // Slice `phase` of nSteps + 1 of the next block's lines of each prefetched input.
-    const std::int64_t nextStart = start + len, nextLength = std::min(total, nextStart + block) - nextStart;
+    const std::int64_t nextStart = start + len;
+    const std::int64_t nextLength = std::min(total, nextStart + block) - nextStart;
     if (!prefetched.empty() && nextLength != slicedLength) {
       const auto phases = static_cast<std::int64_t>(sliceEnd.size());
       for (std::int64_t p = 0; p < phases; ++p)
