@@ -6,6 +6,7 @@
 #include "engine/tensor/tensor.h"
 
 #include <cstring>
+#include <optional>
 
 namespace tscope::engine {
 
@@ -16,7 +17,12 @@ std::size_t constantHash(const Tensor& t) {
   std::size_t h = 1469598103934665603ull ^ static_cast<std::size_t>(t.dtype());
   auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 1099511628211ull; };
   for (std::int64_t d : t.shape()) mix(static_cast<std::uint64_t>(d));
-  const Tensor c = t.contiguous();
+  // A contiguous constant (nearly all) is hashed in place: contiguous() would copy the tensor's
+  // shape and strides and take a reference to its storage, for each of tens of thousands of
+  // constants.
+  std::optional<Tensor> copy;
+  if (!t.isContiguous()) copy = t.contiguous();
+  const Tensor& c = copy ? *copy : t;
   const auto* p = static_cast<const unsigned char*>(c.rawData());
   const std::size_t n = c.nbytes();
   std::size_t i = 0;
@@ -33,13 +39,9 @@ bool sameConstant(const Constant& a, const Constant& b) {
   return a.type() == b.type() && a.value().bitwiseEqual(b.value());
 }
 
-// Note [Merge in one sweep]: nodes are visited in topological order, so when a node is visited
-// its inputs are already the merged (canonical) variables; two nodes are equal when their ops are
-// equal and their inputs are the same variables. Each duplicate is replaced once (its clients move
-// to the canonical node) and nothing is re-validated globally: the cost is one toposort plus a
-// hash lookup per node, and one hash of each constant's bytes.
-// Candidates by hash: chains through one vector, the heads in an open-addressing map (no
-// allocation per node; a node-based map of vectors cost as much as the rest of the pass).
+// Candidates by hash (for Note [Merge in one sweep], below): chains through one vector, the heads
+// in an open-addressing map (no allocation per node; a node-based map of vectors cost as much as
+// the rest of the pass).
 template <class T>
 class HashBuckets {
  public:
