@@ -384,6 +384,11 @@ std::optional<double> scalarConstantValue(const Variable& var) {
       const Tensor& t = static_cast<const Constant*>(v)->value();
       const std::int64_t n = t.numel();
       if (n == 0 || n > kMaxScan) return std::nullopt;
+      if (n == 1) {  // the common scalar constant, read without a vector of its values
+        const double x = t.item();
+        if (!(x == x)) return std::nullopt;  // NaN, as below
+        return x;
+      }
       const std::vector<double> values = t.toDoubles();
       const double first = values.front();
       for (double x : values)
