@@ -40,17 +40,6 @@ using namespace tscope::engine;
 
 namespace {
 
-// Runs one iteration of a benchmark: `step` is timed; the eviction of the caches (cold runs) before
-// it and `after` (freeing what the step made) are not.
-template <class Step, class After>
-void timedStep(benchmark::State& state, Step&& step, After&& after) {
-  if (state.range(1) != 0) tscope::bench::evictCaches();
-  const auto t0 = std::chrono::steady_clock::now();
-  step();
-  state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  after();
-}
-
 // A DNN-like DAG: n Elemwise nodes over 8 inputs, each reading one recent value and one value from
 // further back (skip connections), a constant every 16 nodes, a scope per block of 50 nodes.
 std::vector<VarPtr> buildGraph(std::int64_t n, std::vector<VarPtr>& inputs) {
@@ -81,46 +70,7 @@ std::vector<VarPtr> buildGraph(std::int64_t n, std::vector<VarPtr>& inputs) {
   return outputs;
 }
 
-void BM_BuildGraph(benchmark::State& state) {
-  for (auto _ : state) {
-    std::vector<VarPtr> inputs, outputs;
-    timedStep(state, [&] { outputs = buildGraph(state.range(0), inputs); },
-              [&] { outputs.clear(); });  // freeing is not part of building
-  }
-}
-
-void BM_FunctionGraphConstruct(benchmark::State& state) {
-  std::vector<VarPtr> inputs;
-  auto outputs = buildGraph(state.range(0), inputs);
-  for (auto _ : state) {
-    std::unique_ptr<FunctionGraph> fg;
-    timedStep(state, [&] { fg = std::make_unique<FunctionGraph>(inputs, outputs, FunctionGraph::Ownership::Clone); },
-              [&] { fg.reset(); });  // freeing the clone is not part of construction
-  }
-}
-
-void BM_Toposort(benchmark::State& state) {
-  std::vector<VarPtr> inputs;
-  auto outputs = buildGraph(state.range(0), inputs);
-  FunctionGraph fg(inputs, outputs);
-  for (auto _ : state) {
-    std::vector<Apply*> order;
-    timedStep(state, [&] { order = fg.toposort(); }, [] {});
-    benchmark::DoNotOptimize(order.data());
-  }
-}
-
-void BM_Clone(benchmark::State& state) {
-  std::vector<VarPtr> inputs;
-  auto outputs = buildGraph(state.range(0), inputs);
-  FunctionGraph fg(inputs, outputs);
-  for (auto _ : state) {
-    std::unique_ptr<FunctionGraph> copy;
-    timedStep(state, [&] { copy = fg.clone(); }, [&] { copy.reset(); });
-  }
-}
-
-std::filesystem::path tempPath(std::int64_t n = 0) {
+std::filesystem::path tempPath(std::int64_t n) {
   return std::filesystem::temp_directory_path() /
          ("bench_graph_" + std::to_string(::getpid()) + "_" + std::to_string(n) + ".tsg");
 }
@@ -144,42 +94,6 @@ io::TsgDocument documentOf(std::int64_t n) {
   return doc;
 }
 
-void BM_SaveTsg(benchmark::State& state) {
-  io::TsgDocument doc = documentOf(state.range(0));
-  auto path = tempPath();
-  for (auto _ : state) timedStep(state, [&] { io::saveTsg(doc, path); }, [] {});
-  state.counters["MB"] = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
-  std::filesystem::remove(path);
-}
-
-void BM_LoadTsg(benchmark::State& state) {
-  auto path = tempPath();
-  io::saveTsg(documentOf(state.range(0)), path);
-  for (auto _ : state) {
-    io::TsgDocument loaded;
-    timedStep(state, [&] { loaded = io::loadTsg(path); }, [&] { loaded = {}; });
-  }
-  std::filesystem::remove(path);
-}
-
-// Five repetitions each (nine of four runs when cold); the ratios use the medians, which this
-// shared 2-core machine's noise moves far less than single runs. The second argument is 1 for the
-// cold runs (Note [Hot and cold scaling]), which repeat a fixed number of times: each run also
-// writes the eviction buffer.
-#define TSCOPE_GRAPH_SIZES(bm)                                                                      \
-  BENCHMARK(bm)->Args({10'000, 0})->Args({100'000, 0})->ArgNames({"nodes", "cold"})                 \
-      ->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.2)->Repetitions(5)                 \
-      ->DisplayAggregatesOnly(true);                                                                 \
-  BENCHMARK(bm)->Args({10'000, 1})->Args({100'000, 1})->ArgNames({"nodes", "cold"})                 \
-      ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(4)->Repetitions(9)                \
-      ->DisplayAggregatesOnly(true)
-TSCOPE_GRAPH_SIZES(BM_BuildGraph);
-TSCOPE_GRAPH_SIZES(BM_FunctionGraphConstruct);
-TSCOPE_GRAPH_SIZES(BM_Toposort);
-TSCOPE_GRAPH_SIZES(BM_Clone);
-TSCOPE_GRAPH_SIZES(BM_SaveTsg);
-TSCOPE_GRAPH_SIZES(BM_LoadTsg);
-
 // Note [Paired ratios]: the ratios come from rounds in which the 10k run and the 100k run of a
 // step follow each other, one ratio per round, and the median of those ratios. Medians taken over
 // separate stretches of time (the Google Benchmark table above: all 10k repetitions, then all
@@ -187,81 +101,110 @@ TSCOPE_GRAPH_SIZES(BM_LoadTsg);
 // by a third between runs of the same binary; the two runs of one round see the same load. "cold"
 // evicts the caches before each timed run, "hot" times the second of two runs back to back (Note
 // [Hot and cold scaling]).
-using TimedRun =
-    std::function<double()>;  // one run of a step; frees what it made after the clock stops
-
-double secondsOf(const std::function<void()>& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using TimedRun = std::function<double()>;  // one run of a step, in seconds; frees what it made
+                                          // after the clock stops
 
 struct Source {
   std::vector<VarPtr> inputs, outputs;
   explicit Source(std::int64_t n) { outputs = buildGraph(n, inputs); }
 };
 
-struct PairedStep {
+// A step of the graph core, defined once for the Google Benchmark table and the paired ratios.
+struct GraphStep {
   const char* name;
+  const char* benchmark;                       // its name in the Google Benchmark table
   std::function<TimedRun(std::int64_t)> make;  // the step on an n-node graph, set up
+  bool usesFile = false;  // the .tsg steps, on tempPath(n): the table reports its size
 };
 
-std::vector<PairedStep> pairedSteps() {
-  return {
-      {"build",
+const std::vector<GraphStep>& graphSteps() {
+  static const std::vector<GraphStep> steps = {
+      {"build", "BM_BuildGraph",
        [](std::int64_t n) -> TimedRun {
          return [n] {
            std::vector<VarPtr> inputs, outputs;
-           return secondsOf([&] { outputs = buildGraph(n, inputs); });
+           return tscope::bench::secondsOf([&] { outputs = buildGraph(n, inputs); });
          };
        }},
-      {"FunctionGraph construction",
+      {"FunctionGraph construction", "BM_FunctionGraphConstruct",
        [](std::int64_t n) -> TimedRun {
          auto src = std::make_shared<Source>(n);
          return [src] {
            std::unique_ptr<FunctionGraph> fg;
-           return secondsOf([&] {
+           return tscope::bench::secondsOf([&] {
              fg = std::make_unique<FunctionGraph>(src->inputs, src->outputs,
                                                   FunctionGraph::Ownership::Clone);
            });
          };
        }},
-      {"toposort",
+      {"toposort", "BM_Toposort",
        [](std::int64_t n) -> TimedRun {
          auto src = std::make_shared<Source>(n);
          auto fg = std::make_shared<FunctionGraph>(src->inputs, src->outputs);
          return [src, fg] {
            std::vector<Apply*> order;
-           const double s = secondsOf([&] { order = fg->toposort(); });
+           const double s = tscope::bench::secondsOf([&] { order = fg->toposort(); });
            benchmark::DoNotOptimize(order.data());
            return s;
          };
        }},
-      {"clone",
+      {"clone", "BM_Clone",
        [](std::int64_t n) -> TimedRun {
          auto src = std::make_shared<Source>(n);
          auto fg = std::make_shared<FunctionGraph>(src->inputs, src->outputs);
          return [src, fg] {
            std::unique_ptr<FunctionGraph> copy;
-           return secondsOf([&] { copy = fg->clone(); });
+           return tscope::bench::secondsOf([&] { copy = fg->clone(); });
          };
        }},
-      {"save .tsg",
+      {"save .tsg", "BM_SaveTsg",
        [](std::int64_t n) -> TimedRun {
          auto doc = std::make_shared<io::TsgDocument>(documentOf(n));
          auto path = std::make_shared<TempFile>(n);
-         return [doc, path] { return secondsOf([&] { io::saveTsg(*doc, path->path); }); };
-       }},
-      {"load .tsg",
+         return [doc, path] { return tscope::bench::secondsOf([&] { io::saveTsg(*doc, path->path); }); };
+       },
+       true},
+      {"load .tsg", "BM_LoadTsg",
        [](std::int64_t n) -> TimedRun {
          auto path = std::make_shared<TempFile>(n);
          io::saveTsg(documentOf(n), path->path);
          return [path] {
            io::TsgDocument loaded;
-           return secondsOf([&] { loaded = io::loadTsg(path->path); });
+           return tscope::bench::secondsOf([&] { loaded = io::loadTsg(path->path); });
          };
-       }},
+       },
+       true},
   };
+  return steps;
+}
+
+// One Google Benchmark case: the step back to back ("hot"), or after evicting the caches before
+// each run ("cold", Note [Hot and cold scaling]).
+void runStep(benchmark::State& state, const GraphStep& step) {
+  const std::int64_t n = state.range(0);
+  const TimedRun run = step.make(n);
+  for (auto _ : state) {
+    if (state.range(1) != 0) tscope::bench::evictCaches();
+    state.SetIterationTime(run());
+  }
+  if (step.usesFile)
+    state.counters["MB"] = static_cast<double>(std::filesystem::file_size(tempPath(n))) / 1e6;
+}
+
+// Five repetitions each (nine of four runs when cold), reported as medians, which this shared
+// 2-core machine's noise moves far less than single runs. The second argument is 1 for the cold
+// runs, which repeat a fixed number of times: each run also writes the eviction buffer.
+void registerBenchmarks() {
+  for (const GraphStep& step : graphSteps()) {
+    benchmark::RegisterBenchmark(step.benchmark, runStep, step)
+        ->Args({10'000, 0})->Args({100'000, 0})->ArgNames({"nodes", "cold"})
+        ->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.2)->Repetitions(5)
+        ->DisplayAggregatesOnly(true);
+    benchmark::RegisterBenchmark(step.benchmark, runStep, step)
+        ->Args({10'000, 1})->Args({100'000, 1})->ArgNames({"nodes", "cold"})
+        ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(4)->Repetitions(9)
+        ->DisplayAggregatesOnly(true);
+  }
 }
 
 void printPairedRatios(int rounds, std::string_view only) {
@@ -283,7 +226,7 @@ void printPairedRatios(int rounds, std::string_view only) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  for (const PairedStep& step : pairedSteps()) {
+  for (const GraphStep& step : graphSteps()) {
     if (!only.empty() && std::string_view(step.name).find(only) == std::string_view::npos) continue;
     const TimedRun small = step.make(10'000), large = step.make(100'000);
     for (bool cold : {false, true}) {
@@ -323,6 +266,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
+  registerBenchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -61,11 +61,7 @@ Synthetic build(std::size_t targetNodes) {
   return s;
 }
 
-double secondsOf(auto&& fn) {
-  const auto t0 = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using tscope::bench::secondsOf;
 
 struct CompileRun {
   double buildSeconds = 0;

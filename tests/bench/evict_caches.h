@@ -17,6 +17,14 @@
 
 namespace tscope::bench {
 
+// Seconds that f() takes.
+template <class F>
+double secondsOf(F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 inline void evictCaches() {
   static std::vector<char> buffer = [] {
     std::size_t largest = 0;
