@@ -5,12 +5,18 @@
 
 namespace tscope::engine {
 
+namespace {
+void requireInputs(const Op& op, const std::vector<VarPtr>& inputs) {
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i])
+      throw GraphError(op.str() + ": input " + std::to_string(i) + " is a null variable");
+}
+}  // namespace
+
 ApplyPtr Apply::create(OpPtr op, std::vector<VarPtr> inputs, std::vector<TensorType> outputTypes,
                        SourceSite site) {
   if (!op) throw GraphError("Apply::create: no op given");
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    if (!inputs[i])
-      throw GraphError(op->str() + ": input " + std::to_string(i) + " is a null variable");
+  requireInputs(*op, inputs);
   ApplyPtr node = std::make_shared<Apply>(Token{});
   node->m_op = std::move(op);
   node->m_inputs = std::move(inputs);
@@ -67,9 +73,7 @@ ApplyPtr Apply::cloneWithNewInputs(std::vector<VarPtr> inputs) const {
   if (inputs.size() != m_inputs.size())
     throw GraphError(str() + ": cloneWithNewInputs got " + std::to_string(inputs.size()) +
                      " inputs, expected " + std::to_string(m_inputs.size()));
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    if (!inputs[i])
-      throw GraphError(m_op->str() + ": input " + std::to_string(i) + " is a null variable");
+  requireInputs(*m_op, inputs);
   // As create() builds a node, without its list of output types: a clone of a large graph makes
   // one of these per node.
   ApplyPtr copy = std::make_shared<Apply>(Token{});

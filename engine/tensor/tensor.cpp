@@ -51,6 +51,15 @@ std::byte* allocateStorage(std::size_t nbytes) {
   return data;
 }
 
+// Gives back what allocateStorage(nbytes) returned: big blocks to the cache that allocateStorage
+// takes them from.
+void releaseStorage(std::byte* data, std::size_t nbytes) {
+  if (nbytes >= kHugeThreshold)
+    BigBlockCache::process().give(data, roundUp(nbytes, kHugePage));
+  else
+    std::free(data);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Element types and conversions
 
@@ -155,10 +164,7 @@ Storage::Storage(std::size_t nbytes, Device device) : m_nbytes(nbytes), m_device
 }
 
 Storage::~Storage() {
-  if (m_nbytes >= kHugeThreshold)
-    BigBlockCache::process().give(m_data, roundUp(m_nbytes, kHugePage));
-  else
-    std::free(m_data);
+  releaseStorage(m_data, m_nbytes);
 }
 
 // =============================================================================================
