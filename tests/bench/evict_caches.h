@@ -62,12 +62,11 @@ inline double dependentLoadNs(std::size_t bytes) {
   for (std::size_t i = 0; i < n; ++i)
     p = lines[p].next;  // once around: the buffer is mapped and cached
   constexpr std::size_t kSteps = 2'000'000;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (std::size_t i = 0; i < kSteps; ++i) p = lines[p].next;
-  const double ns =
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = secondsOf([&] {
+    for (std::size_t i = 0; i < kSteps; ++i) p = lines[p].next;
+  });
   benchmark::DoNotOptimize(p);
-  return ns / static_cast<double>(kSteps);
+  return 1e9 * seconds / static_cast<double>(kSteps);
 }
 
 }  // namespace tscope::bench
