@@ -652,8 +652,11 @@ void TestOnnxRnnMisc::testRefused_data() {
                                           << "RNN activation 'Swish' is not supported yet";
   QTest::newRow("lstm activation count") << "lstm activations"
                                          << "expected 3 names, found 2";
-  QTest::newRow("resize linear") << "resize linear"
-                                 << "Resize mode 'linear' is not supported yet";
+  QTest::newRow("resize antialias") << "resize antialias"
+                                    << "Resize with antialias = 1 is not supported yet";
+  QTest::newRow("resize unknown mode")
+      << "resize area"
+      << "attribute 'mode': expected nearest, linear or cubic, found 'area'";
   QTest::newRow("resize crop")
       << "resize crop"
       << "coordinate_transformation_mode 'tf_crop_and_resize' is not supported yet";
@@ -701,14 +704,18 @@ void TestOnnxRnnMisc::testRefused() {
   }
   // x (2, 7); for the reflect row (2, 3), too narrow for a reflect pad of 3.
   const Tensor x = uniform({2, w == "pad reflect" ? 3 : 7}, 41);
-  ModelBuilder m(w == "pad wrap" ? 18 : 13);
+  ModelBuilder m(w == "pad wrap" || w == "resize antialias" ? 18 : 13);
   m.input("x", x,
           w == "resize dynamic" ? std::vector<std::int64_t>{kUnknownDim, 7}
                                 : std::vector<std::int64_t>{});
   if (w.rfind("resize", 0) == 0) {
     m.initializer("scales", Tensor::fromDoubles(DType::Float32, {2}, {2, 1}));
     auto& n = m.node("Resize", {"x", "", "scales"}, {"y"});
-    attrString(n, "mode", w == "resize linear" ? "linear" : "nearest");
+    attrString(n, "mode",
+               w == "resize antialias" ? "linear"
+               : w == "resize area"    ? "area"
+                                       : "nearest");
+    if (w == "resize antialias") attrInt(n, "antialias", 1);
     if (w == "resize crop") attrString(n, "coordinate_transformation_mode", "tf_crop_and_resize");
   } else if (w.rfind("pad", 0) == 0) {
     const std::vector<std::int64_t> pads =

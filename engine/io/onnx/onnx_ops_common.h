@@ -15,12 +15,14 @@
 
 namespace tscope::engine::io::onnx_import {
 
-// The families' files (registerMathConverters / registerShapeConverters call these).
+// The families' files (registerMathConverters / registerShapeConverters / registerMiscConverters
+// call these).
 void registerElementwiseConverters(ConverterTable& table);   // onnx_ops_math.cpp
 void registerActivationConverters(ConverterTable& table);    // onnx_ops_math_activation.cpp
 void registerReduceConverters(ConverterTable& table);        // onnx_ops_math_reduce.cpp
 void registerIndexConverters(ConverterTable& table);         // onnx_ops_shape_index.cpp
 void registerTensorMakingConverters(ConverterTable& table);  // onnx_ops_shape_make.cpp
+void registerResizeConverters(ConverterTable& table);        // onnx_ops_resize.cpp
 
 // Note [Attributes that became inputs]: ONNX moved several integer lists from an attribute to an
 // optional input (Squeeze/Unsqueeze/Split/ReduceSum axes or sizes at opset 13, the other Reduce*

@@ -1,22 +1,11 @@
-// Converters of Pad (opsets 2 to 18), Resize (10 to 18) and Upsample (7 to 9) in nearest mode,
-// and TopK (1 to 18).
-//
-// Note [Nearest resize as a gather]: nearest-neighbour resizing picks, along each resized axis,
-// one input position per output position; which one depends only on the sizes, the scale and the
-// coordinate_transformation_mode / nearest_mode attributes, all known while importing. So the
-// index vectors are computed here (in float arithmetic, as onnxruntime does, so ties round the
-// same way) and the node becomes one AdvancedSubtensor x[:, :, rows, cols] whose index arrays
-// broadcast against each other (rows (H', 1), cols (1, W')). Axes between two resized ones that
-// keep their size take an arange, so the arrays stay adjacent and the result keeps x's axis
-// order. A resized axis must have a static size; linear and cubic modes are not supported yet.
-#include "engine/io/onnx/onnx_convert.h"
+// Converters of Pad (opsets 2 to 18) and TopK (1 to 18); Resize and Upsample are in
+// onnx_ops_resize.cpp.
+#include "engine/io/onnx/onnx_ops_common.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/shape/shape.h"
 #include "engine/ops/shape/topk.h"
 
 #include <algorithm>
-#include <cmath>
-#include <map>
 
 namespace tscope::engine::io::onnx_import {
 
@@ -35,9 +24,6 @@ VarPtr dimPlus(const VarPtr& d, std::int64_t n) {
 struct Pads {
   std::vector<std::int64_t> begin, end;
 };
-
-// The index vectors of a resized axis are built while importing: at most 2^24 entries each.
-constexpr std::int64_t kMaxResizedAxis = std::int64_t{1} << 24;
 
 Pads readPads(const NodeContext& ctx, int rank) {
   const bool fromInput = ctx.opset() >= 11;
@@ -155,182 +141,6 @@ std::vector<VarPtr> convertPad(NodeContext& ctx) {
   return {x};
 }
 
-// --- Resize / Upsample ---------------------------------------------------------------------------
-
-enum class Transform { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNn };
-enum class Nearest { Simple, RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
-
-Transform readTransform(const NodeContext& ctx) {
-  const std::string m = ctx.attrString("coordinate_transformation_mode", "half_pixel");
-  if (m == "half_pixel") return Transform::HalfPixel;
-  if (m == "pytorch_half_pixel") return Transform::PytorchHalfPixel;
-  if (m == "align_corners") return Transform::AlignCorners;
-  if (m == "asymmetric") return Transform::Asymmetric;
-  if (m == "tf_half_pixel_for_nn") return Transform::TfHalfPixelForNn;
-  if (m == "tf_crop_and_resize" || m == "half_pixel_symmetric")
-    ctx.unsupported("Resize coordinate_transformation_mode '" + m + "'");
-  ctx.fail("attribute 'coordinate_transformation_mode': unknown mode '" + m + "'");
-}
-
-Nearest readNearest(const NodeContext& ctx) {
-  const std::string m = ctx.attrString("nearest_mode", "round_prefer_floor");
-  if (m == "round_prefer_floor") return Nearest::RoundPreferFloor;
-  if (m == "round_prefer_ceil") return Nearest::RoundPreferCeil;
-  if (m == "floor") return Nearest::Floor;
-  if (m == "ceil") return Nearest::Ceil;
-  ctx.fail(
-      "attribute 'nearest_mode': expected round_prefer_floor, round_prefer_ceil, floor or ceil, "
-      "found '" +
-      m + "'");
-}
-
-// The input position output position o reads (Note [Nearest resize as a gather]).
-std::int64_t nearestSource(std::int64_t o, float scale, std::int64_t outLen, std::int64_t inLen,
-                           Transform t, Nearest mode) {
-  const auto x = static_cast<float>(o);
-  float orig = 0;
-  switch (t) {
-    case Transform::HalfPixel:
-      orig = (x + 0.5f) / scale - 0.5f;
-      break;
-    case Transform::PytorchHalfPixel:
-      orig = outLen > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
-      break;
-    case Transform::AlignCorners:
-      orig =
-          outLen == 1 ? 0.0f : x * static_cast<float>(inLen - 1) / static_cast<float>(outLen - 1);
-      break;
-    case Transform::Asymmetric:
-      orig = x / scale;
-      break;
-    case Transform::TfHalfPixelForNn:
-      orig = (x + 0.5f) / scale;
-      break;
-  }
-  std::int64_t i = 0;
-  switch (mode) {
-    // Resize-10 and Upsample had no nearest_mode: truncate when enlarging, ceil when shrinking.
-    case Nearest::Simple:
-      i = scale < 1 ? static_cast<std::int64_t>(std::ceil(orig)) : static_cast<std::int64_t>(orig);
-      break;
-    case Nearest::RoundPreferFloor:
-      i = orig == std::floor(orig) + 0.5f ? static_cast<std::int64_t>(std::floor(orig))
-                                          : static_cast<std::int64_t>(std::round(orig));
-      break;
-    case Nearest::RoundPreferCeil:
-      i = static_cast<std::int64_t>(std::round(orig));
-      break;
-    case Nearest::Floor:
-      i = static_cast<std::int64_t>(std::floor(orig));
-      break;
-    case Nearest::Ceil:
-      i = static_cast<std::int64_t>(std::ceil(orig));
-      break;
-  }
-  return std::clamp<std::int64_t>(i, 0, inLen - 1);
-}
-
-// Resize (opsets 10-18) and Upsample (7-9, and the deprecated 10): nearest mode only.
-std::vector<VarPtr> convertResize(NodeContext& ctx) {
-  const bool upsample = ctx.opType() == "Upsample";
-  const std::string op = ctx.opType();
-  const std::string mode = ctx.attrString("mode", "nearest");
-  if (mode != "nearest") ctx.unsupported(op + " mode '" + mode + "'");
-  const VarPtr& x = ctx.input(0);
-  const int rank = ctx.rank(0);
-  const bool legacy = upsample || ctx.opset() < 11;
-  const Transform transform = legacy ? Transform::Asymmetric : readTransform(ctx);
-  const Nearest nearest = legacy ? Nearest::Simple : readNearest(ctx);
-  if (!legacy && ctx.attrString("keep_aspect_ratio_policy", "stretch") != "stretch")
-    ctx.unsupported("Resize keep_aspect_ratio_policy '" +
-                    ctx.attrString("keep_aspect_ratio_policy") + "'");
-
-  // Scales or sizes, for the axes they name (every axis unless opset 18's `axes`).
-  std::vector<double> scales;
-  std::vector<std::int64_t> sizes;
-  if (upsample && ctx.opset() < 9) {
-    scales = ctx.attrFloats("scales");
-  } else if (legacy) {
-    if (!ctx.hasInput(1)) ctx.fail("expected the scales input, found none");
-    scales = ctx.constantDoubles(1, op + "'s scales");
-  } else {
-    if (ctx.hasInput(2)) scales = ctx.constantDoubles(2, "Resize's scales");
-    if (ctx.hasInput(3)) sizes = ctx.constantInts(3, "Resize's sizes");
-    if (!scales.empty() && !sizes.empty()) ctx.fail("expected either scales or sizes, found both");
-    if (scales.empty() && sizes.empty()) ctx.fail("expected scales or sizes, found neither");
-  }
-  std::vector<int> axes;
-  if (!legacy && ctx.hasAttr("axes")) {
-    for (std::int64_t a : ctx.attrInts("axes")) axes.push_back(ctx.axis(a, rank, "axes"));
-  } else {
-    for (int a = 0; a < rank; ++a) axes.push_back(a);
-  }
-  const std::size_t given = scales.empty() ? sizes.size() : scales.size();
-  if (given != axes.size())
-    ctx.fail(std::string(scales.empty() ? "sizes" : "scales") + ": expected " +
-             std::to_string(axes.size()) + " values, one per axis, found " + std::to_string(given));
-
-  // Per resized axis: the constant source positions.
-  std::map<int, std::vector<std::int64_t>> sources;
-  for (std::size_t k = 0; k < axes.size(); ++k) {
-    const int a = axes[k];
-    const std::int64_t in = x->type().shape()[static_cast<std::size_t>(a)];
-    float scale = 1;
-    std::int64_t out = in;
-    if (!scales.empty()) {
-      scale = static_cast<float>(scales[k]);
-      if (!(scale > 0))
-        ctx.fail("scales: expected positive values, found " + std::to_string(scales[k]));
-      if (scale == 1) continue;
-      if (in == kUnknownDim)
-        ctx.unsupported(op + " of an axis whose size is not static (axis " + std::to_string(a) +
-                        ")");
-      const double scaled = static_cast<double>(scale) * static_cast<double>(in);
-      if (!(scaled <= static_cast<double>(kMaxResizedAxis)))
-        ctx.fail("scales: axis " + std::to_string(a) + " of size " + std::to_string(in) + " scaled by " +
-                 std::to_string(scales[k]) + " exceeds " + std::to_string(kMaxResizedAxis) + " elements");
-      out = static_cast<std::int64_t>(scale * static_cast<float>(in));
-    } else {
-      out = sizes[k];
-      if (out < 0 || out > kMaxResizedAxis)
-        ctx.fail("sizes: expected sizes from 0 to " + std::to_string(kMaxResizedAxis) + ", found " +
-                 std::to_string(out));
-      if (in == kUnknownDim)
-        ctx.unsupported(op + " of an axis whose size is not static (axis " + std::to_string(a) +
-                        ")");
-      if (out == in) continue;
-      scale = in == 0 ? 1.0f : static_cast<float>(out) / static_cast<float>(in);
-    }
-    if (in == 0 && out > 0)
-      ctx.fail("cannot resize the empty axis " + std::to_string(a) + " to " + std::to_string(out));
-    std::vector<std::int64_t>& src = sources[a];
-    for (std::int64_t o = 0; o < out; ++o)
-      src.push_back(nearestSource(o, scale, out, in, transform, nearest));
-  }
-  if (sources.empty()) return {identity(x)};
-
-  // One gather over the block of axes from the first to the last resized one.
-  const int first = sources.begin()->first, last = sources.rbegin()->first;
-  const int block = last - first + 1;
-  std::vector<AdvIdx> index;
-  for (int a = 0; a < first; ++a) index.emplace_back(Idx::all());
-  for (int a = first; a <= last; ++a) {
-    std::vector<std::int64_t> shape(static_cast<std::size_t>(block), 1);
-    VarPtr positions;
-    if (auto it = sources.find(a); it != sources.end()) {
-      shape[static_cast<std::size_t>(a - first)] = static_cast<std::int64_t>(it->second.size());
-      positions = constant(Tensor::fromDoubles(
-          DType::Int64, shape, std::vector<double>(it->second.begin(), it->second.end())));
-    } else {
-      std::vector<int> order(static_cast<std::size_t>(block), DimShuffle::kNewAxis);
-      order[static_cast<std::size_t>(a - first)] = 0;
-      positions = dimshuffle(arange(shapeI(x, a)), order);
-    }
-    index.emplace_back(positions);
-  }
-  return {advancedSubtensor(x, index)};
-}
-
 // --- TopK ----------------------------------------------------------------------------------------
 
 std::vector<VarPtr> convertTopK(NodeContext& ctx) {
@@ -363,9 +173,8 @@ std::vector<VarPtr> convertTopK(NodeContext& ctx) {
 }  // namespace
 
 void registerMiscConverters(ConverterTable& table) {
+  registerResizeConverters(table);
   table.add("Pad", &convertPad);
-  table.add("Resize", &convertResize);
-  table.add("Upsample", &convertResize);
   table.add("TopK", &convertTopK);
 }
 

@@ -685,6 +685,89 @@ def resize():
 
 
 # ----------------------------------------------------------------------------------------------
+# Resize in linear and cubic modes (reference: ONNX's separable formulas in float64, checked against
+# torch.nn.functional.interpolate where PyTorch computes the same thing)
+def interp_ref(x, out_shape, coord, mode, a=-0.75, exclude_outside=False):
+    y = x.astype(np.float64)
+    for ax, (n_in, n_out) in enumerate(zip(x.shape, out_shape)):
+        if n_in == n_out:
+            continue
+        o = np.arange(n_out, dtype=np.float64)
+        sc = n_out / n_in
+        if coord == "align_corners":
+            s = o * (n_in - 1) / (n_out - 1) if n_out > 1 else 0 * o
+        elif coord == "asymmetric":
+            s = o / sc
+        elif coord == "pytorch_half_pixel":
+            s = (o + 0.5) / sc - 0.5 if n_out > 1 else 0 * o
+        else:  # half_pixel
+            s = (o + 0.5) / sc - 0.5
+        base = np.floor(s)
+        r = s - base
+        if mode == "linear":
+            offsets, w = [0, 1], [1 - r, r]
+        else:
+            near = lambda d: ((a + 2) * d - (a + 3)) * d * d + 1
+            far = lambda d: ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+            offsets, w = [-1, 0, 1, 2], [far(r + 1), near(r), near(1 - r), far(2 - r)]
+        idx = [(base + k).astype(np.int64) for k in offsets]
+        if exclude_outside:
+            w = [np.where((i < 0) | (i >= n_in), 0, wk) for i, wk in zip(idx, w)]
+            total = sum(w)
+            w = [wk / total for wk in w]
+        shape = [1] * x.ndim
+        shape[ax] = n_out
+        y = sum(np.take(y, np.clip(i, 0, n_in - 1), axis=ax) * wk.reshape(shape) for i, wk in zip(idx, w))
+    return y.astype(np.float32)
+
+
+def resize_interpolation():
+    x = f32(1, 2, 3, 4)
+    t = lambda a: torch.from_numpy(a.astype(np.float64))
+    up = [1.0, 1.0, 2.0, 2.0]
+    lin = interp_ref(x, (1, 2, 6, 8), "half_pixel", "linear")
+    assert np.allclose(lin, F.interpolate(t(x), scale_factor=2, mode="bilinear", align_corners=False).numpy(), atol=1e-6)
+    one("resize_v13_linear_half_pixel", "Resize", {"x": x}, lin,
+        {"mode": "linear", "coordinate_transformation_mode": "half_pixel"}, {"roi": np.zeros(0, np.float32),
+                                                                           "scales": arr(up, np.float32)},
+        note="F.interpolate(mode='bilinear', align_corners=False) as PyTorch writes it")
+    one("resize_v11_linear_half_pixel", "Resize", {"x": x}, lin,
+        {"mode": "linear", "coordinate_transformation_mode": "half_pixel"}, {"roi": np.zeros(0, np.float32),
+                                                                           "scales": arr(up, np.float32)},
+        opset=11)
+    sizes = (1, 2, 5, 7)
+    ac = interp_ref(x, sizes, "align_corners", "linear")
+    assert np.allclose(ac, F.interpolate(t(x), size=sizes[2:], mode="bilinear", align_corners=True).numpy(), atol=1e-6)
+    save("resize_v13_linear_align_corners_sizes",
+         [("Resize", ["x", "", "", "sizes"], ["y"], {"mode": "linear", "coordinate_transformation_mode": "align_corners"})],
+         [("x", x)], [("y", ac)], {"sizes": arr(sizes)})
+    xd = f32(1, 1, 4, 6)
+    save("resize_v13_linear_pytorch_half_pixel_down",
+         [("Resize", ["x", "", "", "sizes"], ["y"], {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"})],
+         [("x", xd)], [("y", interp_ref(xd, (1, 1, 1, 4), "pytorch_half_pixel", "linear"))], {"sizes": arr([1, 1, 1, 4])},
+         note="an output axis of length 1 reads position 0")
+    x5 = f32(1, 2, 2, 3, 4)
+    tri = interp_ref(x5, (1, 2, 4, 6, 8), "half_pixel", "linear")
+    assert np.allclose(tri, F.interpolate(t(x5), scale_factor=2, mode="trilinear", align_corners=False).numpy(), atol=1e-6)
+    one("resize_v13_linear_5d", "Resize", {"x": x5}, tri, {"mode": "linear"},
+        {"roi": np.zeros(0, np.float32), "scales": arr([1, 1, 2, 2, 2], np.float32)})
+    cub = interp_ref(x, (1, 2, 6, 8), "half_pixel", "cubic")
+    assert np.allclose(cub, F.interpolate(t(x), scale_factor=2, mode="bicubic", align_corners=False).numpy(), atol=1e-6)
+    one("resize_v13_cubic_half_pixel", "Resize", {"x": x}, cub,
+        {"mode": "cubic", "coordinate_transformation_mode": "half_pixel", "cubic_coeff_a": -0.75},
+        {"roi": np.zeros(0, np.float32), "scales": arr(up, np.float32)},
+        note="F.interpolate(mode='bicubic', align_corners=False) as PyTorch writes it")
+    xc = f32(1, 1, 5, 4)
+    save("resize_v13_cubic_exclude_outside",
+         [("Resize", ["x", "", "", "sizes"], ["y"], {"mode": "cubic", "coordinate_transformation_mode": "asymmetric",
+                                                     "cubic_coeff_a": -0.5, "exclude_outside": 1})],
+         [("x", xc)], [("y", interp_ref(xc, (1, 1, 3, 7), "asymmetric", "cubic", a=-0.5, exclude_outside=True))],
+         {"sizes": arr([1, 1, 3, 7])})
+    one("upsample_v9_linear", "Upsample", {"x": x}, interp_ref(x, (1, 2, 6, 12), "asymmetric", "linear"),
+        {"mode": "linear"}, {"scales": arr([1, 1, 2, 3], np.float32)}, opset=9)
+
+
+# ----------------------------------------------------------------------------------------------
 # LSTM and GRU (reference: a plain loop in float64, ONNX's equations and gate orders)
 sig = lambda t: 1 / (1 + np.exp(-t))
 
@@ -784,7 +867,7 @@ def main():
         shutil.rmtree(OUT)
     os.makedirs(OUT)
     for family in (elementwise, logic, blas, conv, convtranspose, pool, norms, shapes, constants, reductions,
-                   resize, rnn):
+                   resize, rnn, resize_interpolation):
         family()
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     print("%d fixtures, %d files, %.1f KiB in %s" % (len(names), len(os.listdir(OUT)), total / 1024, OUT))
