@@ -1,8 +1,9 @@
 // ONNX's layout ops: Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Concat, Split, Expand,
 // Tile, each one engine node (DimShuffle, Reshape, Join, Split, Alloc, Tile) where the shape is
-// known while importing, with the shape arithmetic in front of it where it is computed.
-// Indexing (Slice, Gather, GatherElements) is in onnx_ops_shape_index.cpp, the tensor makers
-// (Shape, Size, Constant, ConstantOfShape, Range, EyeLike) in onnx_ops_shape_make.cpp.
+// known while importing, with the shape arithmetic in front of it where it is computed; and
+// DepthToSpace / SpaceToDepth, a Reshape, a DimShuffle and a Reshape. Indexing (Slice, Gather,
+// GatherElements) is in onnx_ops_shape_index.cpp, the tensor makers (Shape, Size, Constant,
+// ConstantOfShape, Range, EyeLike) in onnx_ops_shape_make.cpp.
 
 #include "engine/graph/apply.h"
 #include "engine/io/onnx/onnx_ops_common.h"
@@ -307,6 +308,64 @@ std::vector<VarPtr> convertTile(NodeContext& ctx) {
   return {tile(x, reps)};
 }
 
+// --- DepthToSpace / SpaceToDepth (PixelShuffle / PixelUnshuffle) -------------------------------
+
+// d * b or d / b for a 0-d int64 size, folded when d is a constant.
+VarPtr dimTimes(const VarPtr& d, std::int64_t b) {
+  return sizeProduct(std::vector<VarPtr>{d, constantInt(b)});
+}
+VarPtr dimOver(const VarPtr& d, std::int64_t b) {
+  if (auto v = constantIntValue(d)) return constantInt(*v / b);
+  return intDiv(d, constantInt(b));
+}
+
+// The blocksize of a 4-d input whose axis `axis` (called `what`) splits into blocks of b, or of b^2
+// when `squared`; fails naming the sizes when a static one does not divide.
+std::int64_t blockSize(const NodeContext& ctx, int axis, bool squared, std::string_view what) {
+  if (ctx.rank(0) != 4)
+    ctx.fail("input 0: expected a 4-d tensor (N, C, H, W), found " + ctx.input(0)->type().str());
+  const std::int64_t b = ctx.attrInt("blocksize");
+  if (b < 1 || b > (std::int64_t{1} << 20))
+    ctx.fail("attribute 'blocksize': expected a value from 1 to 2^20, found " + str(b));
+  const std::int64_t n = ctx.input(0)->type().shape()[static_cast<std::size_t>(axis)];
+  const std::int64_t divisor = squared ? b * b : b;
+  if (n != kUnknownDim && n % divisor != 0)
+    ctx.fail("input 0: expected " + std::string(what) + " divisible by " + str(divisor) +
+             " (blocksize " + str(b) + "), found " + str(n));
+  return b;
+}
+
+// DepthToSpace: (N, C, H, W) -> (N, C / b^2, H * b, W * b). DCR reads the channels as
+// (b, b, C / b^2), CRD (PyTorch's PixelShuffle) as (C / b^2, b, b).
+std::vector<VarPtr> convertDepthToSpace(NodeContext& ctx) {
+  const VarPtr& x = ctx.input(0);
+  const std::int64_t b = blockSize(ctx, 1, true, "the channels (axis 1)");
+  const std::string mode = ctx.opset() >= 11 ? ctx.attrString("mode", "DCR") : "DCR";
+  if (mode != "DCR" && mode != "CRD")
+    ctx.fail("attribute 'mode': expected DCR or CRD, found '" + mode + "'");
+  const ShapeExpr d = shapeOf(x);
+  const VarPtr c = dimOver(d[1], b * b), bb = constantInt(b);
+  const bool dcr = mode == "DCR";
+  const VarPtr split = reshape(
+      x, dcr ? ShapeExpr{d[0], bb, bb, c, d[2], d[3]} : ShapeExpr{d[0], c, bb, bb, d[2], d[3]});
+  const VarPtr moved = dimshuffle(
+      split, dcr ? std::vector<int>{0, 3, 4, 1, 5, 2} : std::vector<int>{0, 1, 4, 2, 5, 3});
+  return {reshape(moved, ShapeExpr{d[0], c, dimTimes(d[2], b), dimTimes(d[3], b)})};
+}
+
+// SpaceToDepth: (N, C, H, W) -> (N, C * b^2, H / b, W / b), the channels as (b, b, C) (the inverse
+// of DCR; PyTorch's PixelUnshuffle exports as Reshape/Transpose instead).
+std::vector<VarPtr> convertSpaceToDepth(NodeContext& ctx) {
+  const VarPtr& x = ctx.input(0);
+  const std::int64_t b = blockSize(ctx, 2, false, "the height (axis 2)");
+  blockSize(ctx, 3, false, "the width (axis 3)");
+  const ShapeExpr d = shapeOf(x);
+  const VarPtr h = dimOver(d[2], b), w = dimOver(d[3], b), bb = constantInt(b);
+  const VarPtr split = reshape(x, ShapeExpr{d[0], d[1], h, bb, w, bb});
+  const VarPtr moved = dimshuffle(split, std::vector<int>{0, 3, 5, 1, 2, 4});
+  return {reshape(moved, ShapeExpr{d[0], dimTimes(d[1], b * b), h, w})};
+}
+
 }  // namespace
 
 void registerShapeConverters(ConverterTable& table) {
@@ -319,6 +378,8 @@ void registerShapeConverters(ConverterTable& table) {
   table.add("Split", &convertSplit);
   table.add("Expand", &convertExpand);
   table.add("Tile", &convertTile);
+  table.add("DepthToSpace", &convertDepthToSpace);
+  table.add("SpaceToDepth", &convertSpaceToDepth);
   registerIndexConverters(table);
   registerTensorMakingConverters(table);
 }

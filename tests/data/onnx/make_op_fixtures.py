@@ -768,6 +768,32 @@ def resize_interpolation():
 
 
 # ----------------------------------------------------------------------------------------------
+# DepthToSpace and SpaceToDepth (reference: ONNX's reshape-transpose-reshape definitions)
+def depth_to_space():
+    def d2s(x, b, mode):
+        n, c, h, w = x.shape
+        if mode == "DCR":
+            t = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+        else:
+            t = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+        return t.reshape(n, c // (b * b), h * b, w * b)
+
+    x = f32(2, 8, 2, 3)
+    one("depthtospace_dcr", "DepthToSpace", {"x": x}, d2s(x, 2, "DCR"), {"blocksize": 2, "mode": "DCR"})
+    crd = d2s(x, 2, "CRD")
+    assert np.array_equal(crd, torch.pixel_shuffle(torch.from_numpy(x), 2).numpy())
+    one("depthtospace_crd_symbolic_batch", "DepthToSpace", {"x": x}, crd, {"blocksize": 2, "mode": "CRD"},
+        dims={"x": ["N", 8, 2, 3]}, note="nn.PixelShuffle as PyTorch writes it")
+    x9 = f32(1, 9, 2, 2)
+    one("depthtospace_v1", "DepthToSpace", {"x": x9}, d2s(x9, 3, "DCR"), {"blocksize": 3}, opset=9)
+    y = f32(2, 3, 4, 6)
+    n, c, h, w = y.shape
+    s2d = y.reshape(n, c, h // 2, 2, w // 2, 2).transpose(0, 3, 5, 1, 2, 4).reshape(n, c * 4, h // 2, w // 2)
+    assert np.array_equal(d2s(s2d, 2, "DCR"), y)
+    one("spacetodepth", "SpaceToDepth", {"x": y}, s2d, {"blocksize": 2})
+
+
+# ----------------------------------------------------------------------------------------------
 # LSTM and GRU (reference: a plain loop in float64, ONNX's equations and gate orders)
 sig = lambda t: 1 / (1 + np.exp(-t))
 
@@ -867,7 +893,7 @@ def main():
         shutil.rmtree(OUT)
     os.makedirs(OUT)
     for family in (elementwise, logic, blas, conv, convtranspose, pool, norms, shapes, constants, reductions,
-                   resize, rnn, resize_interpolation):
+                   resize, rnn, resize_interpolation, depth_to_space):
         family()
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     print("%d fixtures, %d files, %.1f KiB in %s" % (len(names), len(os.listdir(OUT)), total / 1024, OUT))
