@@ -1,4 +1,5 @@
-// ONNX's tensor makers: Shape, Size, Constant, ConstantOfShape, Range, EyeLike.
+// ONNX's tensor makers: Shape, Size, Constant, ConstantOfShape, Range, EyeLike; and Trilu, which
+// masks with the same diagonal arithmetic as EyeLike.
 
 #include "engine/io/onnx/onnx_ops_common.h"
 #include "engine/ops/shape/shape.h"
@@ -139,6 +140,27 @@ std::vector<VarPtr> convertEyeLike(NodeContext& ctx) {
   return {cast(eq(add(rows, constantInt(k)), cols), dtype)};
 }
 
+// Trilu (opset 14): x with the elements below (upper = 1) or above (upper = 0) the k-th diagonal
+// of its last two axes set to zero: where(col - row >= k, x, 0), or <= k. k is the optional 0-d
+// integer input 1 (0 without it) and may be computed at run time.
+std::vector<VarPtr> convertTrilu(NodeContext& ctx) {
+  const VarPtr& x = ctx.input(0);
+  const int rank = ctx.rank(0);
+  if (rank < 2) ctx.fail("input 0: expected a tensor of rank 2 or more, found " + x->type().str());
+  VarPtr k = constantInt(0);
+  if (ctx.hasInput(1)) {
+    k = ctx.input(1);
+    if (!isInteger(k->type().dtype()) || k->type().ndim() != 0)
+      ctx.fail("input 1 (k): expected a 0-d integer, found " + k->type().str());
+    k = asInt64(k);
+  }
+  const VarPtr rows = dimshuffle(arange(shapeI(x, rank - 2)), {0, DimShuffle::kNewAxis});
+  const VarPtr cols = dimshuffle(arange(shapeI(x, rank - 1)), {DimShuffle::kNewAxis, 0});
+  const VarPtr offset = sub(cols, rows);
+  const VarPtr keep = ctx.attrInt("upper", 1) != 0 ? ge(offset, k) : le(offset, k);
+  return {where(keep, x, constant(0.0, x->type().dtype()))};
+}
+
 }  // namespace
 
 void registerTensorMakingConverters(ConverterTable& table) {
@@ -148,6 +170,7 @@ void registerTensorMakingConverters(ConverterTable& table) {
   table.add("ConstantOfShape", &convertConstantOfShape);
   table.add("Range", &convertRange);
   table.add("EyeLike", &convertEyeLike);
+  table.add("Trilu", &convertTrilu);
 }
 
 }  // namespace tscope::engine::io::onnx_import

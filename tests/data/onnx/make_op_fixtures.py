@@ -794,6 +794,19 @@ def depth_to_space():
 
 
 # ----------------------------------------------------------------------------------------------
+# Trilu (opset 14; reference: numpy.triu / numpy.tril over the last two axes)
+def trilu():
+    x = f32(2, 3, 5)
+    one("trilu_upper", "Trilu", {"x": x}, np.triu(x), opset=14,
+        note="torch.triu as PyTorch writes it (the causal mask of nn.Transformer)")
+    one("trilu_lower_k", "Trilu", {"x": x}, np.tril(x, -1), {"upper": 0}, {"k": arr(-1)}, opset=14)
+    xi = i64(4, 3, lo=-5)
+    k = arr(1)
+    one("trilu_upper_k_input_int64", "Trilu", {"x": xi, "k": k}, np.triu(xi, 1), opset=14,
+        note="k is a graph input: computed at run time")
+
+
+# ----------------------------------------------------------------------------------------------
 # LSTM and GRU (reference: a plain loop in float64, ONNX's equations and gate orders)
 sig = lambda t: 1 / (1 + np.exp(-t))
 
@@ -893,7 +906,7 @@ def main():
         shutil.rmtree(OUT)
     os.makedirs(OUT)
     for family in (elementwise, logic, blas, conv, convtranspose, pool, norms, shapes, constants, reductions,
-                   resize, rnn, resize_interpolation, depth_to_space):
+                   resize, rnn, resize_interpolation, depth_to_space, trilu):
         family()
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     print("%d fixtures, %d files, %.1f KiB in %s" % (len(names), len(os.listdir(OUT)), total / 1024, OUT))
