@@ -1,5 +1,5 @@
 // ONNX forms of the elementwise family: Elemwise (one scalar op each), Composite (its Elemwise
-// chain), the reductions (CAReduce, Argmax/Argmin) and SumToShape.
+// chain), the reductions (CAReduce, Argmax/Argmin, CumSum) and SumToShape.
 #include "engine/io/onnx/onnx_export_emit.h"
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/elemwise/elemwise.h"
@@ -476,6 +476,22 @@ void emitArgReduce(NodeExport& n) {
   attrInt(node, "keepdims", 0);
 }
 
+// CumSum{axis,exclusive,reverse}: ONNX's CumSum (opset 11), the axis as a 0-d input. ONNX takes
+// float16/32/64 and 32/64-bit integers: narrow integers run in int32 and are cast back, which
+// wraps as the engine's int64 accumulation does.
+void emitCumSum(NodeExport& n) {
+  const auto& op = n.op<CumSum>();
+  const DType dtype = n.inType(0).dtype();
+  const std::optional<DType> c = computeDTypeFor(dtype, kFloatTypes | kWideIntTypes);
+  const bool direct = *c == dtype;
+  auto& node = n.add("CumSum", {n.input(0, *c), n.scalar(op.axis(), DType::Int64)},
+                     {direct ? n.output(0) : n.newValue("CumSum")});
+  attrInt(node, "exclusive", op.exclusive() ? 1 : 0);
+  attrInt(node, "reverse", op.reverse() ? 1 : 0);
+  if (!direct)
+    attrInt(n.add("Cast", {node.output(0)}, {n.output(0)}), "to", onnx_import::dtypeToOnnx(dtype));
+}
+
 // SumToShape(g, d0..dk-1) sums g over its leading extra axes and over each axis whose target size
 // is 1, keeping it. Summing an axis of size 1 changes nothing, so every axis whose target is the
 // constant 1 is summed.
@@ -557,6 +573,7 @@ void registerElemwiseEmitters(EmitterTable& table) {
   table.add("Composite", &emitComposite);
   table.add("CAReduce", &emitCAReduce);
   table.add("Argmax", &emitArgReduce);
+  table.add("CumSum", &emitCumSum);
   table.add("Argmin", &emitArgReduce);
   table.add("SumToShape", &emitSumToShape);
   table.addPattern("Elemwise", {&matchMean, &emitMean});

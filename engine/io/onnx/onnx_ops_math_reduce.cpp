@@ -1,6 +1,6 @@
 // ONNX's reductions (ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
-// ReduceSumSquare, ReduceLogSum, ReduceLogSumExp) and ArgMax/ArgMin, on the engine's CAReduce and
-// ArgReduce (engine/ops/reduce/reduce.h).
+// ReduceSumSquare, ReduceLogSum, ReduceLogSumExp), ArgMax/ArgMin and CumSum, on the engine's
+// CAReduce, ArgReduce and CumSum (engine/ops/reduce/reduce.h).
 //
 // Note [ONNX reduction axes]: the axes are an attribute until an opset (13 for ReduceSum, 18 for
 // the others) and an optional input from it on (Note [Attributes that became inputs]). Absent or
@@ -110,6 +110,20 @@ std::vector<VarPtr> convertArgReduce(NodeContext& ctx) {
   return {sub(sub(shapeI(x, axis), constantInt(1)), arg(reversed))};
 }
 
+// CumSum (opsets 11 and 14): the axis is input 1, a 0-d (or one-element) integer that must be a
+// constant; exclusive and reverse are attributes.
+std::vector<VarPtr> convertCumSum(NodeContext& ctx) {
+  const VarPtr& x = ctx.input(0);
+  if (ctx.rank(0) == 0) ctx.fail("input 0: expected a tensor of rank 1 or more, found a scalar");
+  if (x->type().dtype() == DType::Bool)
+    ctx.fail("input 0: expected a numeric tensor, found " + x->type().str());
+  const std::vector<std::int64_t> axis = ctx.constantInts(1, "CumSum's axis");
+  if (axis.size() != 1)
+    ctx.fail("input 1 (axis): expected a single value, found " + std::to_string(axis.size()));
+  return {cumsum(x, ctx.axis(axis[0], ctx.rank(0)), ctx.attrInt("exclusive", 0) != 0,
+                 ctx.attrInt("reverse", 0) != 0)};
+}
+
 }  // namespace
 
 void registerReduceConverters(ConverterTable& table) {
@@ -126,6 +140,7 @@ void registerReduceConverters(ConverterTable& table) {
   table.add("ReduceLogSumExp", &convertReduce<R::LogSumExp>);
   table.add("ArgMax", &convertArgReduce<ArgReduce::Kind::Max>);
   table.add("ArgMin", &convertArgReduce<ArgReduce::Kind::Min>);
+  table.add("CumSum", &convertCumSum);
 }
 
 }  // namespace tscope::engine::io::onnx_import

@@ -186,6 +186,7 @@ void registerReduceOps(OpRegistry& registry) {
   registry.add("CAReduce", &CAReduce::fromProps);
   registry.add("Argmax", &ArgReduce::fromPropsMax);
   registry.add("Argmin", &ArgReduce::fromPropsMin);
+  registry.add("CumSum", &CumSum::fromProps);
 }
 
 }  // namespace tscope::engine

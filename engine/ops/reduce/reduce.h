@@ -12,6 +12,7 @@
 #include "engine/graph/op.h"
 #include "engine/ops/reduce/argreduce.h"
 #include "engine/ops/reduce/careduce.h"
+#include "engine/ops/reduce/cumsum.h"
 
 #include <optional>
 #include <source_location>

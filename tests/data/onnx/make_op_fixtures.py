@@ -807,6 +807,25 @@ def trilu():
 
 
 # ----------------------------------------------------------------------------------------------
+# CumSum (reference: numpy.cumsum in float64; exclusive and reverse by shifting and flipping)
+def cumsum():
+    x = f32(2, 5, 3)
+    ax = lambda v: arr(v)
+    one("cumsum", "CumSum", {"x": x}, ref32(lambda t: np.cumsum(t, 1), x), inits={"axis": ax(1)}, opset=11,
+        note="torch.cumsum as PyTorch writes it")
+    rev = ref32(lambda t: np.flip(np.cumsum(np.flip(t, 2), 2), 2), x)
+    one("cumsum_reverse_negative_axis", "CumSum", {"x": x}, rev, {"reverse": 1}, {"axis": ax(-1)}, opset=14)
+    excl = ref32(lambda t: np.cumsum(t, 0) - t, x)
+    one("cumsum_exclusive", "CumSum", {"x": x}, excl, {"exclusive": 1}, {"axis": ax(0)})
+    both = ref32(lambda t: np.flip(np.cumsum(np.flip(t, 1), 1), 1) - t, x)
+    one("cumsum_exclusive_reverse", "CumSum", {"x": x}, both, {"exclusive": 1, "reverse": 1},
+        {"axis": arr([1], np.int32)}, note="axis as a one-element int32 vector")
+    mask = i64(2, 7, lo=0, hi=2)
+    one("cumsum_int64_position_ids", "CumSum", {"mask": mask}, np.cumsum(mask, 1), inits={"axis": ax(1)},
+        note="position ids from an attention mask, as Hugging Face models compute them")
+
+
+# ----------------------------------------------------------------------------------------------
 # LSTM and GRU (reference: a plain loop in float64, ONNX's equations and gate orders)
 sig = lambda t: 1 / (1 + np.exp(-t))
 
@@ -906,7 +925,7 @@ def main():
         shutil.rmtree(OUT)
     os.makedirs(OUT)
     for family in (elementwise, logic, blas, conv, convtranspose, pool, norms, shapes, constants, reductions,
-                   resize, rnn, resize_interpolation, depth_to_space, trilu):
+                   resize, rnn, resize_interpolation, depth_to_space, trilu, cumsum):
         family()
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     print("%d fixtures, %d files, %.1f KiB in %s" % (len(names), len(os.listdir(OUT)), total / 1024, OUT))
