@@ -14,6 +14,7 @@
 #include <QCommandLineParser>
 #include <QStringList>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -95,13 +96,40 @@ int runPrint(const QCommandLineParser& p, const std::string& file, std::string& 
   return kExitOk;
 }
 
-int runValidate(const QCommandLineParser&, const std::string& file, std::string& out, std::string&) {
+// "Hardmax (2 nodes), FancyOp (1 node)": the graph's ops that were loaded but cannot run (Op::isExecutable),
+// by name, in order of first appearance; empty when every op runs.
+std::string opaqueOpsText(const engine::FunctionGraph& graph) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const engine::Apply* node : graph.toposort()) {
+    if (node->op().isExecutable()) continue;
+    const std::string name = node->op().name();
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
+    if (it == counts.end()) counts.emplace_back(name, 1);
+    else ++it->second;
+  }
+  std::string text;
+  for (const auto& [name, n] : counts)
+    text += (text.empty() ? "" : ", ") + name + " (" + std::to_string(n) + (n == 1 ? " node)" : " nodes)");
+  return text;
+}
+
+// A file with opaque ops is valid (it opens, prints and draws) but cannot run: validate says so
+// on stderr, so that a script checking models before `run` learns it without parsing `info`.
+int runValidate(const QCommandLineParser&, const std::string& file, std::string& out, std::string& err) {
   engine::io::TsgDocument doc = openGraphFile(file);
   doc.original->checkIntegrity();
   if (doc.optimized) doc.optimized->checkIntegrity();
   out += file + ": valid (" + std::to_string(doc.original->nodeCount()) + " applies in the original graph" +
          (doc.optimized ? ", " + std::to_string(doc.optimized->nodeCount()) + " in the optimized graph" : std::string()) +
          ")\n";
+  for (const auto& [which, graph] : {std::pair{"original", doc.original.get()}, std::pair{"optimized", doc.optimized.get()}}) {
+    if (!graph) continue;
+    const std::string opaque = opaqueOpsText(*graph);
+    if (!opaque.empty())
+      err += "tensorscope validate: warning: the " + std::string(which) +
+             " graph has ops this build cannot execute (loaded as opaque ops, so `run` and the "
+             "compiled modes stop at them): " + opaque + "\n";
+  }
   return kExitOk;
 }
 

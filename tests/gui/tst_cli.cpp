@@ -79,6 +79,25 @@ class TestCli : public QObject {
     Result r = cli({"validate", kExample});
     QCOMPARE(r.code, 0);
     QVERIFY(QString::fromStdString(r.out).contains("valid (7 applies"));
+    QVERIFY2(r.err.empty(), r.err.c_str());
+  }
+
+  // A file whose ops this build does not know is valid, and validate warns that it cannot run.
+  void testValidateWarnsOfOpaqueOps() {
+    std::ifstream in(kExample);
+    nlohmann::json j = nlohmann::json::parse(in);
+    int renamed = 0;
+    for (auto& a : j["graphs"]["original"]["applies"])
+      if (a["op"] == "Elemwise" && renamed++ < 2) a["op"] = "VendorFusedOp";
+    QTemporaryDir dir;
+    Result r = cli({"validate", writeTemp(dir, "vendor.tsg", j.dump())});
+    QCOMPARE(r.code, 0);
+    QVERIFY(QString::fromStdString(r.out).contains("valid (7 applies"));
+    const QString err = QString::fromStdString(r.err);
+    QVERIFY2(err.startsWith("tensorscope validate: warning: the original graph has ops this build cannot execute"),
+             qPrintable(err));
+    QVERIFY2(err.contains("VendorFusedOp (2 nodes)"), qPrintable(err));
+    QCOMPARE(err.count('\n'), 1);
   }
 
   void testRefusals_data() {
