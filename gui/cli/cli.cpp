@@ -330,7 +330,7 @@ const std::map<std::string, SubCommand>& subCommands() {
                                          "SEED"));
           p.addOption(QCommandLineOption("output-dir", "Where output_<i>.npy are written (default: .).", "DIR"));
         }}},
-      {"validate", {"loads and checks a file; exit 0 or a message", "validate FILE", &runValidate, &noOptions}},
+      {"validate", {"loads and checks a file; exit 0 or a message (and a warning for ops it cannot execute)", "validate FILE", &runValidate, &noOptions}},
   };
   return commands;
 }
