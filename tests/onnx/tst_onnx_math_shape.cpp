@@ -712,6 +712,24 @@ void TestOnnxMathShape::testErrors_data() {
   row("Expand mismatch", withConstants(13, "Expand", x, {i64({2, 4})}), "/Expand", "cannot expand");
   row("Flatten axis", withConstants(13, "Flatten", x, {}, attr("axis", 3)), "/Flatten",
       "expected axis in [-2, 2]");
+  auto einsum = [&](const char* equation, const std::vector<Tensor>& inputs) {
+    return oneNode(12, "Einsum", inputs, DType::Float32, attr("equation", equation));
+  };
+  row("Einsum term count", einsum("ij->ij", {x, x}), "/Einsum",
+      "expected one subscript term per input (2) in equation 'ij->ij', found 1");
+  row("Einsum digit", einsum("i1,jk->ik", {x, x}), "/Einsum",
+      "expected letters (and one \"...\") in term 0 of equation 'i1,jk->ik', found '1'");
+  row("Einsum two ellipses", einsum("...i...", {x}), "/Einsum", "at most one \"...\"");
+  row("Einsum rank", einsum("ijk,jk->ik", {x, x}), "/Einsum",
+      "expected term 0 'ijk' of equation 'ijk,jk->ik' to name the 2 axes of input 0");
+  row("Einsum two arrows", einsum("ij->i->j", {x}), "/Einsum", "at most one \"->\"");
+  row("Einsum output only", einsum("ij,jk->iz", {x, iota({3, 2})}), "/Einsum",
+      "found 'z' in the output only");
+  row("Einsum repeated output", einsum("ij->ii", {x}), "/Einsum", "found 'i' twice");
+  row("Einsum sizes", einsum("ij,ij->i", {x, iota({3, 2})}), "/Einsum",
+      "expected subscript 'i' to have one size (or 1) in every input, found 2 and 3");
+  row("Einsum diagonal sizes", einsum("ii->i", {x}), "/Einsum",
+      "expected the axes of repeated subscript 'i' to have one size, found 2 and 3");
 }
 
 void TestOnnxMathShape::testErrors() {

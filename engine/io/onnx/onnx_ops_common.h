@@ -20,6 +20,7 @@ namespace tscope::engine::io::onnx_import {
 void registerElementwiseConverters(ConverterTable& table);   // onnx_ops_math.cpp
 void registerActivationConverters(ConverterTable& table);    // onnx_ops_math_activation.cpp
 void registerReduceConverters(ConverterTable& table);        // onnx_ops_math_reduce.cpp
+void registerEinsumConverters(ConverterTable& table);        // onnx_ops_einsum.cpp
 void registerIndexConverters(ConverterTable& table);         // onnx_ops_shape_index.cpp
 void registerTensorMakingConverters(ConverterTable& table);  // onnx_ops_shape_make.cpp
 void registerResizeConverters(ConverterTable& table);        // onnx_ops_resize.cpp

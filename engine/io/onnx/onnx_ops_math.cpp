@@ -228,6 +228,7 @@ void registerMathConverters(ConverterTable& table) {
   registerElementwiseConverters(table);
   registerActivationConverters(table);
   registerReduceConverters(table);
+  registerEinsumConverters(table);
 }
 
 }  // namespace tscope::engine::io::onnx_import

@@ -903,6 +903,29 @@ def rnn():
              {"W": W, "R": R, "B": B}, opset, atol=1e-5)
 
 
+# Einsum (opset 12; reference: numpy.einsum in float64)
+def einsum():
+    def ein(name, eq, *xs, opset=12, **kw):
+        ins = {"x%d" % i: x for i, x in enumerate(xs)}
+        ref = np.einsum(eq, *xs) if xs[0].dtype.kind in "iu" else ref32(lambda *t: np.einsum(eq, *t), *xs)
+        one(name, "Einsum", ins, np.asarray(ref), {"equation": eq}, opset=opset, **kw)
+    ein("einsum_batch_matmul", "bij,bjk->bik", f32(2, 3, 4), f32(2, 4, 5), note="torch.einsum as PyTorch writes it")
+    ein("einsum_attention_scores", "bhqd,bhkd->bhqk", f32(2, 3, 4, 5), f32(2, 3, 6, 5), opset=13)
+    ein("einsum_implicit_matmul", "ij,jk", f32(3, 4), f32(4, 5))
+    ein("einsum_implicit_trace", "ii", f32(4, 4))
+    ein("einsum_diagonal", "bii->bi", f32(2, 4, 4))
+    ein("einsum_sum_axis", "bij->bj", f32(2, 3, 4))
+    ein("einsum_transpose_spaces", "i j k -> k i j", f32(2, 3, 4))
+    ein("einsum_ellipsis_broadcast", "...ij,...jk->...ik", f32(2, 1, 3, 4), f32(1, 3, 4, 2))
+    ein("einsum_implicit_ellipsis", "j...i", f32(3, 2, 5, 4))
+    ein("einsum_three_operands", "ij,jk,kl->il", f32(2, 3), f32(3, 4), f32(4, 5))
+    ein("einsum_outer", "i,j->ij", f32(3), f32(4))
+    ein("einsum_dot_to_scalar", "i,i->", f32(5), f32(5))
+    ein("einsum_scalar_operand", ",ij->ji", np.array(1.5, np.float32), f32(2, 3))
+    ein("einsum_bilinear_repeated", "bn,anm,bm->ba", f32(2, 3), f32(4, 3, 5), f32(2, 5), opset=18)
+    ein("einsum_int64", "ij,j->i", i64(3, 4, lo=-5), i64(4, lo=-5))
+
+
 def check_rnn_refs():
     """The numpy loops against torch.nn.LSTM/GRU (torch's gate orders: i f g o and r z n)."""
     torch.manual_seed(0)
@@ -925,7 +948,8 @@ def main():
         shutil.rmtree(OUT)
     os.makedirs(OUT)
     for family in (elementwise, logic, blas, conv, convtranspose, pool, norms, shapes, constants, reductions,
-                   resize, rnn, resize_interpolation, depth_to_space, trilu, cumsum):
+                   resize, rnn, resize_interpolation, depth_to_space, trilu, cumsum,
+                   einsum):
         family()
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     print("%d fixtures, %d files, %.1f KiB in %s" % (len(names), len(os.listdir(OUT)), total / 1024, OUT))
