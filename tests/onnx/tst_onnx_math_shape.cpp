@@ -204,6 +204,7 @@ class TestOnnxMathShape : public QObject {
   void testGather();
   void testExpandTile();
   void testShapeAndMakers();
+  void testScatterNDIndexOutOfRange();
   // --- errors ---
   void testErrors_data();
   void testErrors();
@@ -673,6 +674,25 @@ void TestOnnxMathShape::testShapeAndMakers() {
 
 // --- Errors --------------------------------------------------------------------------------------
 
+// Note [ScatterND]: indices are read at run time, so one out of range fails the run, naming the
+// ONNX node, the index and the axis, in both modes.
+void TestOnnxMathShape::testScatterNDIndexOutOfRange() {
+  const ModelBuilder model =
+      oneNode(13, "ScatterND",
+              {f32({4, 3}, std::vector<double>(12, 0.0)), i64({2, 1}, {1, 7}), iota({2, 3})},
+              DType::Float32);
+  for (Mode mode : {Mode::None, Mode::FastRun}) {
+    try {
+      (void)importAndRun(model, mode);
+      QFAIL("ScatterND ran with index 7 into an axis of size 4");
+    } catch (const std::exception& e) {
+      const QString what = QString::fromStdString(e.what());
+      QVERIFY2(what.contains("(/ScatterND)"), qPrintable(what));
+      QVERIFY2(what.contains("index 7 is out of bounds for axis 0 with size 4"), qPrintable(what));
+    }
+  }
+}
+
 void TestOnnxMathShape::testErrors_data() {
   QTest::addColumn<QByteArray>("model");
   QTest::addColumn<QString>("node");
@@ -728,6 +748,18 @@ void TestOnnxMathShape::testErrors_data() {
   row("Einsum repeated output", einsum("ij->ii", {x}), "/Einsum", "found 'i' twice");
   row("Einsum sizes", einsum("ij,ij->i", {x, iota({3, 2})}), "/Einsum",
       "expected subscript 'i' to have one size (or 1) in every input, found 2 and 3");
+  const Tensor rows = i64({1, 1}, {0});
+  row("ScatterND mul",
+      withConstants(16, "ScatterND", x, {rows, iota({1, 3})}, attr("reduction", "mul")),
+      "/ScatterND", "ScatterND with reduction 'mul' is not supported yet");
+  row("ScatterND reduction",
+      withConstants(16, "ScatterND", x, {rows, iota({1, 3})}, attr("reduction", "sum")),
+      "/ScatterND", "expected reduction none, add, mul, max or min, found 'sum'");
+  row("ScatterND index depth",
+      withConstants(13, "ScatterND", x, {i64({1, 3}, {0, 0, 0}), iota({1})}), "/ScatterND",
+      "expected indices whose last dimension is in [1, 2]");
+  row("ScatterND updates shape", withConstants(13, "ScatterND", x, {rows, iota({1, 2})}),
+      "/ScatterND", "expected updates of shape indices.shape[:-1] + data.shape[1:]");
   row("Einsum diagonal sizes", einsum("ii->i", {x}), "/Einsum",
       "expected the axes of repeated subscript 'i' to have one size, found 2 and 3");
 }

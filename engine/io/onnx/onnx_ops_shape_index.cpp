@@ -1,6 +1,7 @@
 // ONNX's indexing ops: Slice (a Subtensor; bounds constant or computed), Gather (a Subtensor for
-// a scalar index, an AdvancedSubtensor1/AdvancedSubtensor for index arrays) and GatherElements
-// (an AdvancedSubtensor with index grids on the other axes).
+// a scalar index, an AdvancedSubtensor1/AdvancedSubtensor for index arrays), GatherElements
+// (an AdvancedSubtensor with index grids on the other axes) and ScatterND (an
+// AdvancedSetSubtensor/AdvancedIncSubtensor).
 
 #include "engine/graph/apply.h"
 #include "engine/io/onnx/onnx_ops_common.h"
@@ -145,12 +146,64 @@ std::vector<VarPtr> convertGatherElements(NodeContext& ctx) {
   return {advancedSubtensor(x, index)};
 }
 
+// Note [ScatterND]: out = copy(data); out[indices[i][:k]] = updates[i] for every i of
+// indices.shape[:-1], k = indices.shape[-1] (static), updates of shape indices.shape[:-1] +
+// data.shape[k:]. That is numpy's out[idx[..., 0], ..., idx[..., k-1]] = updates: k adjacent
+// index arrays of shape indices.shape[:-1] leading the index, whose broadcast shape comes first
+// (Note [Advanced index layout]), followed by data's remaining axes, which is updates' shape. So
+// ScatterND is an AdvancedSetSubtensor (reduction "none") or AdvancedIncSubtensor ("add", where
+// duplicates accumulate as ONNX says) with indices computed at run time as readily as constant
+// ones. ONNX leaves duplicate indices undefined without a reduction; here the last one in
+// indices' row-major order wins, as AdvancedSetSubtensor does. Negative indices count from the
+// end (as ONNX Runtime reads them); an index out of range is a run-time error of the node. The
+// reductions "mul", "max" and "min" have no engine op and are refused.
+std::vector<VarPtr> convertScatterND(NodeContext& ctx) {
+  const VarPtr& data = ctx.input(0);
+  const VarPtr& indices = ctx.input(1);
+  const VarPtr& updates = ctx.input(2);
+  const std::string reduction = ctx.opset() >= 16 ? ctx.attrString("reduction", "none") : "none";
+  if (reduction != "none" && reduction != "add") {
+    if (reduction == "mul" || reduction == "max" || reduction == "min")
+      ctx.unsupported("ScatterND with reduction '" + reduction + "'");
+    ctx.fail("expected reduction none, add, mul, max or min, found '" + reduction + "'");
+  }
+  const TensorType& it = indices->type();
+  if (!isInteger(it.dtype()) || it.ndim() < 1)
+    ctx.fail("expected integer indices of rank >= 1, found " + it.str());
+  const int rank = data->type().ndim();
+  const std::int64_t k = it.shape().back();
+  if (k == kUnknownDim)
+    ctx.unsupported("ScatterND with indices whose last dimension is not static");
+  if (k < 1 || k > rank)
+    ctx.fail("expected indices whose last dimension is in [1, " + str(rank) + "] for data " +
+             data->type().str() + ", found " + it.str());
+  if (updates->type().dtype() != data->type().dtype())
+    ctx.fail("expected updates of data's dtype, found " + updates->type().str() + " for data " +
+             data->type().str());
+  std::vector<std::int64_t> want(it.shape().begin(), it.shape().end() - 1);
+  want.insert(want.end(), data->type().shape().begin() + k, data->type().shape().end());
+  const auto& got = updates->type().shape();
+  bool fits = got.size() == want.size();
+  for (std::size_t i = 0; fits && i < want.size(); ++i)
+    fits = got[i] == kUnknownDim || want[i] == kUnknownDim || got[i] == want[i];
+  if (!fits)
+    ctx.fail("expected updates of shape indices.shape[:-1] + data.shape[" + str(k) + ":] = " +
+             TensorType(data->type().dtype(), want).str() + ", found " + updates->type().str());
+  const VarPtr idx = asInt64(indices);
+  std::vector<AdvIdx> index;
+  for (std::int64_t j = 0; j < k; ++j) index.emplace_back(select(idx, it.ndim() - 1, IdxBound(j)));
+  for (std::int64_t a = k; a < rank; ++a) index.emplace_back(Idx::all());
+  if (reduction == "add") return {advancedIncSubtensor(data, updates, index)};
+  return {advancedSetSubtensor(data, updates, index)};
+}
+
 }  // namespace
 
 void registerIndexConverters(ConverterTable& table) {
   table.add("Slice", &convertSlice);
   table.add("Gather", &convertGather);
   table.add("GatherElements", &convertGatherElements);
+  table.add("ScatterND", &convertScatterND);
 }
 
 }  // namespace tscope::engine::io::onnx_import

@@ -926,6 +926,37 @@ def einsum():
     ein("einsum_int64", "ij,j->i", i64(3, 4, lo=-5), i64(4, lo=-5))
 
 
+# ScatterND (opsets 11/13/16/18; reference: ONNX's loop in numpy, the last duplicate winning). It
+# imports as AdvancedSetSubtensor/AdvancedIncSubtensor, which the exporter has no ONNX form for yet.
+def scatternd():
+    def ref(data, indices, updates, reduction="none"):
+        out = data.copy()
+        k = indices.shape[-1]
+        idx = indices.reshape(-1, k)
+        upd = updates.reshape((idx.shape[0],) + data.shape[k:])
+        for i in range(idx.shape[0]):
+            t = tuple(int(v) for v in idx[i])
+            out[t] = upd[i] if reduction == "none" else out[t] + upd[i]
+        return out
+    def sc(name, data, indices, updates, reduction=None, opset=13, runtime=False, **kw):
+        attrs = {"reduction": reduction} if reduction else {}
+        ins = [("data", data)] + ([("indices", indices)] if runtime else []) + [("updates", updates)]
+        save(name, [("ScatterND", ["data", "indices", "updates"], ["out"], attrs)], ins,
+             [("out", ref(data, indices, updates, reduction or "none"))],
+             None if runtime else {"indices": indices}, opset, export=False, **kw)
+    data, data5 = f32(4, 3), f32(3, 4, 5)
+    sc("scatternd_rows", data, arr([[2], [0]]), f32(2, 3), opset=11)
+    sc("scatternd_elements_runtime_indices", f32(2, 3, 4), arr([[[0, 1, 2], [1, 2, 3]], [[1, 0, 0], [0, 2, 1]]]),
+       f32(2, 2), runtime=True)
+    sc("scatternd_slices_k2", data5, arr([[2, 1], [0, 3]]), f32(2, 5), opset=16)
+    dup, updd = arr([[1], [3], [1], [1]]), f32(4, 3)
+    sc("scatternd_add_duplicates", data, dup, updd, "add", opset=16)
+    sc("scatternd_duplicates_last_wins", data, dup, updd,
+       note="ONNX leaves duplicates undefined; Tensorscope's last write wins")
+    sc("scatternd_negative_indices", data5, arr([[-1, 0], [1, -2]]), f32(2, 5), "none", opset=18)
+    sc("scatternd_single_point", data, arr([1, 2]), np.array(7.5, np.float32))
+    sc("scatternd_int64_add", i64(3, 4, lo=-5), arr([[2], [2]]), i64(2, 4, lo=-5), "add", opset=18, runtime=True)
+
 def check_rnn_refs():
     """The numpy loops against torch.nn.LSTM/GRU (torch's gate orders: i f g o and r z n)."""
     torch.manual_seed(0)
@@ -949,7 +980,7 @@ def main():
     os.makedirs(OUT)
     for family in (elementwise, logic, blas, conv, convtranspose, pool, norms, shapes, constants, reductions,
                    resize, rnn, resize_interpolation, depth_to_space, trilu, cumsum,
-                   einsum):
+                   einsum, scatternd):
         family()
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     print("%d fixtures, %d files, %.1f KiB in %s" % (len(names), len(os.listdir(OUT)), total / 1024, OUT))
