@@ -760,6 +760,11 @@ void TestOnnxMathShape::testErrors_data() {
       "expected indices whose last dimension is in [1, 2]");
   row("ScatterND updates shape", withConstants(13, "ScatterND", x, {rows, iota({1, 2})}),
       "/ScatterND", "expected updates of shape indices.shape[:-1] + data.shape[1:]");
+  row("GatherND index depth", withConstants(13, "GatherND", x, {i64({1, 3}, {0, 0, 0})}),
+      "/GatherND", "input 1 (indices): expected a last dimension in [1, 2] for data");
+  row("GatherND batch_dims",
+      withConstants(13, "GatherND", x, {i64({2, 1}, {0, 1})}, attr("batch_dims", 2)), "/GatherND",
+      "attribute 'batch_dims': expected 0 to 1 for data");
   row("Einsum diagonal sizes", einsum("ii->i", {x}), "/Einsum",
       "expected the axes of repeated subscript 'i' to have one size, found 2 and 3");
 }

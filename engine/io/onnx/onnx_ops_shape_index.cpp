@@ -1,7 +1,7 @@
 // ONNX's indexing ops: Slice (a Subtensor; bounds constant or computed), Gather (a Subtensor for
 // a scalar index, an AdvancedSubtensor1/AdvancedSubtensor for index arrays), GatherElements
-// (an AdvancedSubtensor with index grids on the other axes) and ScatterND (an
-// AdvancedSetSubtensor/AdvancedIncSubtensor).
+// (an AdvancedSubtensor with index grids on the other axes), GatherND (an AdvancedSubtensor) and
+// ScatterND (an AdvancedSetSubtensor/AdvancedIncSubtensor).
 
 #include "engine/graph/apply.h"
 #include "engine/io/onnx/onnx_ops_common.h"
@@ -197,12 +197,53 @@ std::vector<VarPtr> convertScatterND(NodeContext& ctx) {
   return {advancedSetSubtensor(data, updates, index)};
 }
 
+// Note [GatherND]: out[b..., i...] = data[b..., indices[b..., i..., :]] with b the batch_dims
+// leading axes shared by data and indices, k = indices.shape[-1] (static) entries indexing data's
+// next k axes; the output is indices.shape[:-1] + data.shape[batch_dims + k:]. That is numpy's
+// data[g_0, ..., g_{b-1}, idx[..., 0], ..., idx[..., k-1]] where g_a = arange(d_a) shaped to
+// broadcast along indices' axis a only: b + k adjacent index arrays broadcasting to
+// indices.shape[:-1], which leads the result (Note [Advanced index layout]), data's remaining axes
+// after it. One AdvancedSubtensor, indices computed at run time or constant; negative indices
+// count from the end, as for ScatterND (Note [ScatterND]). torch's boolean-mask indexing (x[m])
+// exports as GatherND of Transpose(NonZero(m)).
+std::vector<VarPtr> convertGatherND(NodeContext& ctx) {
+  const VarPtr& data = ctx.input(0);
+  const VarPtr& indices = ctx.input(1);
+  const TensorType& it = indices->type();
+  if (!isInteger(it.dtype()) || it.ndim() < 1)
+    ctx.fail("input 1 (indices): expected integer indices of rank >= 1, found " + it.str());
+  const int rank = data->type().ndim();
+  const std::int64_t b = ctx.opset() >= 12 ? ctx.attrInt("batch_dims", 0) : 0;
+  if (b < 0 || b >= std::min<std::int64_t>(rank, it.ndim()))
+    ctx.fail("attribute 'batch_dims': expected 0 to " +
+             str(std::min<std::int64_t>(rank, it.ndim()) - 1) + " for data " + data->type().str() +
+             " and indices " + it.str() + ", found " + str(b));
+  const std::int64_t k = it.shape().back();
+  if (k == kUnknownDim)
+    ctx.unsupported("GatherND with indices whose last dimension is not static (input 1 " +
+                    it.str() + ")");
+  if (k < 1 || b + k > rank)
+    ctx.fail("input 1 (indices): expected a last dimension in [1, " + str(rank - b) + "] for data " +
+             data->type().str() + " and batch_dims " + str(b) + ", found " + it.str());
+  const VarPtr idx = asInt64(indices);
+  std::vector<AdvIdx> index;
+  for (std::int64_t a = 0; a < b; ++a) {
+    std::vector<int> order(static_cast<std::size_t>(it.ndim() - 1), DimShuffle::kNewAxis);
+    order[static_cast<std::size_t>(a)] = 0;
+    index.emplace_back(dimshuffle(arange(shapeI(data, static_cast<int>(a))), order));
+  }
+  for (std::int64_t j = 0; j < k; ++j) index.emplace_back(select(idx, it.ndim() - 1, IdxBound(j)));
+  for (std::int64_t a = b + k; a < rank; ++a) index.emplace_back(Idx::all());
+  return {advancedSubtensor(data, index)};
+}
+
 }  // namespace
 
 void registerIndexConverters(ConverterTable& table) {
   table.add("Slice", &convertSlice);
   table.add("Gather", &convertGather);
   table.add("GatherElements", &convertGatherElements);
+  table.add("GatherND", &convertGatherND);
   table.add("ScatterND", &convertScatterND);
 }
 

@@ -957,6 +957,32 @@ def scatternd():
     sc("scatternd_single_point", data, arr([1, 2]), np.array(7.5, np.float32))
     sc("scatternd_int64_add", i64(3, 4, lo=-5), arr([[2], [2]]), i64(2, 4, lo=-5), "add", opset=18, runtime=True)
 
+# GatherND (opsets 11/12/13; reference: ONNX's definition as a numpy loop). torch's boolean-mask
+# indexing x[m] exports as GatherND(x, Transpose(NonZero(m))).
+def gathernd():
+    def ref(data, indices, b=0):
+        k = indices.shape[-1]
+        lead = indices.shape[:-1]
+        out = np.empty(lead + data.shape[b + k:], data.dtype)
+        for pos in np.ndindex(*lead):
+            out[pos] = data[pos[:b] + tuple(int(v) for v in indices[pos])]
+        return out
+    def g(name, data, indices, b=None, opset=13, runtime=False, **kw):
+        attrs = {"batch_dims": b} if b is not None else {}
+        ins = [("data", data)] + ([("indices", indices)] if runtime else [])
+        save(name, [("GatherND", ["data", "indices"], ["out"], attrs)], ins, [("out", ref(data, indices, b or 0))],
+             None if runtime else {"indices": indices}, opset, **kw)
+    data5 = f32(3, 4, 5)
+    g("gathernd_rows", f32(4, 3), arr([[2], [0], [2]]), opset=11)
+    g("gathernd_elements_runtime_indices", data5, arr([[[0, 1, 2], [2, 3, 4]], [[1, 0, 0], [0, 2, 1]]]), runtime=True)
+    g("gathernd_slices_k2", data5, arr([[2, 1], [0, 3]]), opset=12)
+    g("gathernd_negative_indices", data5, arr([[-1, 0], [1, -2]]))
+    g("gathernd_single_point", data5, arr([1, 2]))
+    g("gathernd_batch_dims1", data5, arr([[[3], [0]], [[1], [1]], [[2], [0]]]), b=1, opset=12, runtime=True)
+    g("gathernd_batch_dims2", f32(2, 3, 4, 5), arr([[[1, 4], [0, 0], [3, 2]], [[2, 2], [0, 1], [1, 3]]]), b=2)
+    g("gathernd_int64", i64(3, 4, lo=-5), arr([[2, 3], [0, 0]]))
+
+
 def check_rnn_refs():
     """The numpy loops against torch.nn.LSTM/GRU (torch's gate orders: i f g o and r z n)."""
     torch.manual_seed(0)
@@ -980,7 +1006,7 @@ def main():
     os.makedirs(OUT)
     for family in (elementwise, logic, blas, conv, convtranspose, pool, norms, shapes, constants, reductions,
                    resize, rnn, resize_interpolation, depth_to_space, trilu, cumsum,
-                   einsum, scatternd):
+                   einsum, scatternd, gathernd):
         family()
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     print("%d fixtures, %d files, %.1f KiB in %s" % (len(names), len(os.listdir(OUT)), total / 1024, OUT))
