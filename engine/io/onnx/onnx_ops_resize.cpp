@@ -31,8 +31,11 @@ namespace tscope::engine::io::onnx_import {
 
 namespace {
 
-// The index vectors of a resized axis are built while importing: at most 2^24 entries each.
-constexpr std::int64_t kMaxResizedAxis = std::int64_t{1} << 24;
+// The index (and weight) tables of the resized axes are built while importing: at most 2^22
+// entries for one node, all axes and taps together (4 for cubic, 2 for linear, 1 for nearest),
+// so that a bogus size cannot make the import allocate gigabytes (a fuzzed cubic Resize to 2^24
+// on two axes took 2.6 GB). Real resizes use a few thousand.
+constexpr std::int64_t kMaxResizeTable = std::int64_t{1} << 22;
 
 enum class Transform { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNn };
 enum class Nearest { Simple, RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
@@ -242,6 +245,7 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
   // Per resized axis: the constant source positions (nearest) or taps (linear, cubic).
   std::map<int, std::vector<std::int64_t>> sources;
   std::map<int, Taps> taps;
+  std::int64_t tableEntries = 0;
   for (std::size_t k = 0; k < axes.size(); ++k) {
     const int a = axes[k];
     const std::int64_t in = x->type().shape()[static_cast<std::size_t>(a)];
@@ -256,15 +260,15 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
         ctx.unsupported(op + " of an axis whose size is not static (axis " + std::to_string(a) +
                         ")");
       const double scaled = static_cast<double>(scale) * static_cast<double>(in);
-      if (!(scaled <= static_cast<double>(kMaxResizedAxis)))
+      if (!(scaled <= static_cast<double>(kMaxResizeTable)))
         ctx.fail("scales: axis " + std::to_string(a) + " of size " + std::to_string(in) +
                  " scaled by " + std::to_string(scales[k]) + " exceeds " +
-                 std::to_string(kMaxResizedAxis) + " elements");
+                 std::to_string(kMaxResizeTable) + " elements");
       out = static_cast<std::int64_t>(scale * static_cast<float>(in));
     } else {
       out = sizes[k];
-      if (out < 0 || out > kMaxResizedAxis)
-        ctx.fail("sizes: expected sizes from 0 to " + std::to_string(kMaxResizedAxis) + ", found " +
+      if (out < 0 || out > kMaxResizeTable)
+        ctx.fail("sizes: expected sizes from 0 to " + std::to_string(kMaxResizeTable) + ", found " +
                  std::to_string(out));
       if (in == kUnknownDim)
         ctx.unsupported(op + " of an axis whose size is not static (axis " + std::to_string(a) +
@@ -274,6 +278,11 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
     }
     if (in == 0 && out > 0)
       ctx.fail("cannot resize the empty axis " + std::to_string(a) + " to " + std::to_string(out));
+    tableEntries += out * (mode == Mode::Cubic ? 4 : mode == Mode::Linear ? 2 : 1);
+    if (tableEntries > kMaxResizeTable)
+      ctx.fail("the resized axes need " + std::to_string(tableEntries) +
+               " entries of index tables up to axis " + std::to_string(a) + " (output size " +
+               std::to_string(out) + "), expected at most " + std::to_string(kMaxResizeTable));
     if (mode != Mode::Nearest) {
       taps[a] = interpolationTaps(out, in, scale, how);
       continue;

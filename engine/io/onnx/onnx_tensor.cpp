@@ -132,6 +132,8 @@ Tensor tensorFromOnnx(const TP& proto, const std::string& baseDir) {
     default: checkCount(proto.int32_data(), numel, "int32_data");
   }
   Tensor t(*dtype, shape);
+  // An empty repeated field's data() is null, and memcpy from null is undefined even for 0 bytes.
+  if (nbytes == 0) return t;
   switch (proto.data_type()) {
     case TP::FLOAT:
       std::memcpy(t.rawData(), proto.float_data().data(), nbytes);
