@@ -765,6 +765,16 @@ void TestOnnxMathShape::testErrors_data() {
   row("GatherND batch_dims",
       withConstants(13, "GatherND", x, {i64({2, 1}, {0, 1})}, attr("batch_dims", 2)), "/GatherND",
       "attribute 'batch_dims': expected 0 to 1 for data");
+  const Tensor image = iota({1, 2, 3, 4}), grid = iota({1, 2, 2, 2});
+  row("GridSample bicubic",
+      oneNode(16, "GridSample", {image, grid}, DType::Float32, attr("mode", "bicubic")),
+      "/GridSample", "GridSample mode 'bicubic' is not supported yet");
+  row("GridSample padding",
+      oneNode(16, "GridSample", {image, grid}, DType::Float32, attr("padding_mode", "wrap")),
+      "/GridSample",
+      "attribute 'padding_mode': expected zeros, border or reflection, found 'wrap'");
+  row("GridSample grid", oneNode(16, "GridSample", {image, iota({1, 2, 2, 3})}, DType::Float32),
+      "/GridSample", "input 1 (grid): expected a floating-point tensor (N, H_out, W_out, 2)");
   row("Einsum diagonal sizes", einsum("ii->i", {x}), "/Einsum",
       "expected the axes of repeated subscript 'i' to have one size, found 2 and 3");
 }

@@ -24,6 +24,7 @@ void registerEinsumConverters(ConverterTable& table);        // onnx_ops_einsum.
 void registerIndexConverters(ConverterTable& table);         // onnx_ops_shape_index.cpp
 void registerTensorMakingConverters(ConverterTable& table);  // onnx_ops_shape_make.cpp
 void registerResizeConverters(ConverterTable& table);        // onnx_ops_resize.cpp
+void registerGridSampleConverters(ConverterTable& table);    // onnx_ops_grid_sample.cpp
 
 // Note [Attributes that became inputs]: ONNX moved several integer lists from an attribute to an
 // optional input (Squeeze/Unsqueeze/Split/ReduceSum axes or sizes at opset 13, the other Reduce*

@@ -1,5 +1,5 @@
 // Converters of Pad (opsets 2 to 18) and TopK (1 to 18); Resize and Upsample are in
-// onnx_ops_resize.cpp.
+// onnx_ops_resize.cpp, GridSample in onnx_ops_grid_sample.cpp.
 #include "engine/io/onnx/onnx_ops_common.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/shape/shape.h"
@@ -174,6 +174,7 @@ std::vector<VarPtr> convertTopK(NodeContext& ctx) {
 
 void registerMiscConverters(ConverterTable& table) {
   registerResizeConverters(table);
+  registerGridSampleConverters(table);
   table.add("Pad", &convertPad);
   table.add("TopK", &convertTopK);
 }

@@ -983,6 +983,33 @@ def gathernd():
     g("gathernd_int64", i64(3, 4, lo=-5), arr([[2, 3], [0, 0]]))
 
 
+# GridSample (opset 16; reference: F.grid_sample in float64). Grids reach past [-1, 1] so every
+# padding mode matters; nearest grids stay clear of ties between two pixels. Reflection folds the
+# coordinates with the engine's float mod, which the exporter writes as Mod fmod=1 plus a
+# correction and the importer refuses (fmod of floats), so those fixtures skip the round trip.
+def grid_sample():
+    def gs(name, x, grid, mode="bilinear", padding="zeros", align=0, opset=16, **kw):
+        t = lambda a: torch.from_numpy(a.astype(np.float64))
+        y = F.grid_sample(t(x), t(grid), mode=mode, padding_mode=padding, align_corners=bool(align)).numpy()
+        attrs = {"mode": mode, "padding_mode": padding, "align_corners": align}
+        one(name, "GridSample", {"x": x, "grid": grid}, y.astype(x.dtype), attrs, opset=opset, **kw)
+    x, g = f32(2, 3, 5, 7), f32(2, 4, 6, 2, lo=-1.3, hi=1.3)
+    gs("gridsample_bilinear_zeros", x, g, note="F.grid_sample as PyTorch writes it")
+    gs("gridsample_bilinear_zeros_align_corners", x, g, align=1)
+    gs("gridsample_bilinear_border", x, g, padding="border", opset=17)
+    gs("gridsample_bilinear_border_align_corners", x, g, padding="border", align=1)
+    far = f32(1, 3, 5, 2, lo=-3.5, hi=3.5)
+    gs("gridsample_bilinear_reflection", x[:1], far, padding="reflection", export=False)
+    gs("gridsample_bilinear_reflection_align_corners", x[:1], far, padding="reflection", align=1, opset=18,
+       export=False)
+    gs("gridsample_bilinear_reflection_single_column", f32(1, 2, 4, 1), far, padding="reflection", align=1,
+       export=False)
+    gs("gridsample_nearest_zeros", x, g, "nearest")
+    gs("gridsample_nearest_border_align_corners", x, g, "nearest", "border", 1)
+    gs("gridsample_nearest_reflection", x[:1], far, "nearest", "reflection", export=False)
+    gs("gridsample_bilinear_float64", x.astype(np.float64), g.astype(np.float64), align=1)
+
+
 def check_rnn_refs():
     """The numpy loops against torch.nn.LSTM/GRU (torch's gate orders: i f g o and r z n)."""
     torch.manual_seed(0)
@@ -1006,7 +1033,7 @@ def main():
     os.makedirs(OUT)
     for family in (elementwise, logic, blas, conv, convtranspose, pool, norms, shapes, constants, reductions,
                    resize, rnn, resize_interpolation, depth_to_space, trilu, cumsum,
-                   einsum, scatternd, gathernd):
+                   einsum, scatternd, gathernd, grid_sample):
         family()
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     print("%d fixtures, %d files, %.1f KiB in %s" % (len(names), len(os.listdir(OUT)), total / 1024, OUT))
