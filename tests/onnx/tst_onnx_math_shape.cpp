@@ -775,6 +775,9 @@ void TestOnnxMathShape::testErrors_data() {
       "attribute 'padding_mode': expected zeros, border or reflection, found 'wrap'");
   row("GridSample grid", oneNode(16, "GridSample", {image, iota({1, 2, 2, 3})}, DType::Float32),
       "/GridSample", "input 1 (grid): expected a floating-point tensor (N, H_out, W_out, 2)");
+  row("NonZero scalar", oneNode(13, "NonZero", {f32({}, {1})}, DType::Int64), "/NonZero",
+      "NonZero of a 0-d tensor (input 0 TensorType(float32, ()); expected rank 1 or more) is not "
+      "supported yet");
   row("Einsum diagonal sizes", einsum("ii->i", {x}), "/Einsum",
       "expected the axes of repeated subscript 'i' to have one size, found 2 and 3");
 }

@@ -1,5 +1,6 @@
 // ONNX forms of the shape and indexing family: DimShuffle, Reshape, Shape/ShapeI/MakeVector,
-// SpecifyShape, Join/Split, Alloc/ARange, Tile/Repeat, Subtensor and integer-array indexing.
+// SpecifyShape, Join/Split, Alloc/ARange, Tile/Repeat, Subtensor, integer-array indexing, TopK
+// and NonZero.
 #include "engine/io/onnx/onnx_export_emit.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/shape/shape.h"
@@ -538,6 +539,11 @@ void emitTopK(NodeExport& n) {
   if (!direct) attrInt(n.add("Cast", {node.output(0)}, {n.output(0)}), "to", onnx_import::dtypeToOnnx(dtype));
 }
 
+// NonZero: ONNX's NonZero (every dtype).
+void emitNonZero(NodeExport& n) {
+  n.add("NonZero", {n.input(0)}, {n.output(0)});
+}
+
 }  // namespace
 
 void registerShapeEmitters(EmitterTable& table) {
@@ -557,6 +563,7 @@ void registerShapeEmitters(EmitterTable& table) {
   table.add("AdvancedSubtensor1", &emitAdvancedSubtensor1);
   table.add("AdvancedSubtensor", &emitAdvancedSubtensor);
   table.add("TopK", &emitTopK);
+  table.add("NonZero", &emitNonZero);
   table.add("IncSubtensor", &emitIncSubtensor);
 }
 

@@ -1,10 +1,11 @@
 // ONNX's indexing ops: Slice (a Subtensor; bounds constant or computed), Gather (a Subtensor for
 // a scalar index, an AdvancedSubtensor1/AdvancedSubtensor for index arrays), GatherElements
-// (an AdvancedSubtensor with index grids on the other axes), GatherND (an AdvancedSubtensor) and
-// ScatterND (an AdvancedSetSubtensor/AdvancedIncSubtensor).
+// (an AdvancedSubtensor with index grids on the other axes), GatherND (an AdvancedSubtensor),
+// ScatterND (an AdvancedSetSubtensor/AdvancedIncSubtensor) and NonZero (the engine's NonZero).
 
 #include "engine/graph/apply.h"
 #include "engine/io/onnx/onnx_ops_common.h"
+#include "engine/ops/shape/nonzero.h"
 #include "engine/ops/shape/shape.h"
 
 #include <algorithm>
@@ -237,6 +238,16 @@ std::vector<VarPtr> convertGatherND(NodeContext& ctx) {
   return {advancedSubtensor(data, index)};
 }
 
+// NonZero (opsets 9-18): the engine's NonZero, (rank, count) int64 positions in row-major order.
+// ONNX Runtime reads a 0-d input as one element; that form is refused.
+std::vector<VarPtr> convertNonZero(NodeContext& ctx) {
+  const VarPtr& x = ctx.input(0);
+  if (ctx.rank(0) == 0)
+    ctx.unsupported("NonZero of a 0-d tensor (input 0 " + x->type().str() +
+                    "; expected rank 1 or more)");
+  return {nonzero(x)};
+}
+
 }  // namespace
 
 void registerIndexConverters(ConverterTable& table) {
@@ -244,6 +255,7 @@ void registerIndexConverters(ConverterTable& table) {
   table.add("Gather", &convertGather);
   table.add("GatherElements", &convertGatherElements);
   table.add("GatherND", &convertGatherND);
+  table.add("NonZero", &convertNonZero);
   table.add("ScatterND", &convertScatterND);
 }
 

@@ -1,6 +1,7 @@
 // The shape and indexing family's registration (declared in dimshuffle.h, called from
 // registerAllOps).
 #include "engine/graph/op_registry.h"
+#include "engine/ops/shape/nonzero.h"
 #include "engine/ops/shape/shape.h"
 #include "engine/ops/shape/topk.h"
 
@@ -25,6 +26,7 @@ void registerShapeOps(OpRegistry& registry) {
   registry.add("AdvancedSubtensor", &AdvancedSubtensor::fromProps);
   registry.add("AdvancedIncSubtensor", &AdvancedIncSubtensor::fromProps);
   registry.add("TopK", &TopK::fromProps);
+  registry.add("NonZero", &NonZero::fromProps);
 }
 
 }  // namespace tscope::engine

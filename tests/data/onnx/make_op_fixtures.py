@@ -1010,6 +1010,25 @@ def grid_sample():
     gs("gridsample_bilinear_float64", x.astype(np.float64), g.astype(np.float64), align=1)
 
 
+# NonZero (opsets 9/13; reference: numpy.nonzero stacked). torch.nonzero exports as
+# Transpose(NonZero(x)), boolean-mask indexing x[m] as GatherND(x, Transpose(NonZero(m))).
+def nonzero():
+    def nz(name, x, opset=13, **kw):
+        one(name, "NonZero", {"x": x}, np.stack(np.nonzero(x)).astype(np.int64), opset=opset, **kw)
+    x = f32(3, 4)
+    x[x < 0.2] = 0
+    x[1, 2] = np.nan
+    nz("nonzero_float_nan", x, opset=9, note="NaN counts as non-zero")
+    nz("nonzero_bool_3d", f32(2, 3, 4) > 0.3)
+    nz("nonzero_int64_1d", arr([0, 3, 0, -2, 0, 0, 7]))
+    nz("nonzero_all_zero", np.zeros((2, 3), np.float32), note="a (2, 0) result")
+    data, m = f32(3, 4, 2), f32(3, 4) > 0
+    save("nonzero_boolean_mask_indexing",
+         [("NonZero", ["m"], ["at"], {}), ("Transpose", ["at"], ["idx"], {"perm": [1, 0]}),
+          ("GatherND", ["data", "idx"], ["out"], {})],
+         [("data", data), ("m", m)], [("out", data[m])], note="x[m] as PyTorch writes it")
+
+
 def check_rnn_refs():
     """The numpy loops against torch.nn.LSTM/GRU (torch's gate orders: i f g o and r z n)."""
     torch.manual_seed(0)
@@ -1033,7 +1052,7 @@ def main():
     os.makedirs(OUT)
     for family in (elementwise, logic, blas, conv, convtranspose, pool, norms, shapes, constants, reductions,
                    resize, rnn, resize_interpolation, depth_to_space, trilu, cumsum,
-                   einsum, scatternd, gathernd, grid_sample):
+                   einsum, scatternd, gathernd, grid_sample, nonzero):
         family()
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     print("%d fixtures, %d files, %.1f KiB in %s" % (len(names), len(os.listdir(OUT)), total / 1024, OUT))

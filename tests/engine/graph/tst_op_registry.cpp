@@ -125,6 +125,7 @@ void TestOpRegistry::testRegistryRoundTrip_data() {
   QTest::newRow("Repeat per element") << "Repeat" << json{{"axis", 1}, {"repeats", {1, 0, 2}}};
   QTest::newRow("TopK largest") << "TopK" << json{{"axis", 1}, {"k", 3}, {"largest", true}};
   QTest::newRow("TopK smallest") << "TopK" << json{{"axis", 0}, {"k", 0}, {"largest", false}};
+  QTest::newRow("NonZero") << "NonZero" << json::object();
   QTest::newRow("CumSum") << "CumSum" << json{{"axis", 1}, {"exclusive", false}, {"reverse", false}};
   QTest::newRow("CumSum exclusive reverse")
       << "CumSum" << json{{"axis", 0}, {"exclusive", true}, {"reverse", true}};
@@ -196,7 +197,7 @@ void TestOpRegistry::testRegistryRoundTrip() {
 void TestOpRegistry::testRegistryCoversEveryOp() {
   // Every registered op is exercised by testRegistryRoundTrip: a new family must add rows there.
   const std::set<std::string> tested{"Elemwise", "Composite", "DimShuffle", "Dot", "ShapeI", "SumToShape",
-                                     "CAReduce", "Argmax", "Argmin", "CumSum", "Gemm", "Gemv", "Ger",
+                                     "CAReduce", "Argmax", "Argmin", "CumSum", "NonZero", "Gemm", "Gemv", "Ger",
 "Softmax", "LogSoftmax", "SoftmaxGrad", "LogSoftmaxGrad", "OneHot", "CategoricalCrossEntropy",
   "SoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyGrad", "Conv2d", "Conv2dGradInputs",
   "Conv2dGradWeights", "MaxPool2d", "MaxPool2dGrad", "MaxPool2dGradGrad", "AvgPool2d", "AvgPool2dGrad",
