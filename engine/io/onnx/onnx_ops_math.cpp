@@ -65,8 +65,14 @@ std::vector<VarPtr> convertDiv(NodeContext& ctx) {
 }
 
 // ONNX's Mod: fmod=0 takes the divisor's sign (numpy's mod, the engine's), fmod=1 the dividend's
-// (C's %): a - b * trunc(a / b), the quotient truncated as in Note [Integer Div truncates]. C's
-// fmod of floats has no exact composition here and is refused.
+// (C's %): a - b * trunc(a / b), the quotient truncated as in Note [Integer Div truncates].
+//
+// Note [C fmod of floats]: fmod(a, b) = sign(a) * mod(|a|, |b|), exactly: with both operands
+// non-negative numpy's mod is C's fmod (no sign correction applies), fmod's magnitude does not
+// depend on the signs, and its sign is a's; multiplying by sign(a) (+-1, or a itself for +-0 and
+// NaN) is exact. The special cases agree too: fmod(+-inf, b), fmod(a, 0) and NaN operands give
+// NaN, fmod(a, +-inf) = a, fmod(-0, b) = -0. torch.fmod of floats exports as Mod fmod=1, and the
+// exporter writes the engine's float mod as Mod fmod=1 plus a correction.
 std::vector<VarPtr> convertMod(NodeContext& ctx) {
   auto [a, b] = binaryOperands(ctx);
   const DType dtype = promoteTypes(a->type().dtype(), b->type().dtype());
@@ -74,7 +80,7 @@ std::vector<VarPtr> convertMod(NodeContext& ctx) {
   if (isFloat(dtype)) {
     if (!cStyle)
       ctx.fail("expected fmod=1 for floating-point inputs (ONNX requires it), found fmod=0");
-    ctx.unsupported("Mod with fmod=1 on " + std::string(dtypeName(dtype)) + " inputs");
+    return {mul(sign(a), mod(abs(a), abs(b)))};
   }
   if (!cStyle) return {mod(a, b)};
   return {sub(a, mul(b, truncatedDiv(a, b)))};

@@ -984,9 +984,7 @@ def gathernd():
 
 
 # GridSample (opset 16; reference: F.grid_sample in float64). Grids reach past [-1, 1] so every
-# padding mode matters; nearest grids stay clear of ties between two pixels. Reflection folds the
-# coordinates with the engine's float mod, which the exporter writes as Mod fmod=1 plus a
-# correction and the importer refuses (fmod of floats), so those fixtures skip the round trip.
+# padding mode matters; nearest grids stay clear of ties between two pixels.
 def grid_sample():
     def gs(name, x, grid, mode="bilinear", padding="zeros", align=0, opset=16, **kw):
         t = lambda a: torch.from_numpy(a.astype(np.float64))
@@ -999,14 +997,12 @@ def grid_sample():
     gs("gridsample_bilinear_border", x, g, padding="border", opset=17)
     gs("gridsample_bilinear_border_align_corners", x, g, padding="border", align=1)
     far = f32(1, 3, 5, 2, lo=-3.5, hi=3.5)
-    gs("gridsample_bilinear_reflection", x[:1], far, padding="reflection", export=False)
-    gs("gridsample_bilinear_reflection_align_corners", x[:1], far, padding="reflection", align=1, opset=18,
-       export=False)
-    gs("gridsample_bilinear_reflection_single_column", f32(1, 2, 4, 1), far, padding="reflection", align=1,
-       export=False)
+    gs("gridsample_bilinear_reflection", x[:1], far, padding="reflection")
+    gs("gridsample_bilinear_reflection_align_corners", x[:1], far, padding="reflection", align=1, opset=18)
+    gs("gridsample_bilinear_reflection_single_column", f32(1, 2, 4, 1), far, padding="reflection", align=1)
     gs("gridsample_nearest_zeros", x, g, "nearest")
     gs("gridsample_nearest_border_align_corners", x, g, "nearest", "border", 1)
-    gs("gridsample_nearest_reflection", x[:1], far, "nearest", "reflection", export=False)
+    gs("gridsample_nearest_reflection", x[:1], far, "nearest", "reflection")
     gs("gridsample_bilinear_float64", x.astype(np.float64), g.astype(np.float64), align=1)
 
 
@@ -1027,6 +1023,25 @@ def nonzero():
          [("NonZero", ["m"], ["at"], {}), ("Transpose", ["at"], ["idx"], {"perm": [1, 0]}),
           ("GatherND", ["data", "idx"], ["out"], {})],
          [("data", data), ("m", m)], [("out", data[m])], note="x[m] as PyTorch writes it")
+
+
+# Mod (opsets 10/13; reference: numpy.fmod and numpy.mod). torch.fmod and torch.remainder of ints,
+# torch.fmod of floats (fmod=1, the dividend's sign) as PyTorch writes them.
+def mod():
+    a = arr([[-7.5, 7.5, -0.0, 5.0, -5.0, 3.25], [1e-3, -2.5, 7.0, -7.0, np.inf, 2.0]], np.float32)
+    b = arr([[2.0, -2.0, 3.0, 5.0, 5.0, -np.inf], [0.75, 0.5, -2.5, 2.5, 3.0, 0.3]], np.float32)
+    save("mod_fmod_float", [("Mod", ["a", "b"], ["out"], {"fmod": 1})], [("a", a[:, :4]), ("b", b[:, :4])],
+         [("out", np.fmod(a[:, :4], b[:, :4]))], note="torch.fmod of floats as PyTorch writes it")
+    save("mod_fmod_float_inf", [("Mod", ["a", "b"], ["out"], {"fmod": 1})], [("a", a[:1]), ("b", b[:1])],
+         [("out", np.fmod(a[:1], b[:1]))], opset=10, note="an infinite divisor keeps the dividend")
+    x, y = f32(3, 4, lo=-5, hi=5).astype(np.float64), f32(4, lo=0.5, hi=2).astype(np.float64) * arr([1, -1, 1, -1])
+    save("mod_fmod_float64_broadcast", [("Mod", ["x", "y"], ["out"], {"fmod": 1})], [("x", x), ("y", y)],
+         [("out", np.fmod(x, y))])
+    i, j = i64(3, 4, lo=-20, hi=20), arr([3, -3, 5, -7])
+    save("mod_int64_floor", [("Mod", ["i", "j"], ["out"], {})], [("i", i), ("j", j)], [("out", np.mod(i, j))],
+         note="torch.remainder of ints")
+    save("mod_int64_fmod", [("Mod", ["i", "j"], ["out"], {"fmod": 1})], [("i", i), ("j", j)],
+         [("out", np.fmod(i, j))], note="torch.fmod of ints")
 
 
 def check_rnn_refs():
@@ -1052,7 +1067,7 @@ def main():
     os.makedirs(OUT)
     for family in (elementwise, logic, blas, conv, convtranspose, pool, norms, shapes, constants, reductions,
                    resize, rnn, resize_interpolation, depth_to_space, trilu, cumsum,
-                   einsum, scatternd, gathernd, grid_sample, nonzero):
+                   einsum, scatternd, gathernd, grid_sample, nonzero, mod):
         family()
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     print("%d fixtures, %d files, %.1f KiB in %s" % (len(names), len(os.listdir(OUT)), total / 1024, OUT))
