@@ -760,6 +760,16 @@ void TestOnnxMathShape::testErrors_data() {
       "expected indices whose last dimension is in [1, 2]");
   row("ScatterND updates shape", withConstants(13, "ScatterND", x, {rows, iota({1, 2})}),
       "/ScatterND", "expected updates of shape indices.shape[:-1] + data.shape[1:]");
+  row("ScatterElements mul",
+      withConstants(16, "ScatterElements", x, {i64({1, 3}, {0, 1, 0}), iota({1, 3})},
+                    attr("reduction", "mul")),
+      "/ScatterElements", "ScatterElements with reduction 'mul' is not supported yet");
+  row("ScatterElements indices rank",
+      withConstants(13, "ScatterElements", x, {i64({3}, {0, 1, 0}), iota({3})}), "/ScatterElements",
+      "input 1 (indices): expected integer indices of data's rank 2, found");
+  row("ScatterElements updates shape",
+      withConstants(13, "ScatterElements", x, {i64({1, 3}, {0, 1, 0}), iota({1, 2})}),
+      "/ScatterElements", "input 2 (updates): expected indices' shape");
   row("GatherND index depth", withConstants(13, "GatherND", x, {i64({1, 3}, {0, 0, 0})}),
       "/GatherND", "input 1 (indices): expected a last dimension in [1, 2] for data");
   row("GatherND batch_dims",

@@ -1,7 +1,8 @@
 // ONNX's indexing ops: Slice (a Subtensor; bounds constant or computed), Gather (a Subtensor for
 // a scalar index, an AdvancedSubtensor1/AdvancedSubtensor for index arrays), GatherElements
 // (an AdvancedSubtensor with index grids on the other axes), GatherND (an AdvancedSubtensor),
-// ScatterND (an AdvancedSetSubtensor/AdvancedIncSubtensor) and NonZero (the engine's NonZero).
+// ScatterND and ScatterElements (AdvancedSetSubtensor/AdvancedIncSubtensor) and NonZero (the
+// engine's NonZero).
 
 #include "engine/graph/apply.h"
 #include "engine/io/onnx/onnx_ops_common.h"
@@ -198,6 +199,55 @@ std::vector<VarPtr> convertScatterND(NodeContext& ctx) {
   return {advancedSetSubtensor(data, updates, index)};
 }
 
+// Note [ScatterElements]: out = copy(data); out[i][indices[i][j][k]][k] = updates[i][j][k] for
+// axis 1, the write-side twin of GatherElements (Note [GatherElements]): the same index arrays,
+// `indices` on the axis and an arange grid on every other axis, broadcasting to indices' shape,
+// which is updates'. So one AdvancedSetSubtensor (reduction "none"; duplicates, undefined in
+// ONNX, resolve as the last in indices' row-major order) or AdvancedIncSubtensor ("add"), with
+// indices constant or computed; negative indices count from the end. Scatter (opsets 9-10) is the
+// same op under its old name. The reductions "mul", "max" and "min" have no engine op and are
+// refused.
+std::vector<VarPtr> convertScatterElements(NodeContext& ctx) {
+  const VarPtr& data = ctx.input(0);
+  const VarPtr& indices = ctx.input(1);
+  const VarPtr& updates = ctx.input(2);
+  const int rank = ctx.rank(0);
+  const std::string reduction = ctx.opset() >= 16 ? ctx.attrString("reduction", "none") : "none";
+  if (reduction != "none" && reduction != "add") {
+    if (reduction == "mul" || reduction == "max" || reduction == "min")
+      ctx.unsupported(ctx.opType() + " with reduction '" + reduction + "'");
+    ctx.fail("attribute 'reduction': expected none, add, mul, max or min, found '" + reduction +
+             "'");
+  }
+  const TensorType& it = indices->type();
+  if (!isInteger(it.dtype()) || it.ndim() != rank)
+    ctx.fail("input 1 (indices): expected integer indices of data's rank " + str(rank) +
+             ", found " + it.str());
+  if (updates->type().dtype() != data->type().dtype() || updates->type().ndim() != rank)
+    ctx.fail("input 2 (updates): expected a tensor of data's dtype and of indices' shape " +
+             it.str() + ", found " + updates->type().str());
+  for (int a = 0; a < rank; ++a) {
+    const std::int64_t i = it.shape()[static_cast<std::size_t>(a)];
+    const std::int64_t u = updates->type().shape()[static_cast<std::size_t>(a)];
+    if (i != kUnknownDim && u != kUnknownDim && i != u)
+      ctx.fail("input 2 (updates): expected indices' shape " + it.str() + ", found " +
+               updates->type().str());
+  }
+  const int axis = ctx.axis(ctx.attrInt("axis", 0), rank);
+  std::vector<AdvIdx> index;
+  for (int a = 0; a < rank; ++a) {
+    if (a == axis) {
+      index.emplace_back(asInt64(indices));
+      continue;
+    }
+    std::vector<int> order(static_cast<std::size_t>(rank), DimShuffle::kNewAxis);
+    order[static_cast<std::size_t>(a)] = 0;
+    index.emplace_back(dimshuffle(arange(shapeI(indices, a)), order));
+  }
+  if (reduction == "add") return {advancedIncSubtensor(data, updates, index)};
+  return {advancedSetSubtensor(data, updates, index)};
+}
+
 // Note [GatherND]: out[b..., i...] = data[b..., indices[b..., i..., :]] with b the batch_dims
 // leading axes shared by data and indices, k = indices.shape[-1] (static) entries indexing data's
 // next k axes; the output is indices.shape[:-1] + data.shape[batch_dims + k:]. That is numpy's
@@ -256,6 +306,8 @@ void registerIndexConverters(ConverterTable& table) {
   table.add("GatherElements", &convertGatherElements);
   table.add("GatherND", &convertGatherND);
   table.add("NonZero", &convertNonZero);
+  table.add("ScatterElements", &convertScatterElements);
+  table.add("Scatter", &convertScatterElements);
   table.add("ScatterND", &convertScatterND);
 }
 

@@ -1044,6 +1044,42 @@ def mod():
          [("out", np.fmod(i, j))], note="torch.fmod of ints")
 
 
+# ScatterElements (opsets 11/13/16/18) and Scatter (9; reference: ONNX's loop in numpy, the last
+# duplicate winning). Like ScatterND they import as AdvancedSetSubtensor/AdvancedIncSubtensor, which
+# the exporter has no ONNX form for yet.
+def scatter_elements():
+    def ref(data, indices, updates, axis, reduction):
+        out = data.copy()
+        for pos in np.ndindex(*indices.shape):
+            at = list(pos)
+            at[axis] = int(indices[pos])
+            at = tuple(at)
+            out[at] = updates[pos] if reduction == "none" else out[at] + updates[pos]
+        return out
+    def sc(name, data, indices, updates, axis=None, reduction=None, opset=13, runtime=False, op="ScatterElements",
+           **kw):
+        attrs = {k: v for k, v in (("axis", axis), ("reduction", reduction)) if v is not None}
+        ins = [("data", data)] + ([("indices", indices)] if runtime else []) + [("updates", updates)]
+        save(name, [(op, ["data", "indices", "updates"], ["out"], attrs)], ins,
+             [("out", ref(data, indices, updates, (axis or 0) % data.ndim, reduction or "none"))],
+             None if runtime else {"indices": indices}, opset, export=False, **kw)
+    data = f32(4, 5)
+    sc("scatterelements_axis0", data, arr([[1, 0, 3, 2, 0], [3, 2, 1, 0, 1]]), f32(2, 5), opset=11,
+       note="torch.scatter as PyTorch writes it")
+    sc("scatterelements_axis1_runtime_indices", data, arr([[4, 0], [1, 2], [3, 3], [0, 1]]), f32(4, 2), axis=1,
+       runtime=True)
+    sc("scatterelements_negative_axis_and_indices", f32(2, 3, 4), arr([[[-1, 0], [2, -3]], [[1, 1], [0, -4]]]),
+       f32(2, 2, 2), axis=-1)
+    sc("scatterelements_add_duplicates", data, arr([[1, 1, 3, 3, 0], [1, 2, 3, 3, 0]]), f32(2, 5), axis=0,
+       reduction="add", opset=16, note="torch.scatter_add as PyTorch writes it")
+    sc("scatterelements_duplicates_last_wins", data, arr([[2, 2], [0, 0], [4, 4], [1, 1]]), f32(4, 2), axis=1,
+       note="ONNX leaves duplicates undefined; Tensorscope's last write wins")
+    sc("scatterelements_1d", f32(6), arr([5, 0, 2]), f32(3))
+    sc("scatter_v9", data, arr([[3, 1, 0], [0, 2, 1]]), f32(2, 3), axis=0, opset=9, op="Scatter")
+    sc("scatterelements_int64_add", i64(3, 4, lo=-5), arr([[2, 2, 0, 1]]), i64(1, 4, lo=-5), axis=0,
+       reduction="add", opset=18, runtime=True)
+
+
 def check_rnn_refs():
     """The numpy loops against torch.nn.LSTM/GRU (torch's gate orders: i f g o and r z n)."""
     torch.manual_seed(0)
@@ -1067,7 +1103,7 @@ def main():
     os.makedirs(OUT)
     for family in (elementwise, logic, blas, conv, convtranspose, pool, norms, shapes, constants, reductions,
                    resize, rnn, resize_interpolation, depth_to_space, trilu, cumsum,
-                   einsum, scatternd, gathernd, grid_sample, nonzero, mod):
+                   einsum, scatternd, gathernd, grid_sample, nonzero, mod, scatter_elements):
         family()
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     print("%d fixtures, %d files, %.1f KiB in %s" % (len(names), len(os.listdir(OUT)), total / 1024, OUT))
