@@ -76,7 +76,7 @@ void printRow(const char* what, double value, const char* unit, double target, c
               const QString& note = {}) {
   std::printf("  %-44s %9.1f %-3s %s", what, value, unit,
               target > 0 ? (value < target ? "ok  " : "SLOW") : "    ");
-  if (probe) std::printf("  max stall %6.1f ms", probe->maxStallMs());
+  if (probe) std::printf("  max stall %6.1f ms (busy %6.1f)", probe->maxStallMs(), probe->maxBusyStallMs());
   if (!note.isEmpty()) std::printf("  %s", qPrintable(note));
   std::printf("\n");
 }

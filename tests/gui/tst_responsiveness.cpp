@@ -12,11 +12,15 @@
 
 #include <thread>
 
+#include <time.h>
+
 using namespace tscope;
 using gui::EventLoopProbe;
 using gui::GraphPane;
 
-// The bound on a GUI-thread stall while loading, laying out or drawing.
+// The bound on a GUI-thread stall while loading, laying out or drawing. The tests hold the
+// GUI thread's busy time to it (Note [Busy stalls] in event_loop_probe.h): on a machine running
+// other builds and tests, the loop is also late whenever the system runs something else.
 static constexpr double kMaxStallMs = 100;
 
 class TestResponsiveness : public QObject {
@@ -69,6 +73,8 @@ class TestResponsiveness : public QObject {
     probe.stop();
     QVERIFY2(probe.maxStallMs() >= 120 && probe.maxStallMs() < 5000, qPrintable(probe.summary()));
     QVERIFY(!probe.stalls().empty());
+    // A sleep blocks the loop without computing: not a busy stall.
+    QVERIFY2(probe.maxBusyStallMs() < 100, qPrintable(probe.summary()));
     std::uint64_t total = 0;
     for (std::uint64_t count : probe.histogram()) total += count;
     QCOMPARE(total, probe.ticks());
@@ -76,6 +82,30 @@ class TestResponsiveness : public QObject {
     const std::uint64_t stopped = probe.ticks();
     QTest::qWait(30);
     QCOMPARE(probe.ticks(), stopped);
+  }
+
+  // 150 ms of computing on the GUI thread (measured in the thread's own CPU time, so a loaded
+  // machine cannot shorten it) shows as a busy stall of at least that long.
+  void probeMeasuresBusyStalls() {
+    EventLoopProbe probe(nullptr, 5, 50);
+    probe.start();
+    QTRY_VERIFY_WITH_TIMEOUT(probe.ticks() >= 5, 10000);
+    QTimer::singleShot(0, [] {
+      auto cpuMs = [] {
+        timespec t{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+        return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+      };
+      const double until = cpuMs() + 150;
+      volatile double sink = 0;
+      while (cpuMs() < until) sink = sink + 1;
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(probe.stallCount(100) >= 1, 10000);
+    const std::uint64_t ticksAfterStall = probe.ticks();
+    QTRY_VERIFY_WITH_TIMEOUT(probe.ticks() >= ticksAfterStall + 3, 10000);
+    probe.stop();
+    QVERIFY2(probe.maxBusyStallMs() >= 140 && probe.maxBusyStallMs() <= probe.maxStallMs(),
+             qPrintable(probe.summary()));
   }
 
   void loadWithoutStalls_data() {
@@ -96,7 +126,7 @@ class TestResponsiveness : public QObject {
     QVERIFY(model);
     qInfo("%d applies, %zu view nodes: shown in %lld ms; probe: %s", applies, model->nodes().size(),
           static_cast<long long>(clock.elapsed()), qPrintable(probe.summary()));
-    QVERIFY2(probe.maxStallMs() < kMaxStallMs, qPrintable(probe.summary()));
+    QVERIFY2(probe.maxBusyStallMs() < kMaxStallMs, qPrintable(probe.summary()));
 
     // Expanding a group (the first collapsed one on screen) keeps the loop turning too.
     const auto& layout = *m_pane->view()->graphScene()->sceneLayout();
@@ -110,7 +140,7 @@ class TestResponsiveness : public QObject {
     QTest::qWait(100);
     probe.stop();
     qInfo("expand: probe: %s", qPrintable(probe.summary()));
-    QVERIFY2(probe.maxStallMs() < kMaxStallMs, qPrintable(probe.summary()));
+    QVERIFY2(probe.maxBusyStallMs() < kMaxStallMs, qPrintable(probe.summary()));
   }
 
   // A 5,000-node flat scene (12,500 items) replaces the content without a long stall: prepared on
@@ -146,7 +176,7 @@ class TestResponsiveness : public QObject {
       qInfo("%zu items, %s: all created after %lld ms; probe: %s", items,
             fit ? "fitted (overview)" : "1x, replacing a full scene", static_cast<long long>(readyMs),
             qPrintable(probe.summary()));
-      QVERIFY2(probe.maxStallMs() < kMaxStallMs, qPrintable(probe.summary()));
+      QVERIFY2(probe.maxBusyStallMs() < kMaxStallMs, qPrintable(probe.summary()));
     }
     QVERIFY(!view->graphScene()->overview());
     // The synchronous path, for comparison (exporters and the command line use it).
@@ -187,7 +217,7 @@ class TestResponsiveness : public QObject {
     QTest::qWait(100);
     probe.stop();
     qInfo("reveal a search hit: probe: %s", qPrintable(probe.summary()));
-    QVERIFY2(probe.maxStallMs() < kMaxStallMs, qPrintable(probe.summary()));
+    QVERIFY2(probe.maxBusyStallMs() < kMaxStallMs, qPrintable(probe.summary()));
   }
 };
 
