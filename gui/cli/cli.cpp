@@ -97,10 +97,11 @@ int runPrint(const QCommandLineParser& p, const std::string& file, std::string& 
 }
 
 // "Hardmax (2 nodes), FancyOp (1 node)": the graph's ops that were loaded but cannot run (Op::isExecutable),
-// by name, in order of first appearance; empty when every op runs.
+// by name, in the graph's node order as graphSummary's "opaque_ops" lists them, with a count each;
+// empty when every op runs.
 std::string opaqueOpsText(const engine::FunctionGraph& graph) {
   std::vector<std::pair<std::string, int>> counts;
-  for (const engine::Apply* node : graph.toposort()) {
+  for (const engine::Apply* node : graph.nodes()) {
     if (node->op().isExecutable()) continue;
     const std::string name = node->op().name();
     auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
