@@ -264,20 +264,25 @@ void DebugModeObserver::reset() {
 
 void DebugModeObserver::onStart(VM&) {
   reset();
+  m_outer.clear();
 }
 void DebugModeObserver::onFinish(VM&) {
   reset();
+  m_outer.clear();
 }
 
-void DebugModeObserver::beforeNode(VM& vm, const Apply& node, std::size_t) {
+void DebugModeObserver::beforeNode(VM&, const NodeEvent& event) {
+  const Apply& node = event.node;
+  // A node with an inner graph is still pending while its frame's nodes run (Note [Node events]).
+  if (m_node != nullptr) m_outer.push_back({m_node, std::move(m_live), std::move(m_snapshot), m_skipNode});
   m_node = &node;
   m_skipNode = false;
   const auto n = static_cast<std::size_t>(node.nInputs());
   m_live.assign(n, Tensor());
   m_snapshot.assign(n, Tensor());
   for (std::size_t i = 0; i < n; ++i) {
-    const Tensor* value = vm.value(*node.inputs()[i]);
-    if (value == nullptr) {
+    const Tensor* value = event.inputs[i];
+    if (value == nullptr || !value->defined()) {
       // Nothing to re-run on (a lazily skipped input): the node is not checked.
       m_skipNode = true;
       return;
@@ -289,26 +294,39 @@ void DebugModeObserver::beforeNode(VM& vm, const Apply& node, std::size_t) {
   }
 }
 
-void DebugModeObserver::afterNode(VM& vm, const Apply& node, std::size_t) {
+void DebugModeObserver::afterNode(VM&, const NodeEvent& event) {
+  const Apply& node = event.node;
   const bool checkIt = m_node == &node && !m_skipNode;
   const std::size_t first = m_findings.size();
   m_firstFindingOfNode = first;
+  auto resume = [&] {
+    reset();
+    if (!m_outer.empty()) {
+      Pending& outer = m_outer.back();
+      m_node = outer.node;
+      m_live = std::move(outer.live);
+      m_snapshot = std::move(outer.snapshot);
+      m_skipNode = outer.skip;
+      m_outer.pop_back();
+    }
+  };
   if (checkIt) {
     // Handles to the outputs live only in this scope: Note [DebugMode never touches the VM's
     // storage].
     std::vector<Tensor> vmOutputs(static_cast<std::size_t>(node.nOutputs()));
     for (int o = 0; o < node.nOutputs(); ++o)
-      if (const Tensor* t = vm.value(node.outputRef(o)))
+      if (const Tensor* t = event.outputs[static_cast<std::size_t>(o)]; t && t->defined())
         vmOutputs[static_cast<std::size_t>(o)] = *t;
     try {
       checkNode(node, vmOutputs);
     } catch (...) {
       reset();
+      m_outer.clear();
       throw;
     }
     ++m_nodesChecked;
   }
-  reset();
+  resume();
   if (m_options.raise && m_findings.size() > first) throw DebugModeError(m_findings[first]);
 }
 
@@ -319,8 +337,8 @@ void DebugModeObserver::checkNode(const Apply& node, std::span<const Tensor> vmO
   if (m_options.checkNanInf)
     for (const Tensor& in : m_snapshot) m_inputsFinite = m_inputsFinite && nonFinite(in).empty();
 
-  // An output nobody reads is freed by the VM before afterNode runs (Note [VM storage]); its
-  // structure is then checked on the fresh re-run, which is also the reference for the others.
+  // Every output is in its slot in afterNode (Note [Node events]); one that is not (a lazily
+  // skipped output) is checked on the fresh re-run, which is also the reference for the others.
   bool missing = false;
   for (const Tensor& t : vmOutputs) missing = missing || !t.defined();
   std::vector<Tensor> freshInputs;

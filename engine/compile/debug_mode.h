@@ -16,7 +16,7 @@
 // by the time afterNode runs, and an op that reuses output buffers must find them as the VM left
 // them. The observer holds handles to the node's live inputs only between beforeNode and
 // afterNode (to see whether the node changed them; no op decides anything from the reference
-// count of an input) and none to any output, so reuseOrAllocate's "nobody else holds the buffer"
+// count of an input) and none to any output after afterNode, so reuseOrAllocate's "nobody else holds the buffer"
 // test sees what it would see without the observer, and a debug run computes exactly what a
 // normal run computes.
 
@@ -122,8 +122,8 @@ class DebugModeObserver final : public ExecutionObserver {
   explicit DebugModeObserver(DebugModeOptions options = {});
 
   void onStart(VM& vm) override;
-  void beforeNode(VM& vm, const Apply& node, std::size_t position) override;
-  void afterNode(VM& vm, const Apply& node, std::size_t position) override;
+  void beforeNode(VM& vm, const NodeEvent& event) override;
+  void afterNode(VM& vm, const NodeEvent& event) override;
   void onFinish(VM& vm) override;
 
   const DebugModeOptions& options() const { return m_options; }
@@ -160,6 +160,13 @@ class DebugModeObserver final : public ExecutionObserver {
   bool m_skipNode = false;
   bool m_inputsFinite = true;  // every float input of the node held only finite values
   std::size_t m_firstFindingOfNode = 0;
+  // Nodes with an inner graph whose frame is running: their state waits here (Note [Node events]).
+  struct Pending {
+    const Apply* node;
+    std::vector<Tensor> live, snapshot;
+    bool skip;
+  };
+  std::vector<Pending> m_outer;
   std::vector<DebugModeFinding> m_findings;
   std::size_t m_nodesChecked = 0;
   std::size_t m_reruns = 0;

@@ -1,5 +1,7 @@
 #include "engine/compile/function.h"
 
+#include "engine/compile/program.h"
+#include "engine/graph/config.h"
 #include "engine/graph/destroy_handler.h"
 #include "engine/graph/errors.h"
 #include "engine/graph/op.h"
@@ -8,6 +10,7 @@
 #include "engine/vm/vm.h"
 
 #include <unordered_map>
+#include <utility>
 #include <unordered_set>
 
 namespace tscope::engine {
@@ -24,7 +27,10 @@ std::string_view modeName(Mode mode) {
 
 struct Function::Impl {
   std::unique_ptr<FunctionGraph> graph;
+  std::shared_ptr<const Program> program;
   std::unique_ptr<VM> vm;
+  // Bumped by every begin() and finish(): an Execution is current while its generation matches.
+  std::uint64_t generation = 0;
   std::size_t nUserInputs = 0;
   std::size_t nUserOutputs = 0;
   std::vector<VarPtr> userInputs;   // graph inputs given by the caller
@@ -45,6 +51,8 @@ const FunctionGraph& Function::graph() const { return *m_impl->graph; }
 const std::vector<VarPtr>& Function::inputs() const { return m_impl->userInputs; }
 const std::vector<VarPtr>& Function::outputs() const { return m_impl->userOutputs; }
 VM& Function::vm() { return *m_impl->vm; }
+const Program& Function::program() const { return *m_impl->program; }
+const std::shared_ptr<const Program>& Function::programPtr() const { return m_impl->program; }
 const std::vector<RewriteRecord>& Function::rewriteLog() const { return m_impl->rewriteLog; }
 const RewriteProfile& Function::rewriteProfile() const { return m_impl->rewriteProfile; }
 
@@ -120,7 +128,7 @@ std::string argumentName(std::size_t i, const Variable& v) {
 }
 }  // namespace
 
-std::vector<Tensor> Function::operator()(const std::vector<Tensor>& args) {
+Execution Function::begin(const std::vector<Tensor>& args) {
   Impl& impl = *m_impl;
   if (args.size() != impl.nUserInputs)
     throw ArgumentError("Function: expected " + std::to_string(impl.nUserInputs) + " argument" +
@@ -137,13 +145,77 @@ std::vector<Tensor> Function::operator()(const std::vector<Tensor>& args) {
     }
   }
   for (std::size_t i = impl.nUserInputs; i < graphInputs.size(); ++i) impl.args[i] = Tensor();  // shared: current value
-  VM& vm = *impl.vm;
-  vm.start(impl.args);
+  impl.vm->start(impl.args);
   for (std::size_t i = 0; i < impl.nUserInputs; ++i) impl.args[i] = Tensor();  // do not keep the caller's buffers
-  while (vm.run() != VM::Status::Finished) {
-    // Function calls run to the end; a debugger that wants to stop at a pause drives the VM itself.
+  return Execution(*this, ++impl.generation);
+}
+
+std::vector<Tensor> Function::operator()(const std::vector<Tensor>& args) {
+  Execution execution = begin(args);
+  // A call runs to the end: a pause an observer asks for is the business of whoever drives the
+  // VM step by step (a debug session), not of a plain call.
+  while (execution.run() == VM::Status::Paused) {
   }
+  return execution.finish();
+}
+
+Execution::Execution(Function& function, std::uint64_t generation)
+    : m_function(&function), m_generation(generation) {}
+Execution::Execution(Execution&& other) noexcept
+    : m_function(std::exchange(other.m_function, nullptr)), m_generation(other.m_generation) {}
+Execution& Execution::operator=(Execution&& other) noexcept {
+  m_function = std::exchange(other.m_function, nullptr);
+  m_generation = other.m_generation;
+  return *this;
+}
+Execution::~Execution() = default;
+
+bool Execution::active() const {
+  return m_function != nullptr && m_function->m_impl && m_function->m_impl->generation == m_generation;
+}
+
+void Execution::check(const char* what) const {
+  if (!active())
+    throw std::logic_error(std::string("Execution::") + what +
+                           ": this execution is over (finished, or superseded by a later begin())");
+}
+
+VM& Execution::vm() {
+  check("vm");
+  return *m_function->m_impl->vm;
+}
+
+VM::Status Execution::run() {
+  check("run");
+  VM& vm = *m_function->m_impl->vm;
+  const VM::Status status = vm.run();
+  if (status == VM::Status::Failed && vm.error()) std::rethrow_exception(vm.error());
+  return status;
+}
+
+bool Execution::step() {
+  check("step");
+  VM& vm = *m_function->m_impl->vm;
+  if (vm.status() == VM::Status::Failed && vm.error()) std::rethrow_exception(vm.error());
+  return vm.step();
+}
+
+VM::Status Execution::status() const {
+  check("status");
+  return m_function->m_impl->vm->status();
+}
+
+std::vector<Tensor> Execution::finish() {
+  check("finish");
+  Function::Impl& impl = *m_function->m_impl;
+  VM& vm = *impl.vm;
+  if (vm.status() != VM::Status::Finished)
+    throw std::logic_error("Execution::finish: the run is " + std::string(statusName(vm.status())) +
+                           " (" + std::to_string(vm.pc()) + " of " +
+                           std::to_string(vm.schedule().size()) +
+                           " nodes ran); run it to the end first");
   std::vector<Tensor> values = vm.outputValues();
+  ++impl.generation;
   // Every value is computed before any shared variable changes.
   for (std::size_t u = 0; u < impl.updates.size(); ++u) {
     const auto& [outputIndex, shared] = impl.updates[u];
@@ -156,6 +228,79 @@ std::vector<Tensor> Function::operator()(const std::vector<Tensor>& args) {
   values.resize(impl.nUserOutputs);
   return values;
 }
+
+namespace {
+
+// The rewrite selection of a mode with the caller's includes and excludes.
+RewriteQuery queryFor(const CompileOptions& options) {
+  RewriteQuery query = RewriteQuery::forMode(modeName(options.mode));
+  query.include.insert(options.include.begin(), options.include.end());
+  query.exclude.insert(options.exclude.begin(), options.exclude.end());
+  return query;
+}
+
+// A graph that already holds inplace nodes (an optimized graph loaded from a .tsg, compiled with
+// mode none) needs the DestroyHandler's orderings too: without them the schedule may run a node
+// that overwrites a buffer before another reader of that buffer. A graph the handler refuses
+// (a hand-built inplace node on a graph input, as DebugMode's tests build) keeps the plain
+// schedule: its orderings would not hold anyway, and DebugMode is what reports such nodes.
+void ensureDestroyOrderings(FunctionGraph& fg) {
+  if (fg.feature<DestroyHandler>()) return;
+  bool destroys = false;
+  for (const Apply* node : fg.nodes()) destroys = destroys || !node->op().destroyMap().empty();
+  if (!destroys) return;
+  auto handler = std::make_shared<DestroyHandler>();
+  fg.attachFeature(handler);
+  try {
+    handler->validate(fg);
+  } catch (const InconsistencyError&) {
+    fg.detachFeature(*handler);
+  }
+}
+
+// Note [Inner programs]: the body of a node with an inner graph (an OpFromGraph) is cloned,
+// rewritten with the outer mode (unless the op asks to run it as written; mode debug rewrites it
+// as fast_run, and the outer DebugMode observer checks its nodes as the VM runs them), scheduled
+// and linked into a child program once per compile and op. Its inputs stand for the node's
+// inputs, which the body must not overwrite: none of them is a mutable input. Test values are off
+// on this thread meanwhile: the body's inputs carry none, and the rewrites build nodes.
+LinkOptions linkOptionsFor(const CompileOptions& options, bool keepBuffers);
+
+std::shared_ptr<const Program> linkInnerGraph(const Apply& node, const FunctionGraph& inner,
+                                              const CompileOptions& options) {
+  std::shared_ptr<FunctionGraph> fg = inner.clone();
+  prepareDestroyers(*fg, {});
+  if (options.mode != Mode::None && node.op().optimizeInnerGraph()) {
+    TestValuesSuspended noTestValues;
+    CompileOptions innerOptions = options;
+    if (innerOptions.mode == Mode::Debug) innerOptions.mode = Mode::FastRun;
+    optimize(*fg, queryFor(innerOptions), RewriteDb::standard(), OptimizeOptions{});
+  }
+  ensureDestroyOrderings(*fg);
+  std::vector<Apply*> schedule = fg->toposort();
+  return linkProgram(std::shared_ptr<const FunctionGraph>(fg), std::move(schedule),
+                     linkOptionsFor(options, false));
+}
+
+LinkOptions linkOptionsFor(const CompileOptions& options, bool keepBuffers) {
+  LinkOptions link;
+  link.keepBuffers = keepBuffers;
+  link.device = options.device;
+  link.kernels = options.kernels;
+  // Copies of the options the inner links need (not the observers: they attach to the VM).
+  CompileOptions inner;
+  inner.mode = options.mode;
+  inner.include = options.include;
+  inner.exclude = options.exclude;
+  inner.device = options.device;
+  inner.kernels = options.kernels;
+  link.linkInner = [inner](const Apply& node, const FunctionGraph& body) {
+    return linkInnerGraph(node, body, inner);
+  };
+  return link;
+}
+
+}  // namespace
 
 Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& outputs,
                  const std::vector<Update>& updates, CompileOptions options) {
@@ -228,9 +373,7 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
   }
   prepareDestroyers(fg, clonedTargets);
   if (options.mode != Mode::None) {
-    RewriteQuery query = RewriteQuery::forMode(modeName(options.mode));
-    query.include.insert(options.include.begin(), options.include.end());
-    query.exclude.insert(options.exclude.begin(), options.exclude.end());
+    RewriteQuery query = queryFor(options);
     const bool debug = options.mode == Mode::Debug;
     // Debug: rewrite a second copy too; the rewrites must not depend on ids, addresses or hash order.
     std::unique_ptr<FunctionGraph> second = debug ? fg.clone() : nullptr;
@@ -254,31 +397,14 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
       }
     }
   }
-  // A graph that already holds inplace nodes (an optimized graph loaded from a .tsg, compiled with
-  // mode none) needs the DestroyHandler's orderings too: without them the schedule may run a node
-  // that overwrites a buffer before another reader of that buffer. A graph the handler refuses
-  // (a hand-built inplace node on a graph input, as DebugMode's tests build) keeps the plain
-  // schedule: its orderings would not hold anyway, and DebugMode is what reports such nodes.
-  if (!fg.feature<DestroyHandler>()) {
-    bool destroys = false;
-    for (const Apply* node : fg.nodes()) destroys = destroys || !node->op().destroyMap().empty();
-    if (destroys) {
-      auto handler = std::make_shared<DestroyHandler>();
-      fg.attachFeature(handler);
-      try {
-        handler->validate(fg);
-      } catch (const InconsistencyError&) {
-        fg.detachFeature(*handler);
-      }
-    }
-  }
+  ensureDestroyOrderings(fg);
   const auto& gIn = fg.inputs();
   impl->userInputs.assign(gIn.begin(), gIn.begin() + static_cast<std::ptrdiff_t>(inputs.size()));
   const auto& gOut = fg.outputs();
   impl->userOutputs.assign(gOut.begin(), gOut.begin() + static_cast<std::ptrdiff_t>(outputs.size()));
-  VMOptions vmOptions;
-  vmOptions.keepBuffers = options.keepBuffers;
-  impl->vm = std::make_unique<VM>(*impl->graph, impl->graph->toposort(), vmOptions);
+  impl->program = linkProgram(*impl->graph, impl->graph->toposort(),
+                              linkOptionsFor(options, options.keepBuffers));
+  impl->vm = std::make_unique<VM>(impl->program);
   if (options.mode == Mode::Debug) impl->vm->addObserver(std::make_shared<DebugModeObserver>(options.debug));
   for (auto& obs : options.observers) impl->vm->addObserver(obs);
   return Function(std::move(impl));

@@ -2,11 +2,13 @@
 // compile(): turns a graph into a callable Function (DESIGN.md "From graph to Function").
 
 #include "engine/compile/debug_mode.h"
+#include "engine/compile/kernel.h"
 #include "engine/graph/function_graph.h"
 #include "engine/graph/rewrite_recorder.h"
 #include "engine/rewrite/rewriter.h"
 #include "engine/graph/variable.h"
 #include "engine/tensor/tensor.h"
+#include "engine/vm/vm.h"
 
 #include <memory>
 #include <span>
@@ -18,6 +20,8 @@ namespace tscope::engine {
 
 class VM;
 class ExecutionObserver;
+class Program;
+class Function;
 
 // An argument to a Function does not fit its input (count, dtype, rank, static dimension).
 class ArgumentError : public std::runtime_error {
@@ -48,6 +52,47 @@ struct CompileOptions {
   bool keepBuffers = false;
   // Observers attached to every call's VM (profiler, NanGuard, debugger, tests).
   std::vector<std::shared_ptr<ExecutionObserver>> observers;
+  // Where the nodes run: the linker chooses each node's kernel for this device from `kernels`
+  // (null: defaultKernelRegistry()), falling back to the CPU reference (Note [Ops and backends]).
+  Device device = Device::Cpu;
+  const KernelRegistry* kernels = nullptr;
+};
+
+// One execution of a Function, driven by the caller (DESIGN.md "Execution"): Function::begin
+// checks the arguments and readies the VM; the caller runs or steps it (vm() gives every control:
+// breaks, observers, values); finish() applies the updates and returns the outputs.
+//
+//   Execution e = f.begin({x});
+//   e.vm().setBreakBefore(*node);
+//   while (e.run() == VM::Status::Paused) inspect(e.vm());
+//   std::vector<Tensor> outputs = e.finish();
+//
+// An execution that is destroyed, superseded by a later begin(), or failed before finish()
+// applies no update: every shared variable keeps its value.
+class Execution {
+ public:
+  Execution(Execution&& other) noexcept;
+  Execution& operator=(Execution&& other) noexcept;
+  ~Execution();
+
+  VM& vm();
+  // vm().run() / vm().step(); failures are rethrown.
+  VM::Status run();
+  bool step();
+  VM::Status status() const;
+  // Whether this execution is still the function's current one (not finished, not superseded).
+  bool active() const;
+  // Requires a finished run (throws std::logic_error naming the status otherwise). Applies the
+  // updates (every value was computed before any shared variable changes) and returns one tensor
+  // per output the caller asked for; they never alias the function's internal buffers.
+  std::vector<Tensor> finish();
+
+ private:
+  friend class Function;
+  Execution(Function& function, std::uint64_t generation);
+  void check(const char* what) const;
+  Function* m_function = nullptr;
+  std::uint64_t m_generation = 0;
 };
 
 class Function {
@@ -59,7 +104,10 @@ class Function {
   // Runs the graph on args (one per input, checked against the input types; values of another
   // dtype are converted only when the conversion is lossless) and applies the updates. Returns
   // one tensor per output; outputs never alias the function's internal buffers.
+  // begin + run + finish.
   std::vector<Tensor> operator()(const std::vector<Tensor>& args);
+  // Checks the arguments (ArgumentError) and starts the VM on them; nothing runs yet.
+  Execution begin(const std::vector<Tensor>& args);
 
   const FunctionGraph& graph() const;
   const std::vector<VarPtr>& inputs() const;   // the graph's inputs (clones of the given ones)
@@ -69,8 +117,12 @@ class Function {
   const RewriteProfile& rewriteProfile() const;
   // The VM of this function: step()/run() control, storage inspection, observers.
   VM& vm();
+  // The linked program: schedule, StoragePlan, kernels, child programs of inner graphs.
+  const Program& program() const;
+  const std::shared_ptr<const Program>& programPtr() const;
 
  private:
+  friend class Execution;
   friend Function compile(const std::vector<VarPtr>&, const std::vector<VarPtr>&, const std::vector<Update>&,
                           CompileOptions);
   struct Impl;

@@ -10,9 +10,18 @@ namespace {
 std::atomic<TestValueMode> g_testValueMode{TestValueMode::Off};
 std::mutex g_warningMutex;
 WarningHandler g_warningHandler;
+thread_local int t_testValuesSuspended = 0;
 }  // namespace
 
-TestValueMode testValueMode() { return g_testValueMode.load(std::memory_order_relaxed); }
+TestValueMode testValueMode() {
+  if (t_testValuesSuspended > 0) return TestValueMode::Off;
+  return g_testValueMode.load(std::memory_order_relaxed);
+}
+
+TestValueMode globalTestValueMode() { return g_testValueMode.load(std::memory_order_relaxed); }
+
+TestValuesSuspended::TestValuesSuspended() { ++t_testValuesSuspended; }
+TestValuesSuspended::~TestValuesSuspended() { --t_testValuesSuspended; }
 void setTestValueMode(TestValueMode mode) { g_testValueMode.store(mode, std::memory_order_relaxed); }
 
 std::string_view testValueModeName(TestValueMode mode) {

@@ -15,20 +15,33 @@ namespace tscope::engine {
 // creation site.
 enum class TestValueMode { Off, Warn, Raise };
 
+// The mode in effect on this thread (Off inside TestValuesSuspended), and the process-wide one.
 TestValueMode testValueMode();
+TestValueMode globalTestValueMode();
 void setTestValueMode(TestValueMode mode);
 std::string_view testValueModeName(TestValueMode mode);
 
 // Sets the mode for a scope and restores the previous one.
 class TestValueModeGuard {
  public:
-  explicit TestValueModeGuard(TestValueMode mode) : m_previous(testValueMode()) { setTestValueMode(mode); }
+  explicit TestValueModeGuard(TestValueMode mode) : m_previous(globalTestValueMode()) { setTestValueMode(mode); }
   ~TestValueModeGuard() { setTestValueMode(m_previous); }
   TestValueModeGuard(const TestValueModeGuard&) = delete;
   TestValueModeGuard& operator=(const TestValueModeGuard&) = delete;
 
  private:
   TestValueMode m_previous;
+};
+
+// Test values off on this thread only, for a scope (nestable): compile rewrites an inner graph
+// (an OpFromGraph body) under it, whose inputs carry no test values, while another thread may be
+// building a graph with test values on.
+class TestValuesSuspended {
+ public:
+  TestValuesSuspended();
+  ~TestValuesSuspended();
+  TestValuesSuspended(const TestValuesSuspended&) = delete;
+  TestValuesSuspended& operator=(const TestValuesSuspended&) = delete;
 };
 
 // Engine warnings (test values in warn mode, checkers): written to stderr unless a handler is set.

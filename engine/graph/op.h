@@ -30,6 +30,7 @@
 namespace tscope::engine {
 
 class Tensor;
+class FunctionGraph;
 
 // A symbolic shape: one 0-d int64 variable per dimension (a Constant where the size is static).
 using ShapeExpr = std::vector<VarPtr>;
@@ -136,6 +137,15 @@ class Op : public std::enable_shared_from_this<Op> {
   virtual OpPtr outOfPlace() const { return nullptr; }
   // False for ops that can be drawn and inspected but not run (opaque ops from files).
   virtual bool isExecutable() const { return true; }
+  // Note [Frames] (engine/vm/vm.h): an op whose computation is a graph of its own (an OpFromGraph
+  // body) returns it; its inputs stand for the node's inputs and its outputs for the node's
+  // outputs. compile links it into a child program and the VM runs it as a frame, so observers
+  // see, time and check its nodes like outer ones; perform stays the reference. The viewer draws
+  // such a node as a group. Null for every other op.
+  virtual const FunctionGraph* innerGraph() const { return nullptr; }
+  // Whether compile may rewrite the inner graph with the outer mode (true), or must link it as
+  // it is (an op whose body is meant to run exactly as written).
+  virtual bool optimizeInnerGraph() const { return true; }
 
  protected:
   // Helper for outputTypes(): throws TypeError "Op{props}: input <i> (<name>): expected <expected>,

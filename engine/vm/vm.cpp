@@ -4,240 +4,692 @@
 #include "engine/graph/op.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace tscope::engine {
 
-VM::VM(const FunctionGraph& graph, std::vector<Apply*> schedule, VMOptions options)
-    : m_graph(graph), m_schedule(std::move(schedule)), m_options(options) {
-  const auto& vars = graph.variables();
-  m_slots.reserve(vars.size());
-  m_storage.resize(vars.size());
-  for (std::size_t i = 0; i < vars.size(); ++i) {
-    const Variable* v = vars[i];
-    m_slots.set(v, static_cast<std::uint32_t>(i));
-    if (v->kind() == Variable::Kind::Constant) m_storage[i] = static_cast<const Constant&>(*v).value();
-  }
-  for (const VarPtr& in : graph.inputs()) m_inputSlots.push_back(static_cast<std::uint32_t>(slotOf(*in)));
-  for (const VarPtr& out : graph.outputs()) m_outputSlots.push_back(static_cast<std::uint32_t>(slotOf(*out)));
+namespace {
 
-  // Last reader of every intermediate (Note [VM storage]).
-  std::vector<std::int64_t> lastUse(vars.size(), -1);
-  std::vector<bool> pinned(vars.size(), false);
-  for (std::uint32_t s : m_outputSlots) pinned[s] = true;
-  for (std::size_t pos = 0; pos < m_schedule.size(); ++pos) {
-    const Apply* node = m_schedule[pos];
-    for (const VarPtr& in : node->inputs()) lastUse[slotOf(*in)] = static_cast<std::int64_t>(pos);
-    for (int o = 0; o < node->nOutputs(); ++o) {
-      const std::size_t s = slotOf(node->outputRef(o));
-      lastUse[s] = std::max(lastUse[s], static_cast<std::int64_t>(pos));
+std::int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Runs the observers' callbacks with the VM marked as inside them, so addObserver/removeObserver
+// from a callback are deferred (Note [VM states], "Threads").
+struct CallbackScope {
+  explicit CallbackScope(bool& flag) : m_flag(flag), m_previous(flag) { flag = true; }
+  ~CallbackScope() { m_flag = m_previous; }
+  bool& m_flag;
+  bool m_previous;
+};
+
+}  // namespace
+
+std::string_view statusName(VM::Status status) {
+  switch (status) {
+    case VM::Status::Idle: return "idle";
+    case VM::Status::Ready: return "ready";
+    case VM::Status::Running: return "running";
+    case VM::Status::Paused: return "paused";
+    case VM::Status::Finished: return "finished";
+    case VM::Status::Failed: break;
+  }
+  return "failed";
+}
+
+// One node as the dispatch loop reads it: a compact copy of the program's LinkedNode with its
+// operands resolved into this frame's storage.
+struct VM::Hot {
+  const Op* op;
+  const Apply* node;
+  KernelFn fn;
+  std::uint32_t in, nIn, out, nOut;  // into Frame::ptrs
+  std::uint32_t freeBegin, nFree;    // into the plan's freeSlots
+  std::uint32_t destroyBegin, nDestroy;  // into the plan's overwrites
+  std::int32_t child;
+};
+
+struct VM::Frame {
+  const Program* program = nullptr;
+  std::vector<Tensor> storage;
+  std::vector<Tensor*> ptrs;
+  std::vector<Hot> hot;
+  std::size_t pc = 0;
+  Frame* caller = nullptr;  // non-null while the frame is on the stack (frames above 0)
+  std::int64_t callerNodeId = -1;
+  std::size_t callerPosition = 0;
+  std::int64_t t0 = 0;  // when the caller node entered this frame (timing)
+  NodeTiming* timing = nullptr;
+
+  explicit Frame(const Program& p) : program(&p) {
+    storage = p.constants();
+    const auto operands = p.operandSlots();
+    ptrs.resize(operands.size());
+    for (std::size_t k = 0; k < operands.size(); ++k) ptrs[k] = &storage[operands[k]];
+    const StoragePlan& plan = p.plan();
+    hot.reserve(p.nodes().size());
+    std::uint32_t d = 0;
+    for (std::size_t pos = 0; pos < p.nodes().size(); ++pos) {
+      const LinkedNode& n = p.nodes()[pos];
+      Hot h{};
+      h.op = n.op;
+      h.node = n.node;
+      h.fn = n.kernel.fn;
+      h.in = n.inBegin;
+      h.nIn = n.nIn;
+      h.out = n.outBegin;
+      h.nOut = n.nOut;
+      h.freeBegin = plan.freeBegin[pos];
+      h.nFree = plan.freeBegin[pos + 1] - plan.freeBegin[pos];
+      while (d < plan.overwrites.size() && plan.overwrites[d].position < pos) ++d;
+      h.destroyBegin = d;
+      while (d < plan.overwrites.size() && plan.overwrites[d].position == pos) ++d;
+      h.nDestroy = d - h.destroyBegin;
+      h.child = n.child;
+      hot.push_back(h);
     }
   }
-  std::vector<std::vector<std::uint32_t>> freeAfter(m_schedule.size());
-  if (!m_options.keepBuffers) {
-    for (std::size_t s = 0; s < vars.size(); ++s)
-      if (!pinned[s] && vars[s]->owner() != nullptr && lastUse[s] >= 0)
-        freeAfter[static_cast<std::size_t>(lastUse[s])].push_back(static_cast<std::uint32_t>(s));
-  }
+  std::span<const Tensor* const> inputs(const Hot& t) const { return {ptrs.data() + t.in, t.nIn}; }
+  std::span<Tensor* const> outputs(const Hot& t) const { return {ptrs.data() + t.out, t.nOut}; }
+};
 
-  m_thunks.reserve(m_schedule.size());
-  for (std::size_t pos = 0; pos < m_schedule.size(); ++pos) {
-    const Apply* node = m_schedule[pos];
-    if (node->fgraph() != &graph)
-      throw GraphError("VM: the schedule holds " + node->str() + ", which is not a node of this graph");
-    if (!node->op().isExecutable())
-      throw GraphError("VM: " + node->op().str() + " (node " + std::to_string(node->id()) +
-                       ") cannot be executed: it is an opaque op loaded from a file");
-    Thunk t{};
-    t.op = &node->op();
-    t.node = node;
-    t.inBegin = static_cast<std::uint32_t>(m_inPtrs.size());
-    t.nIn = static_cast<std::uint32_t>(node->nInputs());
-    for (const VarPtr& in : node->inputs()) m_inPtrs.push_back(&m_storage[slotOf(*in)]);
-    t.outBegin = static_cast<std::uint32_t>(m_outPtrs.size());
-    t.nOut = static_cast<std::uint32_t>(node->nOutputs());
-    for (int o = 0; o < node->nOutputs(); ++o) m_outPtrs.push_back(&m_storage[slotOf(node->outputRef(o))]);
-    t.freeBegin = static_cast<std::uint32_t>(m_freeSlots.size());
-    t.nFree = static_cast<std::uint32_t>(freeAfter[pos].size());
-    m_freeSlots.insert(m_freeSlots.end(), freeAfter[pos].begin(), freeAfter[pos].end());
-    m_thunks.push_back(t);
-  }
-
-  // Note [Overwritten inputs]: a node that overwrites an input (destroyMap) whose buffer is a graph
-  // input's (the shared W of Gemm{inplace} in an SGD step, directly or through views) writes into
-  // the buffer start() puts in that input's slot. start() hands it the shared variable's own
-  // buffer only when nothing outside the shared variable and this VM holds it; a caller that kept
-  // the value (`Tensor seen = w->value()`), or any other input value, gets a private copy first,
-  // so no value the caller can still see ever changes.
-  std::vector<bool> overwritten(vars.size(), false);
-  for (const Apply* node : m_schedule)
-    for (const auto& [output, destroyed] : node->op().destroyMap())
-      for (int i : destroyed) {
-        if (i < 0 || i >= node->nInputs()) continue;
-        const Variable* v = node->input(i).get();
-        // Up the view chain: output o of a view op aliases the input its viewMap names.
-        while (const Apply* owner = v->owner()) {
-          const ViewMap views = owner->op().viewMap();
-          const auto it = views.find(v->index());
-          if (it == views.end() || it->second.empty()) break;
-          v = owner->input(it->second.front()).get();
-        }
-        if (!v->owner()) overwritten[slotOf(*v)] = true;
-      }
-  for (std::size_t i = 0; i < m_inputSlots.size(); ++i)
-    if (overwritten[m_inputSlots[i]]) m_overwrittenInputs.push_back(i);
+VM::VM(std::shared_ptr<const Program> program, VMOptions options)
+    : m_program(std::move(program)), m_options(options) {
+  if (!m_program) throw GraphError("VM: the program is null");
+  m_root = std::make_unique<Frame>(*m_program);
+  m_stack.push_back(m_root.get());
 }
+
+VM::VM(const FunctionGraph& graph, std::vector<Apply*> schedule, VMOptions options)
+    : VM(linkProgram(graph, std::move(schedule), LinkOptions{.keepBuffers = options.keepBuffers}),
+         options) {}
 
 VM::~VM() = default;
 
-std::size_t VM::slotOf(const Variable& var) const {
-  const std::uint32_t* s = m_slots.find(&var);
-  if (s == nullptr)
-    throw GraphError("VM: the variable " + var.displayName() + " is not in the graph this VM runs");
-  return *s;
+std::size_t VM::pc() const { return m_root->pc; }
+
+VM::FrameInfo VM::frame(std::size_t index) const {
+  if (index >= m_stack.size())
+    throw std::out_of_range("VM::frame: frame " + std::to_string(index) + " of " +
+                            std::to_string(m_stack.size()));
+  const Frame& f = *m_stack[index];
+  return {f.program, f.pc, f.callerNodeId, f.callerPosition};
+}
+
+VM::Frame& VM::frameFor(const Program& program) {
+  auto& slot = m_children[&program];
+  if (!slot) {
+    slot = std::make_unique<Frame>(program);
+    if (m_options.timing) {
+      auto& t = m_timings[&program];
+      t.resize(program.nodes().size());
+      slot->timing = t.data();
+    }
+  }
+  if (slot->caller != nullptr)
+    throw std::logic_error("VM: the inner graph of node " + std::to_string(slot->callerNodeId) +
+                           " is entered while it is already running (a recursive inner graph)");
+  if (m_options.timing && slot->timing == nullptr) {
+    auto& t = m_timings[&program];
+    t.resize(program.nodes().size());
+    slot->timing = t.data();
+  }
+  return *slot;
+}
+
+void VM::clearFrame(Frame& f) {
+  const StoragePlan& plan = f.program->plan();
+  for (std::size_t s = 0; s < f.storage.size(); ++s)
+    if (plan.producer[s] >= 0) f.storage[s] = Tensor();
+  for (std::uint32_t s : f.program->inputSlots()) f.storage[s] = Tensor();
+  f.caller = nullptr;
+  f.pc = 0;
 }
 
 void VM::start(std::span<const Tensor> inputValues) {
-  const auto& inputs = m_graph.inputs();
+  if (m_status == Status::Running)
+    throw std::logic_error("VM::start: called while the VM is running (from an observer)");
+  const Program& p = *m_program;
+  const auto& inputs = p.graph().inputs();
   if (inputValues.size() != inputs.size())
-    throw std::invalid_argument("VM::start: expected " + std::to_string(inputs.size()) + " input values, found " +
-                                std::to_string(inputValues.size()));
+    throw std::invalid_argument("VM::start: expected " + std::to_string(inputs.size()) +
+                                " input values, found " + std::to_string(inputValues.size()));
+  // Abandon a paused or failed execution's inner frames.
+  while (m_stack.size() > 1) {
+    clearFrame(*m_stack.back());
+    m_stack.pop_back();
+  }
+  m_path.clear();
+  Frame& f = *m_root;
+  const auto inputSlots = p.inputSlots();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Variable& in = *inputs[i];
-    Tensor& slot = m_storage[m_inputSlots[i]];
+    Tensor& slot = f.storage[inputSlots[i]];
     if (inputValues[i].defined()) {
       slot = inputValues[i];
     } else if (in.kind() == Variable::Kind::Shared) {
       slot = static_cast<const SharedVariable&>(in).value();
     } else {
-      throw std::invalid_argument("VM::start: no value for input " + std::to_string(i) + " (" + in.displayName() + ")");
+      throw std::invalid_argument("VM::start: no value for input " + std::to_string(i) + " (" +
+                                  in.displayName() + ")");
     }
   }
-  if (!m_options.keepBuffers)
-    for (std::size_t pos = 0; pos < m_schedule.size(); ++pos)
-      for (int o = 0; o < m_schedule[pos]->nOutputs(); ++o) m_storage[slotOf(m_schedule[pos]->outputRef(o))] = Tensor();
-  for (std::size_t i : m_overwrittenInputs) {
-    Tensor& slot = m_storage[m_inputSlots[i]];
+  const StoragePlan& plan = p.plan();
+  if (!plan.keepBuffers)
+    for (std::size_t s = 0; s < f.storage.size(); ++s)
+      if (plan.producer[s] >= 0) f.storage[s] = Tensor();
+  // Note [Overwritten inputs]: a node that overwrites an input (destroyMap) whose buffer is a
+  // graph input's (the shared W of Gemm{inplace} in an SGD step, directly or through views) writes
+  // into the buffer start() puts in that input's slot. start() hands it the shared variable's own
+  // buffer only when nothing outside the shared variable and this VM holds it; a caller that kept
+  // the value (`Tensor seen = w->value()`), or any other input value, gets a private copy first,
+  // so no value the caller can still see ever changes.
+  for (std::size_t i : plan.overwrittenInputs) {
+    Tensor& slot = f.storage[inputSlots[i]];
     if (!slot.defined()) continue;
     // Holders the buffer may have: the shared variable's value (when it came from there), this
     // slot, and with keepBuffers a computed value of the previous call that aliases it (without,
-    // those slots were just cleared). Any other holder, another input's slot included, is a reader
-    // the overwrite must not reach.
+    // those slots were just cleared). Any other holder, another input's slot included, is a
+    // reader the overwrite must not reach.
     long expected = (inputValues[i].defined() ? 0 : 1) + 1;
-    if (m_options.keepBuffers) {
-      const auto& vars = m_graph.variables();
-      for (std::size_t s = 0; s < m_storage.size(); ++s)
-        if (vars[s]->owner() != nullptr && m_storage[s].storage() == slot.storage()) ++expected;
-    }
+    if (plan.keepBuffers)
+      for (std::size_t s = 0; s < f.storage.size(); ++s)
+        if (plan.producer[s] >= 0 && f.storage[s].storage() == slot.storage()) ++expected;
     if (slot.storage().use_count() > expected) slot = slot.clone();
   }
-  m_pc = 0;
-  m_pauseRequested.store(false, std::memory_order_relaxed);
-  m_status = m_schedule.empty() ? Status::Finished : Status::Paused;
-  for (const auto& obs : m_observers) obs->onStart(*this);
-  if (m_schedule.empty())
-    for (const auto& obs : m_observers) obs->onFinish(*this);
+  f.pc = 0;
+  f.timing = nullptr;
+  if (m_options.timing) {
+    auto& t = m_timings[&p];
+    t.resize(p.nodes().size());
+    f.timing = t.data();
+  }
+  m_error = nullptr;
+  m_pauseReason = PauseReason::None;
+  m_boundaryVisited = false;
+  // A request made before this start() was for the execution it replaces.
+  m_pauseRequested.store(false, std::memory_order_release);
+  applyObserverChanges();
+  m_status = f.hot.empty() ? Status::Finished : Status::Ready;
+  for (std::size_t k = 0; k < m_observers.size(); ++k) m_observers[k]->onStart(*this);
+  if (f.hot.empty())
+    for (std::size_t k = 0; k < m_observers.size(); ++k) m_observers[k]->onFinish(*this);
 }
 
-void VM::rethrowWithContext(const Thunk& t, const std::exception& e) const {
+NodeEvent VM::eventFor(const Frame& f, std::size_t position) const {
+  const Hot& t = f.hot[position];
+  return NodeEvent{std::span<const std::int64_t>(m_path), position, *t.node, f.inputs(t),
+                   f.outputs(t), 0, 0};
+}
+
+void VM::rethrowWithContext(const Frame& f, const Hot& t, const std::exception& e) const {
   std::string msg = t.op->str() + " (node " + std::to_string(t.node->id()) + ")";
+  for (std::size_t k = m_stack.size(); k-- > 1;) {
+    const Frame& inner = *m_stack[k];
+    const Hot& call = inner.caller->hot[inner.callerPosition];
+    msg += " in " + call.op->str() + " (node " + std::to_string(call.node->id()) + ")";
+  }
   if (!t.node->site().empty()) msg += ", created at " + t.node->site().str();
   msg += ", failed: ";
   msg += e.what();
   msg += "; input shapes ";
   for (std::uint32_t i = 0; i < t.nIn; ++i) {
-    const Tensor* in = m_inPtrs[t.inBegin + i];
+    const Tensor* in = f.ptrs[t.in + i];
     if (i) msg += ", ";
-    msg += in->defined() ? std::string(dtypeName(in->dtype())) + " " + shapeToString(in->shape()) : "(undefined)";
+    msg += in->defined() ? std::string(dtypeName(in->dtype())) + " " + shapeToString(in->shape())
+                         : "(undefined)";
   }
-  throw ExecutionError(msg, t.node->id());
+  throw ExecutionError(msg, t.node->id(), m_path);
 }
 
-inline void VM::runNode(const Thunk& t) {
+void VM::fail(Frame& f, std::exception_ptr error, bool nodeRan) {
+  m_status = Status::Failed;
+  m_error = error;
+  if (m_observers.empty()) return;
+  // The node that failed is f.hot[pc] unless it ran (an afterNode threw): then the one before.
+  const std::size_t pos = nodeRan && f.pc > 0 ? f.pc - 1 : f.pc;
+  if (pos >= f.hot.size()) return;
+  const NodeEvent event = eventFor(f, pos);
+  CallbackScope scope(m_inCallbacks);
+  for (std::size_t k = 0; k < m_observers.size(); ++k) {
+    try {
+      m_observers[k]->onError(*this, event, error);
+    } catch (...) {
+      // The first failure stands (observer.h).
+    }
+  }
+}
+
+void VM::pause(PauseReason reason) {
+  m_status = Status::Paused;
+  m_pauseReason = reason;
+}
+
+void VM::runNode(Frame& f) {
+  const std::size_t pos = f.pc;
+  const Hot& t = f.hot[pos];
+  const bool observed = !m_observers.empty();
+  NodeEvent event = observed ? eventFor(f, pos) : NodeEvent{{}, pos, *t.node, {}, {}, 0, 0};
+  if (observed) {
+    CallbackScope scope(m_inCallbacks);
+    try {
+      for (std::size_t k = 0; k < m_observers.size(); ++k) m_observers[k]->beforeNode(*this, event);
+    } catch (...) {
+      fail(f, std::current_exception(), false);
+      throw;
+    }
+  }
+  // Note [Retain policy]: copy-on-destroy.
+  std::vector<Tensor> saved;
+  const bool protect = m_options.retain == Retain::All && t.nDestroy > 0;
+  if (protect) {
+    const auto& overwrites = f.program->plan().overwrites;
+    for (std::uint32_t d = 0; d < t.nDestroy; ++d) {
+      Tensor& slot = f.storage[overwrites[t.destroyBegin + d].slot];
+      saved.push_back(slot);
+      if (slot.defined()) slot = slot.clone();
+    }
+  }
+  auto restore = [&] {
+    if (!protect) return;
+    const auto& overwrites = f.program->plan().overwrites;
+    for (std::uint32_t d = 0; d < t.nDestroy; ++d)
+      f.storage[overwrites[t.destroyBegin + d].slot] = saved[d];
+  };
+  const bool timed = m_options.timing;
+  if (timed) event.t0 = nowNs();
   try {
-    t.op->perform(*t.node, std::span<const Tensor* const>(m_inPtrs.data() + t.inBegin, t.nIn),
-                  std::span<Tensor* const>(m_outPtrs.data() + t.outBegin, t.nOut));
-  } catch (const ExecutionError&) {
+    try {
+      if (t.fn)
+        t.fn(*t.op, *t.node, f.inputs(t), f.outputs(t));
+      else
+        t.op->perform(*t.node, f.inputs(t), f.outputs(t));
+    } catch (const ExecutionError&) {
+      throw;
+    } catch (const std::exception& e) {
+      rethrowWithContext(f, t, e);
+    }
+  } catch (...) {
+    restore();
+    fail(f, std::current_exception(), false);
     throw;
-  } catch (const std::exception& e) {
-    rethrowWithContext(t, e);
   }
-  for (std::uint32_t f = 0; f < t.nFree; ++f) m_storage[m_freeSlots[t.freeBegin + f]] = Tensor();
+  if (timed) {
+    event.t1 = nowNs();
+    if (f.timing) {
+      NodeTiming& nt = f.timing[pos];
+      nt.lastNs = event.t1 - event.t0;
+      nt.totalNs += nt.lastNs;
+      ++nt.calls;
+    }
+  }
+  restore();
+  ++f.pc;
+  if (observed) {
+    CallbackScope scope(m_inCallbacks);
+    try {
+      for (std::size_t k = m_observers.size(); k-- > 0;) m_observers[k]->afterNode(*this, event);
+    } catch (...) {
+      fail(f, std::current_exception(), true);
+      throw;
+    }
+  }
+  if (m_options.retain != Retain::All) {
+    const std::uint32_t* slots = f.program->plan().freeSlots.data() + t.freeBegin;
+    for (std::uint32_t k = 0; k < t.nFree; ++k) f.storage[slots[k]] = Tensor();
+  }
 }
 
-bool VM::step() {
-  if (m_status != Status::Paused || m_pc >= m_thunks.size()) return false;
-  const Thunk& t = m_thunks[m_pc];
-  for (const auto& obs : m_observers) obs->beforeNode(*this, *t.node, m_pc);
-  runNode(t);
-  for (const auto& obs : m_observers) obs->afterNode(*this, *t.node, m_pc);
-  ++m_pc;
-  if (m_pc == m_thunks.size()) {
-    m_status = Status::Finished;
-    for (const auto& obs : m_observers) obs->onFinish(*this);
+void VM::enterFrame(Frame& f) {
+  const std::size_t pos = f.pc;
+  const Hot& t = f.hot[pos];
+  if (!m_observers.empty()) {
+    const NodeEvent event = eventFor(f, pos);
+    CallbackScope scope(m_inCallbacks);
+    try {
+      for (std::size_t k = 0; k < m_observers.size(); ++k) m_observers[k]->beforeNode(*this, event);
+    } catch (...) {
+      fail(f, std::current_exception(), false);
+      throw;
+    }
   }
+  Frame& c = frameFor(*f.program->children()[static_cast<std::size_t>(t.child)]);
+  const auto inputSlots = c.program->inputSlots();
+  for (std::size_t i = 0; i < inputSlots.size(); ++i) c.storage[inputSlots[i]] = *f.ptrs[t.in + i];
+  c.pc = 0;
+  c.caller = &f;
+  c.callerNodeId = t.node->id();
+  c.callerPosition = pos;
+  c.t0 = m_options.timing ? nowNs() : 0;
+  m_stack.push_back(&c);
+  m_path.push_back(t.node->id());
+}
+
+void VM::returnFromFrame() {
+  Frame& c = *m_stack.back();
+  Frame& f = *c.caller;
+  const std::size_t pos = c.callerPosition;
+  const Hot& t = f.hot[pos];
+  const auto outputSlots = c.program->outputSlots();
+  for (std::size_t o = 0; o < outputSlots.size(); ++o) {
+    Tensor value = c.storage[outputSlots[o]];
+    // An inner output that is an inner input (or a view of one), or the same variable as an
+    // earlier output, would alias a buffer the node does not declare (its viewMap is empty).
+    bool shared = false;
+    for (std::uint32_t i = 0; i < t.nIn && !shared; ++i)
+      shared = value.sharesStorageWith(*f.ptrs[t.in + i]);
+    for (std::size_t k = 0; k < o && !shared; ++k)
+      shared = value.sharesStorageWith(*f.ptrs[t.out + k]);
+    *f.ptrs[t.out + o] = shared ? value.clone() : std::move(value);
+  }
+  const std::int64_t t0 = c.t0;
+  clearFrame(c);
+  m_stack.pop_back();
+  m_path.pop_back();
+  NodeEvent event = eventFor(f, pos);
+  if (m_options.timing) {
+    event.t0 = t0;
+    event.t1 = nowNs();
+    if (f.timing) {
+      NodeTiming& nt = f.timing[pos];
+      nt.lastNs = event.t1 - event.t0;
+      nt.totalNs += nt.lastNs;
+      ++nt.calls;
+    }
+  }
+  ++f.pc;
+  if (!m_observers.empty()) {
+    CallbackScope scope(m_inCallbacks);
+    try {
+      for (std::size_t k = m_observers.size(); k-- > 0;) m_observers[k]->afterNode(*this, event);
+    } catch (...) {
+      fail(f, std::current_exception(), true);
+      throw;
+    }
+  }
+  if (m_options.retain != Retain::All) {
+    const std::uint32_t* slots = f.program->plan().freeSlots.data() + t.freeBegin;
+    for (std::uint32_t k = 0; k < t.nFree; ++k) f.storage[slots[k]] = Tensor();
+  }
+}
+
+void VM::finishRun() {
+  m_status = Status::Finished;
+  m_pauseReason = PauseReason::None;
+  CallbackScope scope(m_inCallbacks);
+  for (std::size_t k = 0; k < m_observers.size(); ++k) m_observers[k]->onFinish(*this);
+}
+
+bool VM::boundaryPauses(Frame& f, bool firstOfStep) {
+  if (!firstOfStep && m_pauseRequested.load(std::memory_order_acquire)) {
+    m_pauseRequested.store(false, std::memory_order_release);
+    pause(PauseReason::Requested);
+    return true;
+  }
+  if (m_boundaryVisited) return false;
+  if (f.pc >= f.hot.size()) return false;
+  if (!m_breaks.empty() && m_breaks.count(f.hot[f.pc].node)) {
+    m_boundaryVisited = true;
+    pause(PauseReason::Breakpoint);
+    return true;
+  }
+  if (!m_observers.empty()) {
+    const NodeEvent event = eventFor(f, f.pc);
+    CallbackScope scope(m_inCallbacks);
+    for (std::size_t k = 0; k < m_observers.size(); ++k) {
+      bool verdict = false;
+      try {
+        verdict = m_observers[k]->pauseBefore(*this, event);
+      } catch (...) {
+        fail(f, std::current_exception(), false);
+        throw;
+      }
+      if (verdict) {
+        m_boundaryVisited = true;
+        pause(PauseReason::Observer);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// The hot loop (Note [Storage plan]): no observers, breaks, timing or frames: one indirect call
+// per node and a relaxed check for a pause request. Returns false at a node with an inner graph,
+// which the general loop runs.
+bool VM::runFast() {
+  Frame& f = *m_root;
+  const std::size_t n = f.hot.size();
+  const Hot* hot = f.hot.data();
+  const std::uint32_t* freeSlots = m_program->plan().freeSlots.data();
+  while (f.pc < n) {
+    if (m_pauseRequested.load(std::memory_order_relaxed)) {
+      m_pauseRequested.store(false, std::memory_order_release);
+      pause(PauseReason::Requested);
+      return true;
+    }
+    const Hot& t = hot[f.pc];
+    if (t.child >= 0) return false;
+    try {
+      try {
+        if (t.fn)
+          t.fn(*t.op, *t.node, f.inputs(t), f.outputs(t));
+        else
+          t.op->perform(*t.node, f.inputs(t), f.outputs(t));
+      } catch (const ExecutionError&) {
+        throw;
+      } catch (const std::exception& e) {
+        rethrowWithContext(f, t, e);
+      }
+    } catch (...) {
+      fail(f, std::current_exception(), false);
+      throw;
+    }
+    ++f.pc;
+    for (std::uint32_t k = 0; k < t.nFree; ++k) f.storage[freeSlots[t.freeBegin + k]] = Tensor();
+  }
+  finishRun();
   return true;
 }
 
-VM::Status VM::run() {
-  if (m_status != Status::Paused) return m_status;
-  m_pauseRequested.store(false, std::memory_order_relaxed);
-  if (m_observers.empty()) {
-    // The hot loop (Note [VM storage]): one indirect call per node.
-    const std::size_t n = m_thunks.size();
-    const Thunk* thunks = m_thunks.data();
-    while (m_pc < n) {
-      runNode(thunks[m_pc]);
-      ++m_pc;
-      if (m_pauseRequested.load(std::memory_order_relaxed) && m_pc < n) return m_status;
+VM::Status VM::drive(Drive how) {
+  if (m_status != Status::Ready && m_status != Status::Paused) return m_status;
+  const std::size_t startDepth = depth();
+  const bool stepping = how == Drive::StepInto || how == Drive::StepOver;
+  m_status = Status::Running;
+  m_pauseReason = PauseReason::None;
+  bool first = true;
+  while (true) {
+    applyObserverChanges();
+    if (how == Drive::Run && m_stack.size() == 1 && m_observers.empty() && m_breaks.empty() &&
+        !m_options.timing && m_options.retain == Retain::AfterLastUse &&
+        (!first || !m_boundaryVisited)) {
+      if (runFast()) return m_status;
     }
-    m_status = Status::Finished;
-    return m_status;
-  }
-  while (step()) {
-    if (m_status == Status::Finished) break;
-    if (m_pauseRequested.load(std::memory_order_relaxed)) {
-      m_pauseRequested.store(false, std::memory_order_relaxed);
+    Frame& f = *m_stack.back();
+    if (boundaryPauses(f, first && stepping)) return m_status;
+    first = false;
+    if (f.pc >= f.hot.size())
+      returnFromFrame();
+    else if (f.hot[f.pc].child >= 0)
+      enterFrame(f);
+    else
+      runNode(f);
+    m_boundaryVisited = false;
+    if (m_stack.size() == 1 && m_root->pc >= m_root->hot.size()) {
+      finishRun();
+      return m_status;
+    }
+    if (how == Drive::StepInto || (how == Drive::StepOver && depth() <= startDepth) ||
+        (how == Drive::StepOut && depth() < startDepth)) {
+      // The step ends here: a request made during it is satisfied by this pause, and resuming
+      // moves past this boundary (Note [VM states]).
+      m_pauseRequested.store(false, std::memory_order_release);
+      m_boundaryVisited = true;
+      pause(PauseReason::Step);
       return m_status;
     }
   }
-  return m_status;
 }
 
+VM::Status VM::run() { return drive(Drive::Run); }
+
+bool VM::step() {
+  if (m_status != Status::Ready && m_status != Status::Paused) return false;
+  drive(Drive::StepOver);
+  return true;
+}
+
+bool VM::stepInto() {
+  if (m_status != Status::Ready && m_status != Status::Paused) return false;
+  drive(Drive::StepInto);
+  return true;
+}
+
+VM::Status VM::stepOut() { return drive(Drive::StepOut); }
+
+std::string VM::errorMessage() const {
+  if (!m_error) return {};
+  try {
+    std::rethrow_exception(m_error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+void VM::setBreakBefore(const Apply& node, bool on) {
+  if (on)
+    m_breaks.insert(&node);
+  else
+    m_breaks.erase(&node);
+}
+
+std::span<const VM::NodeTiming> VM::timings(const Program& program) const {
+  auto it = m_timings.find(&program);
+  if (it == m_timings.end()) return {};
+  return it->second;
+}
+
+void VM::resetTimings() {
+  for (auto& [program, t] : m_timings) std::fill(t.begin(), t.end(), NodeTiming{});
+}
+
+const VM::Frame* VM::frameOf(const Variable& var, std::int64_t* slot) const {
+  for (std::size_t k = m_stack.size(); k-- > 0;) {
+    const std::int64_t s = m_stack[k]->program->slotOf(var);
+    if (s >= 0) {
+      *slot = s;
+      return m_stack[k];
+    }
+  }
+  return nullptr;
+}
+
+namespace {
+bool computedIn(const StoragePlan& plan, std::size_t pc, std::int64_t slot) {
+  const std::int32_t producer = plan.producer[static_cast<std::size_t>(slot)];
+  return producer < 0 || static_cast<std::size_t>(producer) < pc;
+}
+}  // namespace
+
 const Tensor* VM::value(const Variable& var) const {
-  const std::uint32_t* s = m_slots.find(&var);
-  if (s == nullptr || !m_storage[*s].defined()) return nullptr;
-  return &m_storage[*s];
+  if (m_status == Status::Idle) return nullptr;
+  std::int64_t s = -1;
+  const Frame* f = frameOf(var, &s);
+  if (!f || !computedIn(f->program->plan(), f->pc, s)) return nullptr;
+  const Tensor& t = f->storage[static_cast<std::size_t>(s)];
+  return t.defined() ? &t : nullptr;
+}
+
+const Tensor* VM::value(std::size_t frameIndex, const Variable& var) const {
+  if (m_status == Status::Idle || frameIndex >= m_stack.size()) return nullptr;
+  const Frame& f = *m_stack[frameIndex];
+  const std::int64_t s = f.program->slotOf(var);
+  if (s < 0 || !computedIn(f.program->plan(), f.pc, s)) return nullptr;
+  const Tensor& t = f.storage[static_cast<std::size_t>(s)];
+  return t.defined() ? &t : nullptr;
+}
+
+std::optional<Tensor> VM::snapshot(const Variable& var) const {
+  const Tensor* t = value(var);
+  if (!t) return std::nullopt;
+  return t->clone();
 }
 
 void VM::setValue(const Variable& var, const Tensor& value) {
-  m_storage[slotOf(var)] = var.type().filter(value, "the new value of " + var.displayName());
+  std::int64_t s = -1;
+  const Frame* cf = frameOf(var, &s);
+  if (!cf)
+    throw GraphError("VM::setValue: the variable " + var.displayName() +
+                     " is not in a frame this VM runs");
+  if (m_status == Status::Running && !m_inCallbacks)
+    throw std::logic_error("VM::setValue: the VM is running");
+  if (m_status != Status::Idle && !computedIn(cf->program->plan(), cf->pc, s))
+    throw std::logic_error("VM::setValue: " + var.displayName() +
+                           " is not computed yet; a value can be replaced once its node ran");
+  Frame& f = const_cast<Frame&>(*cf);
+  f.storage[static_cast<std::size_t>(s)] =
+      var.type().filter(value, "the new value of " + var.displayName());
 }
 
 void VM::recycleBuffer(const Variable& input, const Variable& computed, Tensor buffer) {
-  if (!m_options.keepBuffers || m_status != Status::Finished || computed.owner() == nullptr) return;
-  m_storage[slotOf(input)] = Tensor();
-  m_storage[slotOf(computed)] = std::move(buffer);
+  if (!m_program->plan().keepBuffers || m_status != Status::Finished ||
+      computed.owner() == nullptr)
+    return;
+  const std::int64_t in = m_program->slotOf(input), out = m_program->slotOf(computed);
+  if (in < 0 || out < 0) return;
+  m_root->storage[static_cast<std::size_t>(in)] = Tensor();
+  m_root->storage[static_cast<std::size_t>(out)] = std::move(buffer);
 }
 
 std::vector<Tensor> VM::outputValues() {
   if (m_status != Status::Finished)
-    throw std::logic_error("VM::outputValues: the run has not finished (" + std::to_string(m_pc) + " of " +
-                           std::to_string(m_thunks.size()) + " nodes ran)");
+    throw std::logic_error("VM::outputValues: the run has not finished (" + std::to_string(pc()) +
+                           " of " + std::to_string(m_root->hot.size()) + " nodes ran, status " +
+                           std::string(statusName(m_status)) + ")");
+  const auto outputSlots = m_program->outputSlots();
   std::vector<Tensor> out;
-  out.reserve(m_outputSlots.size());
-  for (std::uint32_t s : m_outputSlots) out.push_back(m_storage[s]);
-  if (!m_options.keepBuffers)
-    for (std::uint32_t s : m_outputSlots)
-      if (m_graph.variables()[s]->owner() != nullptr) m_storage[s] = Tensor();
+  out.reserve(outputSlots.size());
+  for (std::uint32_t s : outputSlots) out.push_back(m_root->storage[s]);
+  if (!m_program->plan().keepBuffers && m_options.retain != Retain::All) {
+    const StoragePlan& plan = m_program->plan();
+    for (std::uint32_t s : outputSlots)
+      if (plan.producer[s] >= 0) m_root->storage[s] = Tensor();
+  }
   return out;
 }
 
 void VM::addObserver(std::shared_ptr<ExecutionObserver> observer) {
-  if (observer) m_observers.push_back(std::move(observer));
+  if (!observer) return;
+  if (m_inCallbacks || m_status == Status::Running) {
+    const ExecutionObserver* none = nullptr;
+    m_pending.emplace_back(std::move(observer), none);
+    return;
+  }
+  m_observers.push_back(std::move(observer));
 }
 
 void VM::removeObserver(const ExecutionObserver& observer) {
+  if (m_inCallbacks || m_status == Status::Running) {
+    m_pending.emplace_back(nullptr, &observer);
+    return;
+  }
   std::erase_if(m_observers, [&](const auto& o) { return o.get() == &observer; });
+}
+
+void VM::applyObserverChanges() {
+  if (m_pending.empty()) return;
+  for (auto& [add, remove] : m_pending) {
+    if (add)
+      m_observers.push_back(std::move(add));
+    else
+      std::erase_if(m_observers, [&](const auto& o) { return o.get() == remove; });
+  }
+  m_pending.clear();
 }
 
 }  // namespace tscope::engine

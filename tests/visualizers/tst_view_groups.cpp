@@ -172,7 +172,7 @@ class TestViewGroups : public QObject {
     QCOMPARE(model->nodes()[gx].role, VariableRole::Input);
     QCOMPARE(model->nodes()[gy].role, VariableRole::Output);
     QCOMPARE(model->nodes()[gx].group, g);
-    QCOMPARE(model->nodes()[gx].graph, &gelu->innerGraph());
+    QCOMPARE(model->nodes()[gx].graph, &gelu->body());
     QCOMPARE(group.totalNodes, 7);  // the OpFromGraph node, gx, 1.702, gy, mul, sigmoid, mul
     // Outer producer -> inner input box; inner output box -> outer output box.
     const int scaled = model->edges()[model->inEdges(gx)[0]].from;

@@ -15,11 +15,8 @@ using engine::Apply;
 using engine::FunctionGraph;
 using engine::Variable;
 
-// The inner graph of an OpFromGraph node; null for every other op.
-const FunctionGraph* innerGraphOf(const engine::Op& op) {
-  const auto* ofg = dynamic_cast<const engine::OpFromGraph*>(&op);
-  return ofg ? &ofg->innerGraph() : nullptr;
-}
+// The inner graph of a node whose op has one (an OpFromGraph body); null for every other op.
+const FunctionGraph* innerGraphOf(const engine::Op& op) { return op.innerGraph(); }
 
 // The group's name: the user's label of the subgraph, else the op's str().
 QString ofgName(const engine::Op& op) {

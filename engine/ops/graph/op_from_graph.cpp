@@ -1,6 +1,5 @@
 #include "engine/ops/graph/op_from_graph.h"
 
-#include "engine/compile/function.h"
 #include "engine/grad/grad.h"
 #include "engine/graph/errors.h"
 #include "engine/graph/op_registry.h"
@@ -9,19 +8,10 @@
 #include "engine/ops/basic.h"
 #include "engine/ops/register_ops.h"
 
-#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
 namespace tscope::engine {
-
-// The compiled inner function. Note [One inner function]: ops are shared immutable values, so two
-// compiled outer functions (or two threads) may run the same OpFromGraph; the inner Function's VM
-// holds per-call state, hence one lock around compiling and calling it.
-struct OpFromGraph::Runner {
-  std::mutex mutex;
-  std::unique_ptr<Function> function;
-};
 
 namespace {
 
@@ -149,7 +139,7 @@ void OpFromGraph::init() {
     for (std::size_t o = 0; o < outs.size(); ++o) m_connection[i][o] = dep.count(outs[o].get()) > 0;
   }
   m_props = {{"label", m_label}, {"inline", m_inline}, {"graph", io::graphToJson(*m_graph)}};
-  m_runner = std::make_unique<Runner>();
+  m_order.assign(order.begin(), order.end());
 }
 
 std::string OpFromGraph::str() const {
@@ -173,26 +163,51 @@ std::vector<TensorType> OpFromGraph::outputTypes(std::span<const VarPtr> inputs)
   return types;
 }
 
+// Note [OpFromGraph reference]: perform evaluates the body node by node with each inner op's own
+// perform, on values local to the call: no compile, no shared state, so any number of threads may
+// run it at once. An inner node that overwrites an input (an inplace op in a body loaded from a
+// file) gets a copy, so the caller's values never change. Compiled functions do not come here:
+// they run the optimized body as a VM frame.
 void OpFromGraph::perform(const Apply&, std::span<const Tensor* const> inputs,
                           std::span<Tensor* const> outputs) const {
-  std::vector<Tensor> args;
-  args.reserve(inputs.size());
-  for (const Tensor* t : inputs) args.push_back(*t);
-  std::vector<Tensor> results;
-  try {
-    std::lock_guard lock(m_runner->mutex);  // Note [One inner function]
-    // Note [Inner mode]: mode none. Rewriting builds nodes, and with test values on (a global
-    // mode) every new node would need values that the inner inputs never carry. An inline op is
-    // rewritten with the outer graph instead.
-    if (!m_runner->function)
-      m_runner->function =
-          std::make_unique<Function>(compile(m_graph->inputs(), m_graph->outputs()));
-    results = (*m_runner->function)(args);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(str() + ": running the inner graph failed: " + e.what());
+  std::unordered_map<const Variable*, Tensor> values;
+  values.reserve(m_graph->variables().size());
+  const auto& innerInputs = m_graph->inputs();
+  for (std::size_t i = 0; i < innerInputs.size(); ++i) values[innerInputs[i].get()] = *inputs[i];
+  auto valueOf = [&](const Variable& v) -> Tensor& {
+    if (v.kind() == Variable::Kind::Constant) {
+      auto [it, fresh] = values.try_emplace(&v);
+      if (fresh) it->second = static_cast<const Constant&>(v).value();
+      return it->second;
+    }
+    return values[&v];
+  };
+  std::vector<Tensor> ins, outs;
+  std::vector<const Tensor*> inPtrs;
+  std::vector<Tensor*> outPtrs;
+  for (const Apply* node : m_order) {
+    ins.clear();
+    for (const VarPtr& in : node->inputs()) ins.push_back(valueOf(*in));
+    for (const auto& [output, destroyed] : node->op().destroyMap())
+      for (int i : destroyed)
+        if (i >= 0 && i < node->nInputs()) ins[static_cast<std::size_t>(i)] = ins[static_cast<std::size_t>(i)].clone();
+    outs.assign(static_cast<std::size_t>(node->nOutputs()), Tensor());
+    inPtrs.clear();
+    outPtrs.clear();
+    for (const Tensor& t : ins) inPtrs.push_back(&t);
+    for (Tensor& t : outs) outPtrs.push_back(&t);
+    try {
+      node->op().perform(*node, inPtrs, outPtrs);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(str() + ": the inner " + node->op().str() + " (node " +
+                               std::to_string(node->id()) + ") failed: " + e.what());
+    }
+    for (int o = 0; o < node->nOutputs(); ++o)
+      values[&node->outputRef(o)] = std::move(outs[static_cast<std::size_t>(o)]);
   }
-  for (std::size_t o = 0; o < results.size(); ++o) {
-    Tensor value = std::move(results[o]);
+  const auto& innerOutputs = m_graph->outputs();
+  for (std::size_t o = 0; o < innerOutputs.size(); ++o) {
+    Tensor value = valueOf(*innerOutputs[o]);
     // An inner output that is an inner input (or a view of one), or the same variable as an
     // earlier output, would alias a buffer the op does not declare (viewMap is empty).
     bool shared = false;

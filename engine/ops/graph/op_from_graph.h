@@ -10,8 +10,10 @@
 //
 // - Inner inputs must be free variables (Variable::create); constants inside are part of the op;
 //   shared variables inside are refused (pass them as inputs).
-// - perform compiles the inner graph once (mode none, Note [Inner mode]), lazily and
-//   thread-safely, and runs it.
+// - compile links the body into a child program, rewritten with the outer mode, and the VM runs
+//   it as a frame (Note [Frames] in engine/vm/vm.h), so observers see its nodes. perform is the
+//   reference: it evaluates the body node by node with each inner op's perform (Note [OpFromGraph
+//   reference]); DebugMode and test values use it. The op holds no execution state.
 // - inferShape and the gradient come from the inner graph rebuilt on the outer variables (expand).
 // - An inline op is replaced by its inner graph in the canonicalize phase
 //   (engine/rewrite/inline_op_from_graph.cpp); a non-inline one stays one node through fast_run,
@@ -62,7 +64,9 @@ class OpFromGraph final : public Op {
   // False when an inner op cannot run (an opaque op from a file).
   bool isExecutable() const override { return m_executable; }
 
-  const FunctionGraph& innerGraph() const { return *m_graph; }
+  // The body (Note [Frames] in engine/vm/vm.h: compile links it into a child program).
+  const FunctionGraph* innerGraph() const override { return m_graph.get(); }
+  const FunctionGraph& body() const { return *m_graph; }
   const std::shared_ptr<const FunctionGraph>& innerGraphPtr() const { return m_graph; }
   // The user's name for the subgraph ("gelu_block").
   const std::string& label() const { return m_label; }
@@ -84,7 +88,6 @@ class OpFromGraph final : public Op {
   static OpPtr fromProps(const nlohmann::json& props);
 
  private:
-  struct Runner;
   void init();
   // The inner outer-input slots for expand(): a variable used at two inputs gets an identity
   // node at the second, so each input's gradient and tangent stays its own.
@@ -96,7 +99,7 @@ class OpFromGraph final : public Op {
   bool m_executable = true;
   nlohmann::json m_props;                       // built once: equality and hash read it often
   std::vector<std::vector<bool>> m_connection;  // [input][output]
-  std::unique_ptr<Runner> m_runner;             // the compiled inner function (perform)
+  std::vector<const Apply*> m_order;            // the body in topological order (perform)
 };
 
 // std::make_shared<const OpFromGraph>(...): ops are held by shared_ptr to build nodes.

@@ -1,5 +1,5 @@
-// compile() and Function: argument checks, shared-variable updates, the VM's stepping, pausing,
-// observers, buffer freeing and reuse, and error context when a node fails.
+// compile() and Function: argument checks, shared-variable updates, buffer reuse, and error
+// context when a node fails. The VM itself is tested in tests/engine/vm/tst_vm.cpp.
 #include "engine/compile/function.h"
 #include "engine/graph/errors.h"
 #include "engine/ops/as_op.h"
@@ -20,17 +20,6 @@ Tensor ft(Shape shape, std::initializer_list<double> v, DType d = DType::Float32
   return Tensor::fromDoubles(d, std::move(shape), v);
 }
 
-struct Recorder : ExecutionObserver {
-  std::vector<std::string> events;
-  std::size_t pauseAt = static_cast<std::size_t>(-1);
-  void onStart(VM&) override { events.push_back("start"); }
-  void beforeNode(VM&, const Apply& n, std::size_t pos) override { events.push_back("before " + std::to_string(pos) + " " + n.op().str()); }
-  void afterNode(VM& vm, const Apply&, std::size_t pos) override {
-    events.push_back("after " + std::to_string(pos));
-    if (pos == pauseAt) vm.requestPause();
-  }
-  void onFinish(VM&) override { events.push_back("finish"); }
-};
 }  // namespace
 
 class TestFunction : public QObject {
@@ -120,45 +109,6 @@ class TestFunction : public QObject {
     } catch (const GraphError& e) {
       QVERIFY2(std::string(e.what()).find("hidden") != std::string::npos, e.what());
     }
-  }
-
-  void testStepPauseAndResume() {
-    auto x = fvar("x", {U});
-    auto y = exp(x);
-    auto z = y * 2.0;
-    auto w = z + 1.0;
-    Function f = compile({x}, {w});
-    auto rec = std::make_shared<Recorder>();
-    rec->pauseAt = 1;
-    VM& vm = f.vm();
-    vm.addObserver(rec);
-    vm.start(std::vector<Tensor>{ft({2}, {0, 0})});
-    QCOMPARE(vm.run(), VM::Status::Paused);
-    QCOMPARE(vm.pc(), std::size_t(2));
-    // Values computed so far are inspectable; the monitored value may be replaced.
-    const Variable& zIn = vm.schedule()[1]->outputRef(0);
-    QVERIFY(vm.value(zIn) != nullptr);
-    QCOMPARE(vm.value(zIn)->toDoubles(), (std::vector<double>{2, 2}));
-    vm.setValue(zIn, ft({2}, {10, 20}));
-    QVERIFY(vm.step());
-    QCOMPARE(vm.status(), VM::Status::Finished);
-    QVERIFY(!vm.step());
-    auto out = vm.outputValues();
-    QCOMPARE(out[0].toDoubles(), (std::vector<double>{11, 21}));
-    QCOMPARE(rec->events.front(), std::string("start"));
-    QCOMPARE(rec->events.back(), std::string("finish"));
-    QCOMPARE(rec->events.size(), std::size_t(8));
-  }
-
-  void testIntermediatesFreedAfterLastUse() {
-    auto x = fvar("x", {U});
-    auto y = exp(x);
-    auto z = y + 1.0;
-    Function f = compile({x}, {z});
-    f({ft({3}, {0, 1, 2})});
-    for (const Apply* node : f.graph().nodes())
-      if (&node->outputRef(0) != f.outputs()[0].get())
-        QVERIFY2(f.vm().value(node->outputRef(0)) == nullptr, "an intermediate survived the run");
   }
 
   void testKeepBuffersReusesMemory() {

@@ -91,8 +91,8 @@ class TestOpFromGraph : public QObject {
     QCOMPARE(QString::fromStdString(gelu->name()), QString("OpFromGraph"));
     QCOMPARE(QString::fromStdString(gelu->label()), QString("gelu_block"));
     QVERIFY(!gelu->isInline());
-    QCOMPARE(gelu->innerGraph().inputs().size(), std::size_t{1});
-    QCOMPARE(gelu->innerGraphPtr().get(), &gelu->innerGraph());
+    QCOMPARE(gelu->body().inputs().size(), std::size_t{1});
+    QCOMPARE(gelu->innerGraphPtr().get(), &gelu->body());
     const Tensor x = randomTensor(dtype, {3, 5}, 1);
     const auto viaOp = evaluate(
         [&](const std::vector<VarPtr>& in) { return std::vector<VarPtr>{(*gelu)({in[0]})}; }, {x});
@@ -189,7 +189,7 @@ class TestOpFromGraph : public QObject {
     auto u = Variable::create(TensorType(dtype, {kUnknownDim, kUnknownDim}), "u");
     auto v = Variable::create(TensorType(dtype, {kUnknownDim, kUnknownDim}), "v");
     const auto outer = opFromGraph({u, v}, {(*gelu)({u + v}) * v}, "ffn_block");
-    QCOMPARE(countOps(outer->innerGraph(), "OpFromGraph"), std::size_t{1});
+    QCOMPARE(countOps(outer->body(), "OpFromGraph"), std::size_t{1});
     auto build = [&](const std::vector<VarPtr>& in) {
       return std::vector<VarPtr>{(*outer)({in[0], in[1]})};
     };
@@ -250,7 +250,7 @@ class TestOpFromGraph : public QObject {
       op = opFromGraph({x}, {y * 2.0}, "blk");
     }
     std::set<std::string> scopes;
-    for (const Apply* a : op->innerGraph().nodes()) scopes.insert(a->scope());
+    for (const Apply* a : op->body().nodes()) scopes.insert(a->scope());
     QCOMPARE(scopes, (std::set<std::string>{"", "act"}));
     auto z = Variable::create(kMatrix32, "z");
     NameScope here("encoder");
@@ -272,7 +272,7 @@ class TestOpFromGraph : public QObject {
     QVERIFY(y->testValue().has_value());
     QCOMPARE(y->testValue()->toDoubles()[0], 0.5 / (1.0 + std::exp(-1.702 * 0.5)));
     // The inner graph keeps no test value: props do not depend on the values it was built with.
-    for (const Variable* v : gelu->innerGraph().variables()) QVERIFY(!v->testValue());
+    for (const Variable* v : gelu->body().variables()) QVERIFY(!v->testValue());
     // The gradient through the op builds with test values on.
     VarPtr g = grad(sum(y), x);
     QVERIFY(g->testValue().has_value());
@@ -300,14 +300,14 @@ class TestOpFromGraph : public QObject {
     QVERIFY(ops[0]->equals(*gelu));
     QVERIFY(ops[1]->equals(*outer));
     QCOMPARE(ops[0]->hash(), gelu->hash());
-    QCOMPARE(countOps(ops[1]->innerGraph(), "OpFromGraph"), std::size_t{1});
+    QCOMPARE(countOps(ops[1]->body(), "OpFromGraph"), std::size_t{1});
     // The loaded graph runs and gives the values of the built one.
     const Tensor value = randomTensor(DType::Float32, {2, 3}, 10);
     Function built = compile({x}, {y});
     Function again = compile({loaded.original->inputs()[0]}, {loaded.original->outputs()[0]});
     QVERIFY(closeTo(again({value})[0], built({value})[0]));
     // graphToJson / graphFromJson alone, too.
-    const nlohmann::json inner = io::graphToJson(outer->innerGraph());
+    const nlohmann::json inner = io::graphToJson(outer->body());
     auto rebuilt = io::graphFromJson(inner, defaultOpRegistry(), "test");
     QCOMPARE(QString::fromStdString(io::graphToJson(*rebuilt).dump()),
              QString::fromStdString(inner.dump()));
@@ -421,7 +421,7 @@ class TestOpFromGraph : public QObject {
                        compile({x}, {(*op)({x})})({randomTensor(DType::Float32, {1, 1}, 1)});
                      }),
                      {"OpFromGraph{gelu_block}", "cannot be executed"}));
-    QCOMPARE(countOps(static_cast<const OpFromGraph&>(*op).innerGraph(), "NoSuchOp"),
+    QCOMPARE(countOps(static_cast<const OpFromGraph&>(*op).body(), "NoSuchOp"),
              std::size_t{1});
   }
 };
