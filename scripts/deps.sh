@@ -11,7 +11,7 @@ packages=(
   libonnx-dev libprotobuf-dev
   libmimalloc-dev
   xvfb xauth
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   fonts-dejavu-core
 )
 # Note: bookworm has no libqt6svg6-dev; qt6-svg-dev is the package that ships Qt6Svg's CMake files.

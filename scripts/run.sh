@@ -22,7 +22,8 @@ if ((offscreen)); then
   export QT_QPA_PLATFORM=offscreen
 fi
 
-scripts/build.sh
+# Only the window and what it links: the tests and benchmarks are scripts/test.sh's business.
+scripts/build.sh tensorscope
 
 build_dir="${TSCOPE_BUILD_DIR:-build}"
 tensorscope="$build_dir/gui/tensorscope"

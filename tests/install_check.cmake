@@ -19,4 +19,16 @@ foreach(key "Type=Application" "Exec=tensorscope" "Icon=tensorscope")
     message(FATAL_ERROR "tensorscope.desktop lacks ${key}")
   endif()
 endforeach()
+# With the layers built shared (Note [Shared layers]), they are installed beside bin/ and the
+# installed program finds them there, not in the build folder.
+if(EXISTS "${BUILD_DIR}/engine/libtscope_engine.so")
+  if(NOT EXISTS "${PREFIX}/lib/libtscope_engine.so")
+    message(FATAL_ERROR "cmake --install did not install lib/libtscope_engine.so (installed: ${out})")
+  endif()
+  execute_process(COMMAND "${PREFIX}/bin/tensorscope" --version RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE version ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "the installed tensorscope does not start (${rc}): ${err}")
+  endif()
+endif()
 message(STATUS "install layout complete under ${PREFIX}")

@@ -30,7 +30,9 @@
 // Note [Retain policy]: by default a slot is freed after its last reader (StoragePlan). With
 // Retain::All (the debugger) every slot keeps its value until the next start(), and a node that
 // overwrites an input in place writes into a copy instead, so every retained value stays what it
-// was when it was computed (copy-on-destroy). A value is "computed" when its producer's position
+// was when it was computed (copy-on-destroy). An inner frame's values live while the frame is on
+// the stack: returning hands its outputs to the caller node and releases the rest. A value is
+// "computed" when its producer's position
 // lies before the frame's pc, never because a slot happens to hold a buffer (keepBuffers keeps
 // the previous call's buffers in the slots).
 //

@@ -29,7 +29,7 @@ constexpr DType F64 = DType::Float64;
 constexpr DType I32 = DType::Int32;
 
 // Builds a program register by register: registers 0..n-1 are the inputs.
-struct Program {
+struct ScalarProgram {
   std::vector<DType> inputs;
   std::vector<CompositeInstruction> code;
   int op(ScalarOp s, std::vector<int> args) {
@@ -84,7 +84,7 @@ Tensor rnd(DType d, Shape shape, std::uint64_t seed, double lo = -2.0, double hi
 
 // tanh(x * a + b) * c - x on four inputs of dtype d.
 std::shared_ptr<Composite> chainOfFive(DType d) {
-  Program p{{d, d, d, d}, {}};
+  ScalarProgram p{{d, d, d, d}, {}};
   const int t = p.op(S::Tanh, {p.op(S::Add, {p.op(S::Mul, {0, 1}), 2})});
   return p.make({p.op(S::Sub, {p.op(S::Mul, {t, 3}), 0})});
 }
@@ -104,7 +104,7 @@ std::vector<Case> valueCases() {
                                                                rnd(F32, s, 3), rnd(F32, s, 4)});
                    }});
   cases.push_back({"float64 transcendentals", [] {
-                     Program p{{F64, F64, F64}, {}};
+                     ScalarProgram p{{F64, F64, F64}, {}};
                      const int e = p.op(S::Log1p, {p.op(S::Exp, {p.op(S::Mul, {0, 1})})});
                      const int d = p.op(S::Add, {p.op(S::Sqrt, {p.op(S::Abs, {1})}), 2});
                      const int y = p.op(S::TrueDiv, {e, d});
@@ -115,7 +115,7 @@ std::vector<Case> valueCases() {
                                              Tensor::scalar(F64, 1.0)});
                    }});
   cases.push_back({"int32 arithmetic", [] {
-                     Program p{{I32, I32, I32}, {}};
+                     ScalarProgram p{{I32, I32, I32}, {}};
                      const int a = p.op(
                          S::Maximum, {p.op(S::Sub, {p.op(S::Mul, {0, 1}), 0}), p.op(S::Neg, {1})});
                      const int b = p.op(S::Add, {p.op(S::Mod, {a, 2}), p.op(S::IntDiv, {0, 2})});
@@ -126,7 +126,7 @@ std::vector<Case> valueCases() {
                    }});
   cases.push_back(
       {"int8 and uint8 wrap", [] {
-         Program p{{DType::Int8, DType::UInt8}, {}};
+         ScalarProgram p{{DType::Int8, DType::UInt8}, {}};
          const int a =
              p.op(S::Add, {p.op(S::Mul, {0, 0}), 1});  // int8 * int8 wraps, + uint8 -> int16
          const int b = p.op(S::Sqr, {1});              // uint8 wraps
@@ -136,7 +136,7 @@ std::vector<Case> valueCases() {
        }});
   cases.push_back(
       {"mixed dtypes, comparisons and switch", [] {
-         Program p{{I32, F32}, {}};
+         ScalarProgram p{{I32, F32}, {}};
          const int s = p.op(S::Tanh, {p.op(S::Add, {0, 1})});  // int32 + float32 -> float64
          const int c = p.op(S::Gt, {0, 1});
          const int w = p.op(S::Switch, {c, p.op(S::Mul, {1, 1}), 0});
@@ -147,14 +147,14 @@ std::vector<Case> valueCases() {
        }});
   cases.push_back(
       {"float16 rounds after each op", [] {
-         Program p{{DType::Float16, DType::Float16}, {}};
+         ScalarProgram p{{DType::Float16, DType::Float16}, {}};
          const int y = p.op(S::Sqrt, {p.op(S::Abs, {p.op(S::Add, {p.op(S::Mul, {0, 1}), 0})})});
          return std::make_pair(OpPtr(p.make({y, p.op(S::Lt, {y, 1})})),
                                std::vector<Tensor>{rnd(DType::Float16, {3, 50}, 13),
                                                    rnd(DType::Float16, {3, 50}, 14)});
        }});
   cases.push_back({"cast inside", [] {
-                     Program p{{F64, F64, I32, F32}, {}};
+                     ScalarProgram p{{F64, F64, I32, F32}, {}};
                      const int i = p.op(S::Add, {p.castTo(p.op(S::Mul, {0, 1}), I32), 2});
                      const int f = p.op(S::Mul, {p.castTo(i, F32), 3});
                      return std::make_pair(
@@ -164,7 +164,7 @@ std::vector<Case> valueCases() {
                                              rnd(I32, {6, 45}, 17, -9, 9), rnd(F32, {6, 45}, 18)});
                    }});
   cases.push_back({"n-ary fold, clip and second", [] {
-                     Program p{{F32, F32, F32, F32, F32}, {}};
+                     ScalarProgram p{{F32, F32, F32, F32, F32}, {}};
                      const int sum = p.op(S::Add, {0, 1, 2, 3});
                      const int prod = p.op(S::Mul, {0, 1, 4});
                      const int clipped = p.op(S::Clip, {sum, 4, p.op(S::Add, {4, 4})});
@@ -176,7 +176,7 @@ std::vector<Case> valueCases() {
                                              Tensor::scalar(F32, 0.25)});
                    }});
   cases.push_back({"broadcast row, column and scalar", [] {
-                     Program p{{F32, F32, F32, F32}, {}};
+                     ScalarProgram p{{F32, F32, F32, F32}, {}};
                      const int y = p.op(S::Sub, {p.op(S::Add, {p.op(S::Mul, {0, 1}), 2}), 3});
                      return std::make_pair(
                          OpPtr(p.make({p.op(S::Tanh, {y}), y})),
@@ -184,7 +184,7 @@ std::vector<Case> valueCases() {
                                              rnd(F32, {6, 1}, 25), Tensor::scalar(F32, 0.5)});
                    }});
   cases.push_back({"integer broadcast", [] {
-                     Program p{{DType::Int64, DType::Int64}, {}};
+                     ScalarProgram p{{DType::Int64, DType::Int64}, {}};
                      return std::make_pair(
                          OpPtr(p.make({p.op(S::Minimum, {p.op(S::Mul, {0, 1}), 1})})),
                          std::vector<Tensor>{rnd(DType::Int64, {4, 1, 33}, 26, -9, 9),
@@ -192,7 +192,7 @@ std::vector<Case> valueCases() {
                    }});
   cases.push_back(
       {"transposed inputs", [] {
-         Program p{{F32, F32}, {}};
+         ScalarProgram p{{F32, F32}, {}};
          const int y = p.op(S::Tanh, {p.op(S::Add, {p.op(S::Mul, {0, 1}), p.op(S::Sqr, {0})})});
          // x is a (300, 7) tensor seen as (7, 300): no axis is contiguous.
          return std::make_pair(
@@ -200,7 +200,7 @@ std::vector<Case> valueCases() {
              std::vector<Tensor>{rnd(F32, {300, 7}, 28).transpose(), rnd(F32, {7, 300}, 29)});
        }});
   cases.push_back({"scalar-only instructions and 0-d inputs", [] {
-                     Program p{{F64, F64, F64}, {}};
+                     ScalarProgram p{{F64, F64, F64}, {}};
                      const int s = p.op(S::Exp, {p.op(S::Mul, {1, 2})});  // computed once per block
                      return std::make_pair(
                          OpPtr(p.make({p.op(S::Sub, {p.op(S::Mul, {0, s}), 2})})),
@@ -274,7 +274,7 @@ class TestComposite : public QObject {
   // A transcendental applied straight to a gathered input may take another code path than the
   // unfused strided loop (Note [Composite results]): close, not necessarily equal.
   void testTranscendentalOfTransposedInput() {
-    Program p{{F32, F32}, {}};
+    ScalarProgram p{{F32, F32}, {}};
     auto op = p.make({p.op(S::Mul, {p.op(S::Exp, {0}), 1})});
     std::vector<Tensor> values{rnd(F32, {300, 7}, 50).transpose(), rnd(F32, {7, 300}, 51)};
     auto [fused, unfused] = fusedAndUnfused(op, values);
@@ -284,7 +284,7 @@ class TestComposite : public QObject {
   // An output that depends only on inputs broadcast at run time (unknown static dims) does not have
   // the full shape: that call runs unfused and every output keeps its own shape.
   void testRuntimeBroadcastRunsUnfused() {
-    Program p{{F32, F32}, {}};
+    ScalarProgram p{{F32, F32}, {}};
     auto op = p.make({p.op(S::Add, {0, 1}), p.op(S::Exp, {0})});
     std::vector<Tensor> values{rnd(F32, {1, 5}, 52), rnd(F32, {4, 5}, 53)};
     auto [fused, unfused] = fusedAndUnfused(op, values);
@@ -313,7 +313,7 @@ class TestComposite : public QObject {
   }
 
   void testOutputTypes() {
-    Program p{{F32, I32}, {}};
+    ScalarProgram p{{F32, I32}, {}};
     auto op = p.make({p.op(S::Add, {0, 1}), p.op(S::Neg, {1})});
     auto x = Variable::create(TensorType(F32, {3, kUnknownDim}), "x");
     auto row = Variable::create(TensorType(I32, {1, 5}), "row");
@@ -384,7 +384,7 @@ class TestComposite : public QObject {
   void testInferShape() {
     // Non-square shapes; output 1 depends on the row alone and keeps its shape.
     auto build = [](const std::vector<VarPtr>& in) {
-      Program p{{F64, F64, F64}, {}};
+      ScalarProgram p{{F64, F64, F64}, {}};
       auto op = p.make({p.op(S::Mul, {p.op(S::Add, {0, 1}), 2}), p.op(S::Exp, {1})});
       return op->makeNode(in)->outputs();
     };
@@ -397,7 +397,7 @@ class TestComposite : public QObject {
   void testGradient() {
     // Two outputs, a broadcast row, an int input (disconnected) and a switch (its condition too).
     auto build = [](const std::vector<VarPtr>& in) {
-      Program p{{F64, F64, F64, I32}, {}};
+      ScalarProgram p{{F64, F64, F64, I32}, {}};
       const int h = p.op(S::Tanh, {p.op(S::Add, {p.op(S::Mul, {0, 1}), 2})});
       const int y = p.op(S::Sub, {p.op(S::Mul, {h, 3}), 0});
       const int z = p.op(S::Switch, {p.op(S::Gt, {0, 2}), p.op(S::Sqr, {h}), p.op(S::Exp, {1})});
@@ -407,7 +407,7 @@ class TestComposite : public QObject {
                                      rnd(I32, {3, 5}, 83, -3, 3)};
     TSCOPE_CHECK(verifyGrad(build, points));
     auto floats = [](const std::vector<VarPtr>& in) {
-      Program p{{F64, F64, F64}, {}};
+      ScalarProgram p{{F64, F64, F64}, {}};
       const int h = p.op(S::Tanh, {p.op(S::Add, {p.op(S::Mul, {0, 1}), 2})});
       return p.make({p.op(S::Sub, {p.op(S::Mul, {h, 2}), 0}), p.op(S::Exp, {1})})
           ->makeNode(in)
@@ -416,7 +416,7 @@ class TestComposite : public QObject {
     TSCOPE_CHECK(checkRopLop(floats, {points[0], points[1], points[2]}));
 
     // The int input is disconnected; an input used twice gets each position's own gradient.
-    Program p{{F64, F64}, {}};
+    ScalarProgram p{{F64, F64}, {}};
     auto op = p.make({p.op(S::Mul, {0, p.op(S::Sqr, {1})})});
     auto x = Variable::create(TensorType(F64, {2, 3}), "x");
     ApplyPtr twice = op->makeNode({x, x});  // x * x^2
@@ -428,7 +428,7 @@ class TestComposite : public QObject {
       QVERIFY(std::abs(d0[i] - xs[i] * xs[i]) < 1e-12);      // d/da a*b^2 = b^2
       QVERIFY(std::abs(d1[i] - 2 * xs[i] * xs[i]) < 1e-12);  // d/db a*b^2 = 2ab
     }
-    Program q{{F64, I32}, {}};
+    ScalarProgram q{{F64, I32}, {}};
     auto mixed = q.make({q.op(S::Mul, {0, 1})});
     auto n = Variable::create(TensorType(I32, {2, 3}), "n");
     std::vector<Grad> gm =
@@ -452,13 +452,13 @@ class TestComposite : public QObject {
   }
 
   void testStr() {
-    Program p{{F32, F32}, {}};
+    ScalarProgram p{{F32, F32}, {}};
     const int a = p.op(S::Add, {0, 1});
     QCOMPARE(QString::fromStdString(p.make({p.op(S::Tanh, {a})})->str()),
              QStringLiteral("Composite{tanh(add(i0, i1))}"));
     QCOMPARE(QString::fromStdString(p.make({a, p.castTo(a, F64)})->str()),
              QStringLiteral("Composite{add(i0, i1), cast{float64}(add(i0, i1))}"));
-    Program longer{{F32}, {}};
+    ScalarProgram longer{{F32}, {}};
     int r = 0;
     for (int i = 0; i < 200; ++i) r = longer.op(S::Add, {r, 0});
     const std::string s = longer.make({r})->str();
@@ -466,7 +466,7 @@ class TestComposite : public QObject {
   }
 
   void testPropsRoundTrip() {
-    Program p{{F32, I32}, {}};
+    ScalarProgram p{{F32, I32}, {}};
     auto op = p.make({p.op(S::Tanh, {p.op(S::Add, {0, 1})}), p.castTo(0, DType::Float16)});
     const json props = op->props();
     QCOMPARE(
