@@ -335,6 +335,19 @@ class TestVM : public QObject {
     const auto timings = c.f.vm().timings(c.f.program());
     QCOMPARE(timings.size(), std::size_t(3));
     for (const auto& t : timings) QCOMPARE(t.calls, std::int64_t(1));
+    // Without observers the timing flag keeps the hot loop: one clock reading per node.
+    Chain plain;
+    plain.f.vm().setTiming(true);
+    plain.f({ft({3}, {0, 1, 2})});
+    plain.f({ft({3}, {0, 1, 2})});
+    const auto fast = plain.f.vm().timings(plain.f.program());
+    QCOMPARE(fast.size(), std::size_t(3));
+    for (const auto& t : fast) {
+      QCOMPARE(t.calls, std::int64_t(2));
+      QVERIFY(t.totalNs >= t.lastNs && t.lastNs >= 0);
+    }
+    plain.f.vm().resetTimings();
+    QCOMPARE(plain.f.vm().timings(plain.f.program())[0].calls, std::int64_t(0));
   }
 
   void testRetainedValuesSurviveInplaceNodes() {
