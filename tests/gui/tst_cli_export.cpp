@@ -8,9 +8,9 @@
 // profile.
 
 #include "cli_test_support.h"
-#include "engine/io/run_graph.h"
 #include "engine/io/tsg.h"
 #include "engine/ops/nn/nn.h"
+#include "engine/session/run_graph.h"
 #include "gui/cli/cli.h"
 #include "gui_test_main.h"
 #include "visualizers/model/palette.h"
@@ -87,13 +87,13 @@ class TestCliExport : public QObject {
     QVERIFY2(contains(o.out, "opset 13"), o.out.c_str());
 
     const io::TsgDocument doc = io::loadTsg(example("mlp_forward.tsg"));
-    io::RunInputs inputs;
+    session::RunInputs inputs;
     inputs.byName["x"] = Tensor::full(DType::Float32, {3, 64}, 0.25);
-    const auto want = io::runGraph(*doc.original, inputs).outputs;
+    const auto want = session::runGraph(*doc.original, inputs).outputs;
     for (const std::string& path : {onnx, onnxOpt}) {
       const io::OnnxImportResult model = io::loadOnnx(path);
       QCOMPARE(model.opset, path == onnx ? 17 : 13);
-      const auto got = io::runGraph(*model.document.original, inputs).outputs;
+      const auto got = session::runGraph(*model.document.original, inputs).outputs;
       QCOMPARE(got.size(), want.size());
       for (std::size_t i = 0; i < want.size(); ++i)
         QVERIFY2(got[i].allClose(want[i], 1e-5, 1e-6), path.c_str());

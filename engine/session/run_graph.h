@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace tscope::engine::io {
+namespace tscope::engine::session {
 
 struct RunInputs {
   // Values by graph-input name (the names `tensorscope run --input NAME=x.npy` takes).
@@ -34,4 +34,4 @@ struct RunResult {
 // give one), a value that does not fit its input; ExecutionError when a node fails.
 RunResult runGraph(const FunctionGraph& graph, const RunInputs& inputs);
 
-}  // namespace tscope::engine::io
+}  // namespace tscope::engine::session

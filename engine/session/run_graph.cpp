@@ -1,4 +1,4 @@
-#include "engine/io/run_graph.h"
+#include "engine/session/run_graph.h"
 
 #include "engine/compile/function.h"
 #include "engine/graph/errors.h"
@@ -6,7 +6,7 @@
 #include <random>
 #include <set>
 
-namespace tscope::engine::io {
+namespace tscope::engine::session {
 
 namespace {
 
@@ -81,4 +81,4 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
   return result;
 }
 
-}  // namespace tscope::engine::io
+}  // namespace tscope::engine::session
