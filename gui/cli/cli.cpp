@@ -161,7 +161,15 @@ int runRun(const QCommandLineParser& p, const std::string& file, std::string& ou
     else throw std::invalid_argument("--mode expects none, fast_compile, fast_run or debug, found '" + mode + "'");
   }
   const std::filesystem::path dir = p.isSet("output-dir") ? p.value("output-dir").toStdString() : std::string(".");
-  engine::session::RunResult result = engine::session::runGraph(*doc.original, inputs);
+  engine::session::RunResult result;
+  try {
+    result = engine::session::runGraph(*doc.original, inputs);
+  } catch (const engine::session::MissingInputValue& e) {
+    // The engine says what is missing; the flags that give it are the CLI's to name.
+    const std::string name = e.input.empty() ? std::string("NAME") : e.input;
+    throw std::invalid_argument(std::string(e.what()) + " (--input " + name + "=FILE.npy" +
+                                (e.randomPossible ? ", or --random-inputs SEED)" : ")"));
+  }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error("cannot create the output directory " + dir.string() + ": " + ec.message());
