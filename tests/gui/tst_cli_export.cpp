@@ -304,6 +304,22 @@ class TestCliExport : public QObject {
                       "--scale", "0.5"});
     QVERIFY2(png.code == 0, png.err.c_str());
   }
+
+  // A per-node profile that does not fit its schema is refused with its JSON path
+  // (profiling/profile_record.h), after the file's name.
+  void heatmapRefusesMalformedProfile() {
+    QTemporaryDir dir;
+    io::TsgDocument doc = io::loadTsg(example("mlp_forward.tsg"));
+    const std::int64_t id = doc.original->toposort().front()->id();
+    doc.profiles.push_back(
+        {{"graph", "original"}, {"nodes", json::array({{{"id", id}, {"seconds", "fast"}}})}});
+    const std::string file = dir.filePath("bad_profile.tsg").toStdString();
+    io::saveTsg(doc, file);
+    Result r = cli({"export", file, "-o", dir.filePath("heat.svg").toStdString(), "--heatmap"});
+    QCOMPARE(r.code, int(gui::kExitFailure));
+    QVERIFY2(contains(r.err, file + ": /profiles/0/nodes/0/seconds: expected a number"), r.err.c_str());
+    QVERIFY(!exists(dir.filePath("heat.svg").toStdString()));
+  }
 };
 
 TSCOPE_GUI_TEST_MAIN(TestCliExport)
