@@ -12,7 +12,6 @@
 #include "../common/training.h"
 #include "engine/grad/grad.h"
 #include "engine/graph/config.h"
-#include "engine/io/optimize_graph.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/nn/crossentropy.h"
@@ -21,6 +20,7 @@
 #include "engine/ops/shape/dimshuffle.h"
 #include "engine/ops/shape/reshape.h"
 #include "engine/ops/shape/subtensor.h"
+#include "engine/session/optimize_graph.h"
 
 #include <cmath>
 #include <set>
@@ -185,9 +185,9 @@ int main(int argc, char** argv) {
     saveTrainingGraph({x, y}, {loss, probs, summary}, updates, path, expected,
                       "example_scoped_model");
     io::TsgDocument doc = io::loadTsg(path);
-    const RewriteProfile profile = io::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
+    const RewriteProfile profile = session::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
     io::saveTsg(doc, path);
-    std::printf("%s", io::rewriteProfileText(profile, 8).c_str());
+    std::printf("%s", session::rewriteProfileText(profile, 8).c_str());
     if (!(last < first)) {
       std::fprintf(stderr, "example_scoped_model: the loss did not fall (%.4f -> %.4f)\n", first,
                    last);

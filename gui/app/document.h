@@ -2,7 +2,7 @@
 // Document: one opened file as the window shows it — an immutable snapshot built on a worker
 // (DocumentLoader) and shared by the panes and docks as shared_ptr<const Document>.
 
-#include "gui/cli/graph_file.h"
+#include "engine/session/graph_file.h"
 #include "visualizers/model/view_model.h"
 
 #include <QString>
@@ -14,7 +14,7 @@ namespace tscope::gui {
 
 struct Document {
   QString path;                                            // absolute
-  GraphFileInfo info;
+  engine::session::GraphFileInfo info;
   std::shared_ptr<const engine::FunctionGraph> original;   // always set
   std::shared_ptr<const engine::FunctionGraph> optimized;  // null when the file has none
   std::vector<engine::RewriteRecord> rewrites;

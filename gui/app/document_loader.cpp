@@ -29,7 +29,7 @@ std::shared_ptr<const Document> buildDocument(const QString& path, const Progres
   progress(0, QCoreApplication::translate("DocumentLoader", "Reading %1").arg(name));
   auto document = std::make_shared<Document>();
   document->path = path;
-  engine::io::TsgDocument file = openGraphFile(path.toStdString(), &document->info);
+  engine::io::TsgDocument file = engine::session::openGraphFile(path.toStdString(), &document->info);
   if (cancelled()) return nullptr;
   document->original = std::shared_ptr<const engine::FunctionGraph>(std::move(file.original));
   document->optimized = std::shared_ptr<const engine::FunctionGraph>(std::move(file.optimized));

@@ -2,10 +2,10 @@
 
 #include "engine/io/graph_text.h"
 #include "engine/io/npy.h"
-#include "engine/io/optimize_graph.h"
-#include "engine/io/run_graph.h"
+#include "engine/session/graph_file.h"
+#include "engine/session/optimize_graph.h"
+#include "engine/session/run_graph.h"
 #include "gui/cli/cli_export.h"
-#include "gui/cli/graph_file.h"
 
 #ifdef TSCOPE_HAVE_ONNX
 #include "engine/io/onnx/onnx_export.h"
@@ -44,8 +44,8 @@ const engine::FunctionGraph& pickGraph(const engine::io::TsgDocument& doc, const
 }
 
 int runInfo(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
-  GraphFileInfo fileInfo;
-  engine::io::TsgDocument doc = openGraphFile(file, &fileInfo);
+  engine::session::GraphFileInfo fileInfo;
+  engine::io::TsgDocument doc = engine::session::openGraphFile(file, &fileInfo);
   json info = {{"file", file}, {"format", fileInfo.format}, {"producer", doc.producer},
                {"original", engine::io::graphSummary(*doc.original)},
                {"rewrites", doc.rewrites.size()}, {"profiles", doc.profiles.size()}};
@@ -79,7 +79,7 @@ int runInfo(const QCommandLineParser& p, const std::string& file, std::string& o
 }
 
 int runPrint(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
-  engine::io::TsgDocument doc = openGraphFile(file);
+  engine::io::TsgDocument doc = engine::session::openGraphFile(file);
   if (p.isSet("rewrites")) {
     if (p.isSet("graph")) throw std::invalid_argument("--rewrites lists the rewrite log; it takes no --graph");
     if (doc.rewrites.empty()) {
@@ -88,7 +88,7 @@ int runPrint(const QCommandLineParser& p, const std::string& file, std::string& 
     }
     out += "rewrite log of " + file + ": " + std::to_string(doc.rewrites.size()) +
            " changes (node ids with their op where the original or the optimized graph holds them)\n";
-    out += engine::io::rewriteLogText(doc.rewrites, doc.original.get(), doc.optimized.get());
+    out += engine::session::rewriteLogText(doc.rewrites, doc.original.get(), doc.optimized.get());
     return kExitOk;
   }
   std::string which = p.isSet("graph") ? p.value("graph").toStdString() : "original";
@@ -117,7 +117,7 @@ std::string opaqueOpsText(const engine::FunctionGraph& graph) {
 // A file with opaque ops is valid (it opens, prints and draws) but cannot run: validate says so
 // on stderr, so that a script checking models before `run` learns it without parsing `info`.
 int runValidate(const QCommandLineParser&, const std::string& file, std::string& out, std::string& err) {
-  engine::io::TsgDocument doc = openGraphFile(file);
+  engine::io::TsgDocument doc = engine::session::openGraphFile(file);
   doc.original->checkIntegrity();
   if (doc.optimized) doc.optimized->checkIntegrity();
   out += file + ": valid (" + std::to_string(doc.original->nodeCount()) + " applies in the original graph" +
@@ -135,8 +135,8 @@ int runValidate(const QCommandLineParser&, const std::string& file, std::string&
 }
 
 int runRun(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
-  engine::io::TsgDocument doc = openGraphFile(file);
-  engine::io::RunInputs inputs;
+  engine::io::TsgDocument doc = engine::session::openGraphFile(file);
+  engine::session::RunInputs inputs;
   for (const QString& spec : p.values("input")) {
     const qsizetype eq = spec.indexOf('=');
     if (eq <= 0 || eq == spec.size() - 1)
@@ -161,7 +161,15 @@ int runRun(const QCommandLineParser& p, const std::string& file, std::string& ou
     else throw std::invalid_argument("--mode expects none, fast_compile, fast_run or debug, found '" + mode + "'");
   }
   const std::filesystem::path dir = p.isSet("output-dir") ? p.value("output-dir").toStdString() : std::string(".");
-  engine::io::RunResult result = engine::io::runGraph(*doc.original, inputs);
+  engine::session::RunResult result;
+  try {
+    result = engine::session::runGraph(*doc.original, inputs);
+  } catch (const engine::session::MissingInputValue& e) {
+    // The engine says what is missing; the flags that give it are the CLI's to name.
+    const std::string name = e.input.empty() ? std::string("NAME") : e.input;
+    throw std::invalid_argument(std::string(e.what()) + " (--input " + name + "=FILE.npy" +
+                                (e.randomPossible ? ", or --random-inputs SEED)" : ")"));
+  }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error("cannot create the output directory " + dir.string() + ": " + ec.message());
@@ -208,10 +216,10 @@ int runOptimize(const QCommandLineParser& p, const std::string& file, std::strin
     checkTag("exclude", t.toStdString());
     query.exclude.insert(t.toStdString());
   }
-  engine::io::TsgDocument doc = openGraphFile(file);
-  const engine::RewriteProfile profile = engine::io::optimizeDocument(doc, query);
+  engine::io::TsgDocument doc = engine::session::openGraphFile(file);
+  const engine::RewriteProfile profile = engine::session::optimizeDocument(doc, query);
   engine::io::saveTsg(doc, target);
-  out += file + " (" + mode + "):\n" + engine::io::rewriteProfileText(profile);
+  out += file + " (" + mode + "):\n" + engine::session::rewriteProfileText(profile);
   out += "wrote " + target.string() + " (original, optimized, " + std::to_string(doc.rewrites.size()) +
          " logged changes)\n";
   return kExitOk;
@@ -279,7 +287,7 @@ int runExport(const QCommandLineParser& p, const std::string& file, std::string&
   } else if (p.isSet("opset")) {
     throw std::invalid_argument("--opset applies to .onnx output only");
   }
-  engine::io::TsgDocument doc = openGraphFile(file);
+  engine::io::TsgDocument doc = engine::session::openGraphFile(file);
   pickGraph(doc, which);  // a missing optimized graph is an error before any work
   out += format->write(p, doc, which, target);
   return kExitOk;

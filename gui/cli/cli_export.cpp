@@ -1,5 +1,6 @@
 #include "gui/cli/cli_export.h"
 
+#include "profiling/profile_record.h"
 #include "visualizers/layout/layout_service.h"
 #include "visualizers/scene/exporters.h"
 #include "visualizers/scene/graph_scene.h"
@@ -8,6 +9,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 namespace tscope::gui {
@@ -16,39 +18,26 @@ namespace {
 
 using nlohmann::json;
 
-// Per-node times from the document's profiles: the first profile of the chosen graph that holds
-// {"nodes": [{"id": APPLY_ID, "seconds": S}, ...]} (optionally "graph": "original"|"optimized" and
-// "seconds": the call time the shares are relative to; else the sum of the nodes' times).
+// Per-node times from the document's profiles (prof::firstNodeTimes: the first per-node time
+// profile of the chosen graph), as shares of the profile's call time.
 std::map<std::int64_t, vis::HeatEntry> heatFromProfiles(const json& profiles,
                                                         const std::string& which,
                                                         const std::string& file) {
-  for (const json& profile : profiles) {
-    if (!profile.is_object() || !profile.contains("nodes") || !profile["nodes"].is_array())
-      continue;
-    if (profile.contains("graph") && profile["graph"] != which) continue;
-    std::map<std::int64_t, vis::HeatEntry> heat;
-    double sum = 0;
-    for (const json& entry : profile["nodes"]) {
-      if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_number_integer() ||
-          !entry.contains("seconds") || !entry["seconds"].is_number())
-        throw std::runtime_error(
-            file +
-            ": a per-node profile entry must be {\"id\": integer, \"seconds\": number}, found " +
-            entry.dump());
-      const double seconds = entry["seconds"].get<double>();
-      heat[entry["id"].get<std::int64_t>()].seconds += seconds;
-      sum += seconds;
-    }
-    const double total = profile.contains("seconds") && profile["seconds"].is_number() &&
-                                 profile["seconds"].get<double>() > 0
-                             ? profile["seconds"].get<double>()
-                             : sum;
-    for (auto& [id, entry] : heat) entry.share = total > 0 ? entry.seconds / total : 0;
-    if (!heat.empty()) return heat;
+  std::optional<prof::ProfileRecord> record;
+  try {
+    record = prof::firstNodeTimes(profiles, which);
+  } catch (const prof::ProfileError& e) {
+    throw std::runtime_error(file + ": " + e.what());
   }
-  throw std::runtime_error(
-      "--heatmap: " + file + " has no per-node profile of the " + which +
-      " graph (expected a profile {\"nodes\": [{\"id\": APPLY_ID, \"seconds\": S}, ...]})");
+  if (!record)
+    throw std::runtime_error(
+        "--heatmap: " + file + " has no per-node profile of the " + which +
+        " graph (expected a profile {\"nodes\": [{\"id\": APPLY_ID, \"seconds\": S}, ...]})");
+  std::map<std::int64_t, vis::HeatEntry> heat;
+  for (const prof::NodeTime& node : record->nodes) heat[node.id].seconds += node.seconds;
+  const double total = record->totalSeconds();
+  for (auto& [id, entry] : heat) entry.share = total > 0 ? entry.seconds / total : 0;
+  return heat;
 }
 
 vis::GroupState groupState(const QCommandLineParser& p, const vis::ViewModel& model) {

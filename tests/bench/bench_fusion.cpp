@@ -19,7 +19,7 @@
 #include "engine/graph/function_graph.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
-#include "engine/rewrite/fusion.h"
+#include "engine/rewrite/rules/fusion.h"
 #include "engine/vm/vm.h"
 
 #include <algorithm>

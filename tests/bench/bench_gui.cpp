@@ -13,9 +13,9 @@
 // each ONNX model, collapses all and opens the largest group.
 
 #include "bench/synthetic_graphs.h"
+#include "engine/session/graph_file.h"
 #include "gui/app/event_loop_probe.h"
 #include "gui/app/graph_pane.h"
-#include "gui/cli/graph_file.h"
 #include "visualizers/scene_test_support.h"
 
 #include <QApplication>
@@ -288,7 +288,7 @@ void sceneFigures(int applies, int columns) {
 }
 
 std::shared_ptr<const engine::FunctionGraph> onnxGraph(const char* file) {
-  auto doc = gui::openGraphFile(std::filesystem::path(TSCOPE_TEST_DATA_DIR) / "onnx/models" / file);
+  auto doc = engine::session::openGraphFile(std::filesystem::path(TSCOPE_TEST_DATA_DIR) / "onnx/models" / file);
   return std::shared_ptr<const engine::FunctionGraph>(std::move(doc.original));
 }
 

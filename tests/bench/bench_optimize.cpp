@@ -12,9 +12,9 @@
 // a 100k-node one mostly not) and "cold" after evicting every cache level (Note [Hot and cold
 // scaling], evict_caches.h), whose ratio is the compiler's own scaling.
 #include "engine/compile/function.h"
-#include "engine/io/optimize_graph.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
+#include "engine/session/optimize_graph.h"
 #include "engine/tensor/tensor.h"
 #include "evict_caches.h"
 
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
                 coldMedian, last.seconds, 1e6 * median / static_cast<double>(last.nodesBefore), times.size());
     results.emplace_back(last.nodesBefore, median);
     coldResults.emplace_back(last.nodesBefore, coldMedian);
-    if (n == maxNodes || n * 10 > maxNodes) std::printf("\nprofile of the largest graph:\n%s", io::rewriteProfileText(last, 20).c_str());
+    if (n == maxNodes || n * 10 > maxNodes) std::printf("\nprofile of the largest graph:\n%s", session::rewriteProfileText(last, 20).c_str());
   }
   if (phaseMedians.size() >= 2) {
     const auto& small = phaseMedians[phaseMedians.size() - 2];

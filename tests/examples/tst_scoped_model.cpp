@@ -2,9 +2,9 @@
 // (nested scopes, OpFromGraph groups, view and destroy edges after fast_run, the rewrite log) and
 // both its graphs reproduce the values the program computed (scoped_model.expected/).
 #include "engine/io/npy.h"
-#include "engine/io/run_graph.h"
 #include "engine/io/tsg.h"
 #include "engine/ops/graph/op_from_graph.h"
+#include "engine/session/run_graph.h"
 #include "test_main.h"
 
 #include <QProcess>
@@ -28,7 +28,7 @@ std::vector<const Apply*> opFromGraphNodes(const FunctionGraph& g, const std::st
 
 // Every output of the graph, run on the saved test values, against the program's .npy files.
 void checkReproduces(const FunctionGraph& graph, const std::string& expectedDir) {
-  const io::RunResult r = io::runGraph(graph, io::RunInputs{});
+  const session::RunResult r = session::runGraph(graph, session::RunInputs{});
   QCOMPARE(r.outputs.size(), graph.outputs().size());
   for (std::size_t i = 0; i < r.outputs.size(); ++i) {
     const auto file = std::filesystem::path(expectedDir) / ("output_" + std::to_string(i) + ".npy");

@@ -8,9 +8,9 @@
 // profile.
 
 #include "cli_test_support.h"
-#include "engine/io/run_graph.h"
 #include "engine/io/tsg.h"
 #include "engine/ops/nn/nn.h"
+#include "engine/session/run_graph.h"
 #include "gui/cli/cli.h"
 #include "gui_test_main.h"
 #include "visualizers/model/palette.h"
@@ -87,13 +87,13 @@ class TestCliExport : public QObject {
     QVERIFY2(contains(o.out, "opset 13"), o.out.c_str());
 
     const io::TsgDocument doc = io::loadTsg(example("mlp_forward.tsg"));
-    io::RunInputs inputs;
+    session::RunInputs inputs;
     inputs.byName["x"] = Tensor::full(DType::Float32, {3, 64}, 0.25);
-    const auto want = io::runGraph(*doc.original, inputs).outputs;
+    const auto want = session::runGraph(*doc.original, inputs).outputs;
     for (const std::string& path : {onnx, onnxOpt}) {
       const io::OnnxImportResult model = io::loadOnnx(path);
       QCOMPARE(model.opset, path == onnx ? 17 : 13);
-      const auto got = io::runGraph(*model.document.original, inputs).outputs;
+      const auto got = session::runGraph(*model.document.original, inputs).outputs;
       QCOMPARE(got.size(), want.size());
       for (std::size_t i = 0; i < want.size(); ++i)
         QVERIFY2(got[i].allClose(want[i], 1e-5, 1e-6), path.c_str());
@@ -303,6 +303,22 @@ class TestCliExport : public QObject {
     Result png = cli({"export", file, "-o", dir.filePath("heat.png").toStdString(), "--heatmap",
                       "--scale", "0.5"});
     QVERIFY2(png.code == 0, png.err.c_str());
+  }
+
+  // A per-node profile that does not fit its schema is refused with its JSON path
+  // (profiling/profile_record.h), after the file's name.
+  void heatmapRefusesMalformedProfile() {
+    QTemporaryDir dir;
+    io::TsgDocument doc = io::loadTsg(example("mlp_forward.tsg"));
+    const std::int64_t id = doc.original->toposort().front()->id();
+    doc.profiles.push_back(
+        {{"graph", "original"}, {"nodes", json::array({{{"id", id}, {"seconds", "fast"}}})}});
+    const std::string file = dir.filePath("bad_profile.tsg").toStdString();
+    io::saveTsg(doc, file);
+    Result r = cli({"export", file, "-o", dir.filePath("heat.svg").toStdString(), "--heatmap"});
+    QCOMPARE(r.code, int(gui::kExitFailure));
+    QVERIFY2(contains(r.err, file + ": /profiles/0/nodes/0/seconds: expected a number"), r.err.c_str());
+    QVERIFY(!exists(dir.filePath("heat.svg").toStdString()));
   }
 };
 

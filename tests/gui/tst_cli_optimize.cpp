@@ -2,9 +2,9 @@
 // rewriter profile, prints the summary, honours --mode/--include/--exclude, refuses bad options;
 // the optimized graph computes what the original computes.
 
-#include "engine/io/run_graph.h"
-#include "engine/io/tsg.h"
 #include "cli_test_support.h"
+#include "engine/io/tsg.h"
+#include "engine/session/run_graph.h"
 #include "gui/cli/cli.h"
 #include "test_main.h"
 
@@ -52,10 +52,10 @@ class TestCliOptimize : public QObject {
         QVERIFY(!doc.rewrites[i].reason.empty());
       }
       // The optimized graph computes what the original does.
-      io::RunInputs inputs;
+      session::RunInputs inputs;
       inputs.randomSeed = 7;
-      const auto before = io::runGraph(*doc.original, inputs);
-      const auto after = io::runGraph(*doc.optimized, inputs);
+      const auto before = session::runGraph(*doc.original, inputs);
+      const auto after = session::runGraph(*doc.optimized, inputs);
       QCOMPARE(before.outputs.size(), after.outputs.size());
       for (std::size_t i = 0; i < before.outputs.size(); ++i)
         QVERIFY2(after.outputs[i].allClose(before.outputs[i], 1e-4, 1e-5), name);

@@ -6,9 +6,9 @@
 #include "engine/graph/apply.h"
 #include "engine/graph/function_graph.h"
 #include "engine/graph/rewrite_recorder.h"
-#include "engine/io/optimize_graph.h"
 #include "engine/io/tsg.h"
 #include "engine/ops/elemwise/elemwise.h"
+#include "engine/session/optimize_graph.h"
 #include "gui/app/counterparts.h"
 #include "visualizers/model/view_model.h"
 
@@ -136,7 +136,7 @@ void TestCounterparts::testCyclicLogTerminates() {
 
 void TestCounterparts::testOptimizedDocument() {
   io::TsgDocument doc = io::loadTsg(TSCOPE_SOURCE_DIR "/examples/graphs/logistic_regression.tsg");
-  io::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
+  session::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
   QVERIFY(doc.optimized);
   QVERIFY(!doc.rewrites.empty());
   const FunctionGraph& left = *doc.original;

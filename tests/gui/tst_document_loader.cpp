@@ -3,8 +3,8 @@
 // the file's name, and a cancelled or superseded load never delivers a document.
 #include "gui_test_main.h"
 
-#include "engine/io/optimize_graph.h"
 #include "engine/io/tsg.h"
+#include "engine/session/optimize_graph.h"
 #include "gui/app/document_loader.h"
 
 #include <QFile>
@@ -47,7 +47,7 @@ class TestDocumentLoader : public QObject {
 void TestDocumentLoader::initTestCase() {
   QVERIFY(m_dir.isValid());
   tscope::engine::io::TsgDocument doc = tscope::engine::io::loadTsg(kLogistic.toStdString());
-  tscope::engine::io::optimizeDocument(doc, tscope::engine::RewriteQuery::forMode("fast_run"));
+  tscope::engine::session::optimizeDocument(doc, tscope::engine::RewriteQuery::forMode("fast_run"));
   m_optimized = m_dir.filePath(QStringLiteral("optimized.tsg"));
   tscope::engine::io::saveTsg(doc, m_optimized.toStdString());
 }

@@ -6,9 +6,9 @@
 #include "gui_test_main.h"
 
 #include "engine/graph/source_site.h"
-#include "engine/io/optimize_graph.h"
 #include "engine/io/tsg.h"
 #include "engine/ops/elemwise/elemwise.h"
+#include "engine/session/optimize_graph.h"
 #include "gui/app/counterparts.h"
 #include "gui/app/document_loader.h"
 #include "gui/app/graph_pane.h"
@@ -57,7 +57,7 @@ void writeScopedGraph(const QString& path) {
   h->setName("out");
   io::TsgDocument doc;
   doc.original = std::make_unique<FunctionGraph>(std::vector<VarPtr>{x, w}, std::vector<VarPtr>{h});
-  io::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
+  session::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
   io::saveTsg(doc, path.toStdString());
 }
 

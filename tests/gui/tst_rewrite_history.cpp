@@ -5,11 +5,11 @@
 
 #include "gui_test_main.h"
 // The units under test and what they need:
-#include "engine/io/optimize_graph.h"
-#include "engine/io/replay_rewrites.h"
+#include "engine/session/graph_file.h"
+#include "engine/session/optimize_graph.h"
+#include "engine/session/replay_rewrites.h"
 #include "gui/app/history/rewrite_history_panel.h"
 #include "gui/app/history/rewrite_log_model.h"
-#include "gui/cli/graph_file.h"
 
 #include <QAbstractItemModelTester>
 #include <QTableView>
@@ -39,8 +39,8 @@ std::string structure(const engine::FunctionGraph& fg) {
 // A document as the window builds it, from a file optimized with `mode`.
 std::shared_ptr<const gui::Document> makeDocument(const QString& file, const char* mode,
                                                   bool keepQuery = true) {
-  engine::io::TsgDocument tsg = gui::openGraphFile(file.toStdString());
-  engine::io::optimizeDocument(tsg, RewriteQuery::forMode(mode));
+  engine::io::TsgDocument tsg = engine::session::openGraphFile(file.toStdString());
+  engine::session::optimizeDocument(tsg, RewriteQuery::forMode(mode));
   auto doc = std::make_shared<gui::Document>();
   doc->path = file;
   doc->original = std::move(tsg.original);
@@ -151,9 +151,9 @@ class TestRewriteHistory : public QObject {
     const engine::RewriteRecord& record = doc->rewrites[k];
     const RewriteQuery q = RewriteQuery::forMode("fast_run");
     QCOMPARE(structure(before->graph()),
-             structure(*engine::io::replayRewrites(*doc->original, q, k)));
+             structure(*engine::session::replayRewrites(*doc->original, q, k)));
     QCOMPARE(structure(after->graph()),
-             structure(*engine::io::replayRewrites(*doc->original, q, k + 1)));
+             structure(*engine::session::replayRewrites(*doc->original, q, k + 1)));
     QSet<int> expectRemoved, expectAdded;
     for (auto id : record.removedNodes) {
       QVERIFY2(before->graph().nodeById(id),
@@ -192,7 +192,7 @@ class TestRewriteHistory : public QObject {
       QCOMPARE(args[0].toInt(), k);
       const auto model = args[1].value<std::shared_ptr<const vis::ViewModel>>();
       QCOMPARE(structure(model->graph()),
-               structure(*engine::io::replayRewrites(*doc->original, q, std::size_t(k))));
+               structure(*engine::session::replayRewrites(*doc->original, q, std::size_t(k))));
       if (k == n) QCOMPARE(structure(model->graph()), structure(*doc->optimized));
       if (k == 0) QCOMPARE(structure(model->graph()), structure(*doc->original));
       QVERIFY(panel.stepText().startsWith(QString("step %1 of %2").arg(k).arg(n)));
@@ -211,7 +211,7 @@ class TestRewriteHistory : public QObject {
     gui::RewriteHistoryPanel panel;
     QCOMPARE(panel.state(), gui::RewriteHistoryPanel::State::NoDocument);
     auto doc = std::make_shared<gui::Document>();
-    engine::io::TsgDocument tsg = gui::openGraphFile(mlpPath().toStdString());
+    engine::io::TsgDocument tsg = engine::session::openGraphFile(mlpPath().toStdString());
     doc->original = std::move(tsg.original);
     panel.setDocument(doc);
     QCOMPARE(panel.state(), gui::RewriteHistoryPanel::State::NoRewrites);
@@ -281,7 +281,7 @@ class TestRewriteHistory : public QObject {
           int(doc->original->nodeCount()), doc->rewrites.size(), checkMs, mid, clock.elapsed());
     const auto atStep = ready[0][1].value<std::shared_ptr<const vis::ViewModel>>();
     QCOMPARE(structure(atStep->graph()),
-             structure(*engine::io::replayRewrites(
+             structure(*engine::session::replayRewrites(
                  *doc->original, RewriteQuery::forMode("fast_run"), std::size_t(mid))));
   }
 };

@@ -159,12 +159,12 @@ inline void checkModel(const ModelBuilder& model, const std::vector<Tensor>& exp
   QVERIFY2(imported.opaqueOps.empty(), "the model loaded with opaque ops");
   if (!directOp.empty()) QCOMPARE(countOps(*imported.document.original, directOp), 1);
   for (engine::Mode mode : {engine::Mode::None, engine::Mode::FastRun}) {
-    engine::io::RunInputs run;
+    engine::session::RunInputs run;
     run.byName = model.values();
     run.mode = mode;
     std::vector<Tensor> outputs;
     try {
-      outputs = engine::io::runGraph(*imported.document.original, run).outputs;
+      outputs = engine::session::runGraph(*imported.document.original, run).outputs;
     } catch (const std::exception& e) {
       QFAIL(e.what());
     }

@@ -16,6 +16,7 @@ namespace tscope::test::onnx_cases {
 
 using namespace tscope::engine;
 using namespace tscope::engine::io;
+using namespace tscope::engine::session;
 namespace fx = tscope::test::onnx;
 using fx::ModelBuilder;
 

@@ -11,7 +11,7 @@
 #include "engine/compile/function.h"
 #include "engine/graph/function_graph.h"
 #include "engine/io/npy.h"
-#include "engine/io/run_graph.h"
+#include "engine/session/run_graph.h"
 #include "engine/tensor/tensor.h"
 
 #include <algorithm>
@@ -108,7 +108,7 @@ inline std::vector<Fixture> listFixtures(const std::filesystem::path& dir) {
 // the counts differ; runGraph's own errors pass through.
 inline std::vector<Tensor> runFixture(const engine::FunctionGraph& graph, const Fixture& fixture,
                                       engine::Mode mode) {
-  engine::io::RunInputs run;
+  engine::session::RunInputs run;
   run.mode = mode;
   run.randomSeed = 0;  // only reached by an input the fixture lacks, which the count check refuses
   std::size_t i = 0;
@@ -124,7 +124,7 @@ inline std::vector<Tensor> runFixture(const engine::FunctionGraph& graph, const 
     throw std::runtime_error(fixture.name + ": the graph has " + std::to_string(i) +
                              " non-shared inputs, the fixture " +
                              std::to_string(fixture.inputs.size()));
-  return engine::io::runGraph(graph, run).outputs;
+  return engine::session::runGraph(graph, run).outputs;
 }
 
 inline std::string formatIndex(std::int64_t flat, const engine::Shape& shape) {

@@ -7,8 +7,6 @@
 #include "engine/graph/errors.h"
 #include "engine/io/onnx/onnx_export.h"
 #include "engine/io/onnx/onnx_import.h"
-#include "engine/io/optimize_graph.h"
-#include "engine/io/run_graph.h"
 #include "engine/io/tsg.h"
 #include "engine/ops/as_op.h"
 #include "engine/ops/basic.h"
@@ -18,6 +16,8 @@
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/shape.h"
 #include "engine/ops/shape/topk.h"
+#include "engine/session/optimize_graph.h"
+#include "engine/session/run_graph.h"
 #include "test_main.h"
 
 #include <QTemporaryDir>
@@ -83,12 +83,12 @@ RoundTrip roundTrip(const FunctionGraph& graph, const std::map<std::string, Tens
   options.opset = opset;
   const std::string bytes = io::writeOnnx(graph, options);
   r.imported = io::readOnnx(bytes, "exported.onnx");
-  io::RunInputs run;
+  session::RunInputs run;
   run.byName = inputs;
-  r.expected = io::runGraph(graph, run).outputs;
+  r.expected = session::runGraph(graph, run).outputs;
   for (Mode mode : {Mode::None, Mode::FastRun}) {
     run.mode = mode;
-    r.actual = io::runGraph(*r.imported.document.original, run).outputs;
+    r.actual = session::runGraph(*r.imported.document.original, run).outputs;
     if (r.actual.size() != r.expected.size())
       throw std::runtime_error("the imported graph has " + std::to_string(r.actual.size()) +
                                " outputs, expected " + std::to_string(r.expected.size()));
@@ -474,7 +474,7 @@ void TestOnnxExport::optimizedGraphRoundTrip() {
   VarPtr s = sum(sqr(y), {1});
   io::TsgDocument doc;
   doc.original = graphOf({x, z, W}, {y, s});
-  io::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
+  session::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
   std::set<std::string> ops;
   bool inplace = false;
   for (const Apply* node : doc.optimized->nodes()) {
@@ -489,11 +489,11 @@ void TestOnnxExport::optimizedGraphRoundTrip() {
               {"z", randomTensor(DType::Float32, {5, 3}, rng)}},
              17, 1e-5, 1e-5);
   // ... and what the original graph computes.
-  io::RunInputs run;
+  session::RunInputs run;
   run.byName = {{"x", randomTensor(DType::Float32, {5, 4}, rng)},
                 {"z", randomTensor(DType::Float32, {5, 3}, rng)}};
-  const auto want = io::runGraph(*doc.original, run).outputs;
-  const auto got = io::runGraph(*r.imported.document.original, run).outputs;
+  const auto want = session::runGraph(*doc.original, run).outputs;
+  const auto got = session::runGraph(*r.imported.document.original, run).outputs;
   for (std::size_t i = 0; i < want.size(); ++i) QVERIFY(got[i].allClose(want[i], 1e-5, 1e-5));
 }
 
@@ -523,7 +523,7 @@ void TestOnnxExport::trainingGraphRoundTrip() {
   }
   ROUND_TRIP(r, *doc.original, inputs, 17, 1e-4, 1e-6);
   // The fast_run-optimized graph too, against the original's outputs.
-  io::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
+  session::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
   ROUND_TRIP(o, *doc.optimized, inputs, 13, 1e-4, 1e-6);
   for (std::size_t i = 0; i < r.expected.size(); ++i)
     QVERIFY(o.actual[i].allClose(r.expected[i], 1e-4, 1e-6));
@@ -561,9 +561,9 @@ void TestOnnxExport::namesAndShapes() {
   QCOMPARE(outputs, (std::vector<std::string>{"total", "total_1", "output_2", "output_3"}));
   // The original's inputs share a name, so it runs by position.
   const auto want = compile({a, b, c}, outs)({va, vb, vc});
-  io::RunInputs run;
+  session::RunInputs run;
   run.byName = {{"x", va}, {"x_1", vb}, {"input_2", vc}};
-  const auto got = io::runGraph(h, run).outputs;
+  const auto got = session::runGraph(h, run).outputs;
   QCOMPARE(got.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) QVERIFY(got[i].allClose(want[i], 1e-6, 1e-6));
 }

@@ -16,6 +16,7 @@
 
 using namespace tscope::engine;
 using namespace tscope::engine::io;
+using namespace tscope::engine::session;
 using namespace tscope::test::onnx;
 
 namespace {

@@ -1,6 +1,6 @@
 #include "gui/app/history/rewrite_history_panel.h"
 
-#include "engine/io/replay_rewrites.h"
+#include "engine/session/replay_rewrites.h"
 #include "gui/app/history/rewrite_log_model.h"
 #include "gui/app/history/rewrite_steps.h"
 #include "gui/app/worker.h"
@@ -202,7 +202,7 @@ void RewriteHistoryPanel::setDocument(std::shared_ptr<const Document> document) 
   runOnWorker(this, [doc = m_document] {
     CheckResult r;
     try {
-      r.query = engine::io::checkedReplayQuery(*doc->original, doc->rewrites, doc->profiles);
+      r.query = engine::session::checkedReplayQuery(*doc->original, doc->rewrites, doc->profiles);
     } catch (const std::exception& e) {
       r.error = errorText(e);
     }

@@ -1,6 +1,6 @@
 #include "gui/app/history/rewrite_steps.h"
 
-#include "engine/io/replay_rewrites.h"
+#include "engine/session/replay_rewrites.h"
 
 #include <future>
 #include <stdexcept>
@@ -16,7 +16,7 @@ std::shared_ptr<const vis::ViewModel> graphAtStep(const std::shared_ptr<const Do
   if (step == 0 && doc->originalModel) return doc->originalModel;
   if (step >= doc->rewrites.size() && doc->optimizedModel) return doc->optimizedModel;
   std::shared_ptr<const engine::FunctionGraph> graph =
-      engine::io::replayRewrites(*doc->original, query, step);
+      engine::session::replayRewrites(*doc->original, query, step);
   return vis::ViewModel::build(std::move(graph));
 }
 

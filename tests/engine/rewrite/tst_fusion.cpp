@@ -8,7 +8,7 @@
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/reduce/reduce.h"
-#include "engine/rewrite/fusion.h"
+#include "engine/rewrite/rules/fusion.h"
 #include "engine/vm/vm.h"
 #include "test_main.h"
 

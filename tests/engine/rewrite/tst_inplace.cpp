@@ -11,7 +11,7 @@
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/elemwise/elemwise.h"
 #include "engine/ops/shape/dimshuffle.h"
-#include "engine/rewrite/inplace.h"
+#include "engine/rewrite/rules/inplace.h"
 #include "engine/vm/vm.h"
 #include "test_main.h"
 

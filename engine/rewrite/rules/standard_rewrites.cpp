@@ -1,6 +1,6 @@
-// The fusion and inplace phases: the graph rewriters of engine/rewrite/fusion.h and inplace.h.
-#include "engine/rewrite/fusion.h"
-#include "engine/rewrite/inplace.h"
+// The fusion and inplace phases: the graph rewriters of engine/rewrite/rules/fusion.h and inplace.h.
+#include "engine/rewrite/rules/fusion.h"
+#include "engine/rewrite/rules/inplace.h"
 #include "engine/rewrite/rewrite_db.h"
 
 namespace tscope::engine {

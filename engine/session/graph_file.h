@@ -1,5 +1,6 @@
 #pragma once
-// Opening the graph files the CLI and the window accept: .tsg documents and ONNX models.
+// Opening a document of any supported format: .tsg documents and ONNX models (what the CLI and
+// the window open). The ONNX part is compiled in when tscope_onnx exists (TSCOPE_HAVE_ONNX).
 
 #include "engine/io/tsg.h"
 
@@ -7,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace tscope::gui {
+namespace tscope::engine::session {
 
 struct GraphFileInfo {
   std::string format;                  // "tsg" or "onnx"
@@ -16,10 +17,10 @@ struct GraphFileInfo {
   std::vector<std::string> opaqueOps;  // ONNX op types loaded as opaque nodes
 };
 
-// .tsg files load with engine::io::loadTsg, .onnx files with engine::io::loadOnnx; a file with
+// .tsg files load with io::loadTsg, .onnx files with io::loadOnnx; a file with
 // another extension is sniffed (JSON -> .tsg, protobuf -> ONNX). Throws std::runtime_error
 // (TsgError, OnnxError) with a message naming the file; `info` (optional) receives the format,
 // warnings and opaque ops.
-engine::io::TsgDocument openGraphFile(const std::filesystem::path& path, GraphFileInfo* info = nullptr);
+io::TsgDocument openGraphFile(const std::filesystem::path& path, GraphFileInfo* info = nullptr);
 
-}  // namespace tscope::gui
+}  // namespace tscope::engine::session

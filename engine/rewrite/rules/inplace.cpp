@@ -1,4 +1,4 @@
-#include "engine/rewrite/inplace.h"
+#include "engine/rewrite/rules/inplace.h"
 
 #include "engine/graph/destroy_handler.h"
 #include "engine/graph/errors.h"

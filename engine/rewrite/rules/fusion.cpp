@@ -1,4 +1,4 @@
-#include "engine/rewrite/fusion.h"
+#include "engine/rewrite/rules/fusion.h"
 
 #include "engine/graph/flat_hash_map.h"
 #include "engine/graph/op.h"

@@ -1,4 +1,4 @@
-#include "gui/cli/graph_file.h"
+#include "engine/session/graph_file.h"
 
 #ifdef TSCOPE_HAVE_ONNX
 #include "engine/io/onnx/onnx_import.h"
@@ -7,13 +7,13 @@
 #include <fstream>
 #include <stdexcept>
 
-namespace tscope::gui {
+namespace tscope::engine::session {
 
 namespace {
 
-engine::io::TsgDocument openOnnx(const std::filesystem::path& path, GraphFileInfo* info) {
+io::TsgDocument openOnnx(const std::filesystem::path& path, GraphFileInfo* info) {
 #ifdef TSCOPE_HAVE_ONNX
-  engine::io::OnnxImportResult result = engine::io::loadOnnx(path);
+  io::OnnxImportResult result = io::loadOnnx(path);
   if (info) {
     info->format = "onnx";
     info->onnxOpset = result.opset;
@@ -44,7 +44,7 @@ bool startsLikeJson(std::string_view bytes) {
 
 }  // namespace
 
-engine::io::TsgDocument openGraphFile(const std::filesystem::path& path, GraphFileInfo* info) {
+io::TsgDocument openGraphFile(const std::filesystem::path& path, GraphFileInfo* info) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw std::runtime_error(path.string() + ": no such file");
   if (std::filesystem::is_directory(path, ec))
@@ -55,13 +55,13 @@ engine::io::TsgDocument openGraphFile(const std::filesystem::path& path, GraphFi
   const std::string start = ext == ".tsg" ? std::string() : head(path);
   if (ext == ".tsg" || startsLikeJson(start)) {
     if (info) info->format = "tsg";
-    return engine::io::loadTsg(path);
+    return io::loadTsg(path);
   }
 #ifdef TSCOPE_HAVE_ONNX
-  if (engine::io::looksLikeOnnx(start)) return openOnnx(path, info);
+  if (io::looksLikeOnnx(start)) return openOnnx(path, info);
 #endif
   throw std::runtime_error(path.string() + ": expected a .tsg or .onnx file, found the extension '" + ext +
                            "' and contents that are neither JSON nor an ONNX model");
 }
 
-}  // namespace tscope::gui
+}  // namespace tscope::engine::session

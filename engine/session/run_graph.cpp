@@ -1,4 +1,4 @@
-#include "engine/io/run_graph.h"
+#include "engine/session/run_graph.h"
 
 #include "engine/compile/function.h"
 #include "engine/graph/errors.h"
@@ -6,17 +6,22 @@
 #include <random>
 #include <set>
 
-namespace tscope::engine::io {
+namespace tscope::engine::session {
 
 namespace {
+
+// "'b' (float32 (4))", or "(unnamed, float32 (?, 8))".
+std::string describe(const Variable& in) {
+  return in.name().empty() ? "(unnamed, " + in.type().str() + ")" : "'" + in.name() + "' (" + in.type().str() + ")";
+}
 
 Tensor randomValue(const Variable& in, std::mt19937_64& rng) {
   std::vector<std::int64_t> shape = in.type().shape();
   for (std::int64_t d : shape)
     if (d == kUnknownDim)
-      throw std::invalid_argument("input '" + in.name() + "' has the type " + in.type().str() +
-                                  " with unknown dimensions, so random values cannot be shaped; give it with --input " +
-                                  (in.name().empty() ? std::string("NAME") : in.name()) + "=FILE.npy");
+      throw MissingInputValue("no value for input " + describe(in) +
+                                  ": random values cannot be shaped to its unknown dimensions; give one",
+                              in.name(), false);
   const DType dtype = in.type().dtype();
   std::vector<double> values(static_cast<std::size_t>(shapeNumel(shape)));
   if (isFloat(dtype)) {
@@ -68,10 +73,8 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
       args.push_back(randomValue(*in, rng));
       result.inputSource.push_back("random");
     } else {
-      throw std::invalid_argument("input '" + (in->name().empty() ? in->type().str() : in->name()) +
-                                  "' has no value: give it with --input " +
-                                  (in->name().empty() ? std::string("NAME") : in->name()) +
-                                  "=FILE.npy, or pass --random-inputs SEED");
+      throw MissingInputValue("no value for input " + describe(*in) + ": give one, or use random inputs",
+                              in->name(), true);
     }
   }
   CompileOptions options;
@@ -81,4 +84,4 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
   return result;
 }
 
-}  // namespace tscope::engine::io
+}  // namespace tscope::engine::session

@@ -3,9 +3,9 @@
 // of the replay is the saved optimized graph, and a log the optimizer cannot reproduce is refused.
 
 #include "engine/graph/function_graph.h"
-#include "engine/io/optimize_graph.h"
-#include "engine/io/replay_rewrites.h"
 #include "engine/io/tsg.h"
+#include "engine/session/optimize_graph.h"
+#include "engine/session/replay_rewrites.h"
 #include "test_main.h"
 
 #include <algorithm>
@@ -13,8 +13,8 @@
 #include <set>
 
 using namespace tscope::engine;
-using io::replayRewrites;
-using io::sameChange;
+using session::replayRewrites;
+using session::sameChange;
 
 namespace {
 
@@ -47,7 +47,7 @@ std::set<std::int64_t> nodeIds(const FunctionGraph& fg) {
 io::TsgDocument optimizedMlp(const RewriteQuery& query) {
   io::TsgDocument doc =
       io::loadTsg(std::filesystem::path(TSCOPE_SOURCE_DIR) / "examples/graphs/mlp.tsg");
-  io::optimizeDocument(doc, query);
+  session::optimizeDocument(doc, query);
   return io::readTsg(io::writeTsg(doc), "mlp-optimized");
 }
 
@@ -117,24 +117,24 @@ class TestReplayRewrites : public QObject {
     RewriteQuery query = RewriteQuery::forMode("fast_run");
     query.exclude.insert("inplace");
     io::TsgDocument doc = optimizedMlp(query);
-    const std::optional<RewriteQuery> recorded = io::recordedRewriteQuery(doc.profiles);
+    const std::optional<RewriteQuery> recorded = session::recordedRewriteQuery(doc.profiles);
     QVERIFY(recorded.has_value());
     QVERIFY(recorded->include == query.include);
     QVERIFY(recorded->exclude == query.exclude);
-    const RewriteQuery checked = io::checkedReplayQuery(*doc.original, doc.rewrites, doc.profiles);
+    const RewriteQuery checked = session::checkedReplayQuery(*doc.original, doc.rewrites, doc.profiles);
     QVERIFY(checked.exclude == query.exclude);
   }
 
   void testRecordedQueryWithMode() {
     const nlohmann::json profiles = nlohmann::json::parse(
         R"([{"kind": "run"}, {"kind": "rewriter", "query": {"mode": "fast_compile", "exclude": ["merge"]}}])");
-    const auto q = io::recordedRewriteQuery(profiles);
+    const auto q = session::recordedRewriteQuery(profiles);
     QVERIFY(q.has_value());
     QVERIFY(q->include == std::set<std::string>{"fast_compile"});
     QVERIFY(q->exclude == std::set<std::string>{"merge"});
-    QVERIFY(!io::recordedRewriteQuery(nlohmann::json::array()).has_value());
-    QVERIFY_THROWS_EXCEPTION(io::ReplayError,
-                             io::recordedRewriteQuery(nlohmann::json::parse(
+    QVERIFY(!session::recordedRewriteQuery(nlohmann::json::array()).has_value());
+    QVERIFY_THROWS_EXCEPTION(session::ReplayError,
+                             session::recordedRewriteQuery(nlohmann::json::parse(
                                  R"([{"kind": "rewriter", "query": {"include": [3]}}])")));
   }
 
@@ -144,9 +144,9 @@ class TestReplayRewrites : public QObject {
     io::TsgDocument doc = optimizedMlp(RewriteQuery::forMode("fast_compile"));
     for (auto& p : doc.profiles) p.erase("query");
     try {
-      io::checkedReplayQuery(*doc.original, doc.rewrites, doc.profiles);
+      session::checkedReplayQuery(*doc.original, doc.rewrites, doc.profiles);
       QFAIL("a fast_compile log replayed as fast_run was accepted");
-    } catch (const io::ReplayError& e) {
+    } catch (const session::ReplayError& e) {
       const QString msg = e.what();
       QVERIFY2(msg.contains("recorded with another optimizer; stepping is unavailable"),
                qPrintable(msg));
@@ -155,7 +155,7 @@ class TestReplayRewrites : public QObject {
     // Without a recorded query a fast_run log is accepted.
     io::TsgDocument fast = optimizedMlp(RewriteQuery::forMode("fast_run"));
     for (auto& p : fast.profiles) p.erase("query");
-    const RewriteQuery q = io::checkedReplayQuery(*fast.original, fast.rewrites, fast.profiles);
+    const RewriteQuery q = session::checkedReplayQuery(*fast.original, fast.rewrites, fast.profiles);
     QVERIFY(q.include == RewriteQuery::forMode("fast_run").include);
   }
 };

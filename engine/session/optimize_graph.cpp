@@ -1,14 +1,14 @@
-#include "engine/io/optimize_graph.h"
+#include "engine/session/optimize_graph.h"
 
 #include "engine/graph/rewrite_recorder.h"
-#include "engine/io/replay_rewrites.h"
+#include "engine/session/replay_rewrites.h"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace tscope::engine::io {
+namespace tscope::engine::session {
 
-RewriteProfile optimizeDocument(TsgDocument& doc, const RewriteQuery& query) {
+RewriteProfile optimizeDocument(io::TsgDocument& doc, const RewriteQuery& query) {
   std::unique_ptr<FunctionGraph> graph = doc.original->clone();
   auto recorder = std::make_shared<RewriteRecorder>();
   graph->attachFeature(recorder);
@@ -99,4 +99,4 @@ std::string rewriteLogText(const std::vector<RewriteRecord>& log, const Function
   return out;
 }
 
-}  // namespace tscope::engine::io
+}  // namespace tscope::engine::session

@@ -9,13 +9,14 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace tscope::engine::io {
+namespace tscope::engine::session {
 
 struct RunInputs {
-  // Values by graph-input name (the names `tensorscope run --input NAME=x.npy` takes).
+  // Values by graph-input name.
   std::map<std::string, Tensor> byName;
   // When set, an input with neither a given value nor a test value gets uniform random values
   // (floats in [-1, 1), integers in [0, 10), bools) of its static shape from this seed.
@@ -29,9 +30,21 @@ struct RunResult {
   std::vector<std::string> inputSource;  // per non-shared graph input: "given", "test value", "random"
 };
 
+// An input that runGraph has no value for: none given, no test value, and random values either not
+// asked for or impossible (unknown dimensions). The message says what is missing in the engine's
+// terms ("no value for input 'b' (float32 (4)): give one, or use random inputs"); a front end that
+// has its own way of giving values (the CLI's flags) adds it, using `input` and `randomPossible`.
+class MissingInputValue : public std::invalid_argument {
+ public:
+  MissingInputValue(const std::string& message, std::string input, bool randomPossible)
+      : std::invalid_argument(message), input(std::move(input)), randomPossible(randomPossible) {}
+  std::string input;    // the input's name; empty for an unnamed input
+  bool randomPossible;  // false when random values cannot be shaped (unknown dimensions)
+};
+
 // Compiles the graph (inputs.mode) and runs it once. Throws std::invalid_argument for a name that is
-// not a graph input (listing the inputs), an input without a value (naming it and saying how to
-// give one), a value that does not fit its input; ExecutionError when a node fails.
+// not a graph input (listing the inputs) or a value that does not fit its input, MissingInputValue
+// for an input without a value, ExecutionError when a node fails.
 RunResult runGraph(const FunctionGraph& graph, const RunInputs& inputs);
 
-}  // namespace tscope::engine::io
+}  // namespace tscope::engine::session

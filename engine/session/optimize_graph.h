@@ -9,12 +9,12 @@
 
 #include <string>
 
-namespace tscope::engine::io {
+namespace tscope::engine::session {
 
 // Optimizes a copy of doc.original with the query and stores it as doc.optimized, with the rewrite
 // log in doc.rewrites and the rewriter profile (rewriteProfileJson) appended to doc.profiles,
 // replacing an earlier rewriter profile. The original graph is not changed.
-RewriteProfile optimizeDocument(TsgDocument& doc, const RewriteQuery& query);
+RewriteProfile optimizeDocument(io::TsgDocument& doc, const RewriteQuery& query);
 
 // {"kind": "rewriter", "seconds", "nodes_before", "nodes_after", "phases": [...], "rewriters": [...]}.
 nlohmann::json rewriteProfileJson(const RewriteProfile& profile);
@@ -30,4 +30,4 @@ std::string rewriteProfileText(const RewriteProfile& profile, std::size_t topRew
 std::string rewriteLogText(const std::vector<RewriteRecord>& log, const FunctionGraph* original = nullptr,
                            const FunctionGraph* optimized = nullptr);
 
-}  // namespace tscope::engine::io
+}  // namespace tscope::engine::session

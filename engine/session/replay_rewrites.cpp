@@ -1,11 +1,11 @@
-#include "engine/io/replay_rewrites.h"
+#include "engine/session/replay_rewrites.h"
 
 #include "engine/graph/feature.h"
 
 #include <limits>
 #include <string>
 
-namespace tscope::engine::io {
+namespace tscope::engine::session {
 
 namespace {
 
@@ -136,4 +136,4 @@ RewriteQuery checkedReplayQuery(const FunctionGraph& original,
   return query;
 }
 
-}  // namespace tscope::engine::io
+}  // namespace tscope::engine::session

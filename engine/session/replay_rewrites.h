@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace tscope::engine::io {
+namespace tscope::engine::session {
 
 // Stepping through a log is impossible (the log does not come from this optimizer, ...).
 class ReplayError : public std::runtime_error {
@@ -49,4 +49,4 @@ RewriteQuery checkedReplayQuery(const FunctionGraph& original,
                                 const std::vector<RewriteRecord>& log,
                                 const nlohmann::json& profiles);
 
-}  // namespace tscope::engine::io
+}  // namespace tscope::engine::session
