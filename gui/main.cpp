@@ -7,15 +7,13 @@
 
 #include <QApplication>
 
-#include <malloc.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
-
 #include <cstdio>
 #include <cstdlib>
+#include <malloc.h>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 int main(int argc, char** argv) {
@@ -30,7 +28,8 @@ int main(int argc, char** argv) {
     // Without it Qt warns on stderr and then uses /tmp/runtime-<user>; choosing that directory
     // ourselves keeps a sub-command's stderr to its own messages.
     const std::string dir = "/tmp/runtime-" + std::to_string(::getuid());
-    if (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST) ::setenv("XDG_RUNTIME_DIR", dir.c_str(), 1);
+    if (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST)
+      ::setenv("XDG_RUNTIME_DIR", dir.c_str(), 1);
   }
   QApplication app(argc, argv);
   QApplication::setApplicationName("tensorscope");

@@ -6,13 +6,15 @@ namespace {
 
 // "the string \"fast\"", "an array", "-1": what a value is, for messages.
 std::string describe(const nlohmann::json& v) {
-  if (v.is_string()) return "the string " + v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (v.is_string())
+    return "the string " + v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (v.is_object()) return "an object";
   if (v.is_array()) return "an array";
   return v.dump();
 }
 
-[[noreturn]] void fail(const std::string& path, const std::string& expected, const nlohmann::json& found) {
+[[noreturn]] void fail(const std::string& path, const std::string& expected,
+                       const nlohmann::json& found) {
   throw ProfileError(path + ": expected " + expected + ", found " + describe(found));
 }
 
@@ -42,21 +44,25 @@ ProfileRecord ProfileRecord::fromJson(const nlohmann::json& value, const std::st
   if (auto kind = value.find("kind"); kind != value.end() && *kind != "time")
     fail(jsonPath + "/kind", "\"time\" (a per-node time profile)", *kind);
   if (auto graph = value.find("graph"); graph != value.end()) {
-    if (*graph != "original" && *graph != "optimized") fail(jsonPath + "/graph", "\"original\" or \"optimized\"", *graph);
+    if (*graph != "original" && *graph != "optimized")
+      fail(jsonPath + "/graph", "\"original\" or \"optimized\"", *graph);
     record.graph = graph->get<std::string>();
   }
   if (auto seconds = value.find("seconds"); seconds != value.end())
     record.seconds = secondsAt(*seconds, jsonPath + "/seconds");
   auto nodes = value.find("nodes");
-  if (nodes == value.end()) throw ProfileError(jsonPath + ": a per-node time profile needs \"nodes\"");
-  if (!nodes->is_array()) fail(jsonPath + "/nodes", "an array of {\"id\": integer, \"seconds\": number}", *nodes);
+  if (nodes == value.end())
+    throw ProfileError(jsonPath + ": a per-node time profile needs \"nodes\"");
+  if (!nodes->is_array())
+    fail(jsonPath + "/nodes", "an array of {\"id\": integer, \"seconds\": number}", *nodes);
   record.nodes.reserve(nodes->size());
   for (std::size_t i = 0; i < nodes->size(); ++i) {
     const nlohmann::json& entry = (*nodes)[i];
     const std::string at = jsonPath + "/nodes/" + std::to_string(i);
     if (!entry.is_object()) fail(at, "{\"id\": integer, \"seconds\": number}", entry);
     auto id = entry.find("id");
-    if (id == entry.end()) throw ProfileError(at + ": a node's time needs \"id\" (the node's Apply id)");
+    if (id == entry.end())
+      throw ProfileError(at + ": a node's time needs \"id\" (the node's Apply id)");
     if (!id->is_number_integer()) fail(at + "/id", "an integer Apply id", *id);
     auto seconds = entry.find("seconds");
     if (seconds == entry.end()) throw ProfileError(at + ": a node's time needs \"seconds\"");
@@ -75,14 +81,15 @@ nlohmann::json ProfileRecord::toJson() const {
   return out;
 }
 
-std::optional<ProfileRecord> firstNodeTimes(const nlohmann::json& profiles, const std::string& graph,
-                                            const std::string& jsonPath) {
+std::optional<ProfileRecord> firstNodeTimes(const nlohmann::json& profiles,
+                                            const std::string& graph, const std::string& jsonPath) {
   if (!profiles.is_array()) return std::nullopt;
   std::optional<ProfileRecord> found;
   for (std::size_t i = 0; i < profiles.size(); ++i) {
     if (!ProfileRecord::recognises(profiles[i])) continue;
     ProfileRecord record = ProfileRecord::fromJson(profiles[i], jsonPath + "/" + std::to_string(i));
-    if (!found && (!record.graph || *record.graph == graph) && !record.nodes.empty()) found = std::move(record);
+    if (!found && (!record.graph || *record.graph == graph) && !record.nodes.empty())
+      found = std::move(record);
   }
   return found;
 }

@@ -5,12 +5,11 @@
 // (docs/tsg-format.md). The heat-map export colours a graph with one; the profiler writes them.
 //
 // Reading is strict about the records it recognises (a profile with a "nodes" array) and names the
-// JSON path of what does not fit: "/profiles/2/nodes/5/seconds: expected a number of seconds (>= 0),
-// found the string \"fast\"". Other profiles (the rewriter's) are left to their readers.
-
-#include <nlohmann/json.hpp>
+// JSON path of what does not fit: "/profiles/2/nodes/5/seconds: expected a number of seconds (>=
+// 0), found the string \"fast\"". Other profiles (the rewriter's) are left to their readers.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -55,7 +54,8 @@ struct ProfileRecord {
 // holds per-node times of `graph` ("original" or "optimized"; a record that names no graph fits
 // either) and at least one node; nullopt when there is none. Throws ProfileError for a recognised
 // record that does not fit, even one of another graph.
-std::optional<ProfileRecord> firstNodeTimes(const nlohmann::json& profiles, const std::string& graph,
+std::optional<ProfileRecord> firstNodeTimes(const nlohmann::json& profiles,
+                                            const std::string& graph,
                                             const std::string& jsonPath = "/profiles");
 
 }  // namespace tscope::prof

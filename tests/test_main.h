@@ -5,11 +5,11 @@
 
 #include <cstdlib>
 
-#define TSCOPE_TEST_MAIN(TestClass)                                                                \
-  int main(int argc, char** argv) {                                                                \
-    ::setenv("QT_QPA_PLATFORM", "offscreen", 1);                                                   \
-    QCoreApplication app(argc, argv);                                                              \
-    TestClass test;                                                                                \
-    QTEST_SET_MAIN_SOURCE_PATH                                                                     \
-    return QTest::qExec(&test, argc, argv);                                                        \
+#define TSCOPE_TEST_MAIN(TestClass)              \
+  int main(int argc, char** argv) {              \
+    ::setenv("QT_QPA_PLATFORM", "offscreen", 1); \
+    QCoreApplication app(argc, argv);            \
+    TestClass test;                              \
+    QTEST_SET_MAIN_SOURCE_PATH                   \
+    return QTest::qExec(&test, argc, argv);      \
   }

@@ -274,7 +274,8 @@ void DebugModeObserver::onFinish(VM&) {
 void DebugModeObserver::beforeNode(VM&, const NodeEvent& event) {
   const Apply& node = event.node;
   // A node with an inner graph is still pending while its frame's nodes run (Note [Node events]).
-  if (m_node != nullptr) m_outer.push_back({m_node, std::move(m_live), std::move(m_snapshot), m_skipNode});
+  if (m_node != nullptr)
+    m_outer.push_back({m_node, std::move(m_live), std::move(m_snapshot), m_skipNode});
   m_node = &node;
   m_skipNode = false;
   const auto n = static_cast<std::size_t>(node.nInputs());
@@ -371,8 +372,8 @@ void DebugModeObserver::checkNode(const Apply& node, std::span<const Tensor> vmO
     if (const OpPtr outOfPlace = node.op().outOfPlace()) {
       std::vector<Tensor> inputs = inputCopies(node, m_snapshot, Layout::Contiguous);
       const std::string what = "the out-of-place form " + outOfPlace->str();
-      std::vector<Tensor> outputs =
-          rerun(node, DebugCheck::PerformAgain, what, inputs, std::vector<Tensor>(nOut), outOfPlace.get());
+      std::vector<Tensor> outputs = rerun(node, DebugCheck::PerformAgain, what, inputs,
+                                          std::vector<Tensor>(nOut), outOfPlace.get());
       compareWithReference(node, DebugCheck::PerformAgain, what, reference, outputs);
     }
 

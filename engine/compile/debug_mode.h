@@ -16,9 +16,9 @@
 // by the time afterNode runs, and an op that reuses output buffers must find them as the VM left
 // them. The observer holds handles to the node's live inputs only between beforeNode and
 // afterNode (to see whether the node changed them; no op decides anything from the reference
-// count of an input) and none to any output after afterNode, so reuseOrAllocate's "nobody else holds the buffer"
-// test sees what it would see without the observer, and a debug run computes exactly what a
-// normal run computes.
+// count of an input) and none to any output after afterNode, so reuseOrAllocate's "nobody else
+// holds the buffer" test sees what it would see without the observer, and a debug run computes
+// exactly what a normal run computes.
 
 #include "engine/graph/apply.h"
 #include "engine/tensor/tensor.h"

@@ -10,17 +10,21 @@
 #include "engine/vm/vm.h"
 
 #include <unordered_map>
-#include <utility>
 #include <unordered_set>
+#include <utility>
 
 namespace tscope::engine {
 
 std::string_view modeName(Mode mode) {
   switch (mode) {
-    case Mode::None: return "none";
-    case Mode::FastCompile: return "fast_compile";
-    case Mode::FastRun: return "fast_run";
-    case Mode::Debug: break;
+    case Mode::None:
+      return "none";
+    case Mode::FastCompile:
+      return "fast_compile";
+    case Mode::FastRun:
+      return "fast_run";
+    case Mode::Debug:
+      break;
   }
   return "debug";
 }
@@ -47,30 +51,48 @@ Function::Function(Function&&) noexcept = default;
 Function& Function::operator=(Function&&) noexcept = default;
 Function::~Function() = default;
 
-const FunctionGraph& Function::graph() const { return *m_impl->graph; }
-const std::vector<VarPtr>& Function::inputs() const { return m_impl->userInputs; }
-const std::vector<VarPtr>& Function::outputs() const { return m_impl->userOutputs; }
-VM& Function::vm() { return *m_impl->vm; }
-const Program& Function::program() const { return *m_impl->program; }
-const std::shared_ptr<const Program>& Function::programPtr() const { return m_impl->program; }
-const std::vector<RewriteRecord>& Function::rewriteLog() const { return m_impl->rewriteLog; }
-const RewriteProfile& Function::rewriteProfile() const { return m_impl->rewriteProfile; }
+const FunctionGraph& Function::graph() const {
+  return *m_impl->graph;
+}
+const std::vector<VarPtr>& Function::inputs() const {
+  return m_impl->userInputs;
+}
+const std::vector<VarPtr>& Function::outputs() const {
+  return m_impl->userOutputs;
+}
+VM& Function::vm() {
+  return *m_impl->vm;
+}
+const Program& Function::program() const {
+  return *m_impl->program;
+}
+const std::shared_ptr<const Program>& Function::programPtr() const {
+  return m_impl->program;
+}
+const std::vector<RewriteRecord>& Function::rewriteLog() const {
+  return m_impl->rewriteLog;
+}
+const RewriteProfile& Function::rewriteProfile() const {
+  return m_impl->rewriteProfile;
+}
 
 namespace {
 // The structure of a graph independent of ids and addresses: per node in topological order, its
 // op and where each input comes from (an earlier node's output, a graph input, a constant).
 std::vector<std::string> structureOf(const FunctionGraph& fg) {
   std::unordered_map<const Variable*, std::string> names;
-  for (std::size_t i = 0; i < fg.inputs().size(); ++i) names[fg.inputs()[i].get()] = "in" + std::to_string(i);
+  for (std::size_t i = 0; i < fg.inputs().size(); ++i)
+    names[fg.inputs()[i].get()] = "in" + std::to_string(i);
   std::vector<std::string> lines;
   for (const Apply* node : fg.toposort()) {
     std::string line = node->op().str() + "(";
     for (const VarPtr& in : node->inputs()) {
       auto it = names.find(in.get());
       line += (it != names.end() ? it->second
-                                 : in->kind() == Variable::Kind::Constant
-                                       ? "const " + static_cast<const Constant&>(*in).value().toString(2)
-                                       : "?") + ",";
+               : in->kind() == Variable::Kind::Constant
+                   ? "const " + static_cast<const Constant&>(*in).value().toString(2)
+                   : "?") +
+              ",";
     }
     line += ")";
     for (int o = 0; o < node->nOutputs(); ++o)
@@ -106,7 +128,9 @@ void prepareDestroyers(FunctionGraph& fg, const std::vector<VarPtr>& mutableInpu
   for (const ApplyPtr& node : destroyers) {
     bool protectedInput = false;
     for (const auto& [output, inputs] : node->op().destroyMap())
-      for (int i : inputs) protectedInput = protectedInput || (i < node->nInputs() && handler->isProtected(*node->input(i)));
+      for (int i : inputs)
+        protectedInput =
+            protectedInput || (i < node->nInputs() && handler->isProtected(*node->input(i)));
     const OpPtr outOfPlace = protectedInput ? node->op().outOfPlace() : nullptr;
     if (!outOfPlace) continue;
     const ApplyPtr twin = outOfPlace->makeNode(node->inputs());
@@ -132,21 +156,25 @@ Execution Function::begin(const std::vector<Tensor>& args) {
   Impl& impl = *m_impl;
   if (args.size() != impl.nUserInputs)
     throw ArgumentError("Function: expected " + std::to_string(impl.nUserInputs) + " argument" +
-                        (impl.nUserInputs == 1 ? "" : "s") + ", found " + std::to_string(args.size()));
+                        (impl.nUserInputs == 1 ? "" : "s") + ", found " +
+                        std::to_string(args.size()));
   const auto& graphInputs = impl.graph->inputs();
   impl.args.resize(graphInputs.size());
   for (std::size_t i = 0; i < impl.nUserInputs; ++i) {
     const Variable& in = *graphInputs[i];
-    if (!args[i].defined()) throw ArgumentError("Function: " + argumentName(i, in) + " is an undefined tensor");
+    if (!args[i].defined())
+      throw ArgumentError("Function: " + argumentName(i, in) + " is an undefined tensor");
     try {
       impl.args[i] = in.type().filter(args[i], argumentName(i, in));
     } catch (const TypeError& e) {
       throw ArgumentError(std::string("Function: ") + e.what());
     }
   }
-  for (std::size_t i = impl.nUserInputs; i < graphInputs.size(); ++i) impl.args[i] = Tensor();  // shared: current value
+  for (std::size_t i = impl.nUserInputs; i < graphInputs.size(); ++i)
+    impl.args[i] = Tensor();  // shared: current value
   impl.vm->start(impl.args);
-  for (std::size_t i = 0; i < impl.nUserInputs; ++i) impl.args[i] = Tensor();  // do not keep the caller's buffers
+  for (std::size_t i = 0; i < impl.nUserInputs; ++i)
+    impl.args[i] = Tensor();  // do not keep the caller's buffers
   return Execution(*this, ++impl.generation);
 }
 
@@ -171,7 +199,8 @@ Execution& Execution::operator=(Execution&& other) noexcept {
 Execution::~Execution() = default;
 
 bool Execution::active() const {
-  return m_function != nullptr && m_function->m_impl && m_function->m_impl->generation == m_generation;
+  return m_function != nullptr && m_function->m_impl &&
+         m_function->m_impl->generation == m_generation;
 }
 
 void Execution::check(const char* what) const {
@@ -320,7 +349,8 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
       throw GraphError("compile: input " + std::to_string(i) + " (" + in->displayName() +
                        ") is a constant; constants are part of the graph, not arguments");
     if (!position.emplace(in.get(), i).second)
-      throw GraphError("compile: input " + std::to_string(i) + " (" + in->displayName() + ") is listed twice");
+      throw GraphError("compile: input " + std::to_string(i) + " (" + in->displayName() +
+                       ") is listed twice");
   }
   std::vector<VarPtr> graphOutputs = outputs;
   std::vector<VarPtr> updateTargets;
@@ -331,13 +361,17 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
       throw TypeError("compile: update " + std::to_string(u) + " targets " +
                       (up.shared ? up.shared->displayName() : std::string("a null variable")) +
                       ", expected a SharedVariable");
-    if (!up.value) throw TypeError("compile: update " + std::to_string(u) + " of '" + up.shared->name() + "' has a null value");
+    if (!up.value)
+      throw TypeError("compile: update " + std::to_string(u) + " of '" + up.shared->name() +
+                      "' has a null value");
     if (!up.value->type().isSubtypeOf(up.shared->type()) &&
         !(up.value->type().dtype() == up.shared->type().dtype() &&
           up.value->type().isCompatibleWith(up.shared->type())))
-      throw TypeError("compile: update " + std::to_string(u) + " of shared variable '" + up.shared->name() +
-                      "': expected a value of type " + up.shared->type().str() + ", found " + up.value->type().str() +
-                      (up.value->site().empty() ? std::string() : " (built at " + up.value->site().str() + ")"));
+      throw TypeError("compile: update " + std::to_string(u) + " of shared variable '" +
+                      up.shared->name() + "': expected a value of type " + up.shared->type().str() +
+                      ", found " + up.value->type().str() +
+                      (up.value->site().empty() ? std::string()
+                                                : " (built at " + up.value->site().str() + ")"));
     if (!updated.insert(up.shared.get()).second)
       throw GraphError("compile: shared variable '" + up.shared->name() + "' is updated twice");
     graphOutputs.push_back(up.value);
@@ -356,7 +390,8 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
   for (const VarPtr& t : updateTargets) list(t);
 
   auto impl = std::make_unique<Function::Impl>();
-  impl->graph = std::make_unique<FunctionGraph>(allInputs, graphOutputs, FunctionGraph::Ownership::Clone);
+  impl->graph =
+      std::make_unique<FunctionGraph>(allInputs, graphOutputs, FunctionGraph::Ownership::Clone);
   impl->nUserInputs = inputs.size();
   impl->nUserOutputs = outputs.size();
   FunctionGraph& fg = *impl->graph;
@@ -375,7 +410,8 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
   if (options.mode != Mode::None) {
     RewriteQuery query = queryFor(options);
     const bool debug = options.mode == Mode::Debug;
-    // Debug: rewrite a second copy too; the rewrites must not depend on ids, addresses or hash order.
+    // Debug: rewrite a second copy too; the rewrites must not depend on ids, addresses or hash
+    // order.
     std::unique_ptr<FunctionGraph> second = debug ? fg.clone() : nullptr;
     auto recorder = std::make_shared<RewriteRecorder>();
     fg.attachFeature(recorder);
@@ -390,10 +426,11 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
       if (a != b) {
         std::size_t k = 0;
         while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
-        throw GraphError("DebugMode: rewriting the same graph twice gave different graphs (a rewrite depends on "
-                         "something other than the graph); first difference at node " + std::to_string(k) + ": '" +
-                         (k < a.size() ? a[k] : std::string("<end>")) + "' vs '" +
-                         (k < b.size() ? b[k] : std::string("<end>")) + "'");
+        throw GraphError(
+            "DebugMode: rewriting the same graph twice gave different graphs (a rewrite depends on "
+            "something other than the graph); first difference at node " +
+            std::to_string(k) + ": '" + (k < a.size() ? a[k] : std::string("<end>")) + "' vs '" +
+            (k < b.size() ? b[k] : std::string("<end>")) + "'");
       }
     }
   }
@@ -401,11 +438,13 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
   const auto& gIn = fg.inputs();
   impl->userInputs.assign(gIn.begin(), gIn.begin() + static_cast<std::ptrdiff_t>(inputs.size()));
   const auto& gOut = fg.outputs();
-  impl->userOutputs.assign(gOut.begin(), gOut.begin() + static_cast<std::ptrdiff_t>(outputs.size()));
+  impl->userOutputs.assign(gOut.begin(),
+                           gOut.begin() + static_cast<std::ptrdiff_t>(outputs.size()));
   impl->program = linkProgram(*impl->graph, impl->graph->toposort(),
                               linkOptionsFor(options, options.keepBuffers));
   impl->vm = std::make_unique<VM>(impl->program);
-  if (options.mode == Mode::Debug) impl->vm->addObserver(std::make_shared<DebugModeObserver>(options.debug));
+  if (options.mode == Mode::Debug)
+    impl->vm->addObserver(std::make_shared<DebugModeObserver>(options.debug));
   for (auto& obs : options.observers) impl->vm->addObserver(obs);
   return Function(std::move(impl));
 }

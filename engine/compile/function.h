@@ -5,8 +5,8 @@
 #include "engine/compile/kernel.h"
 #include "engine/graph/function_graph.h"
 #include "engine/graph/rewrite_recorder.h"
-#include "engine/rewrite/rewriter.h"
 #include "engine/graph/variable.h"
+#include "engine/rewrite/rewriter.h"
 #include "engine/tensor/tensor.h"
 #include "engine/vm/vm.h"
 
@@ -123,8 +123,8 @@ class Function {
 
  private:
   friend class Execution;
-  friend Function compile(const std::vector<VarPtr>&, const std::vector<VarPtr>&, const std::vector<Update>&,
-                          CompileOptions);
+  friend Function compile(const std::vector<VarPtr>&, const std::vector<VarPtr>&,
+                          const std::vector<Update>&, CompileOptions);
   struct Impl;
   explicit Function(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> m_impl;

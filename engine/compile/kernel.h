@@ -1,5 +1,6 @@
 #pragma once
-// Kernels: a backend's implementation of an op on a device (DESIGN.md "Execution", docs/backends.md).
+// Kernels: a backend's implementation of an op on a device (DESIGN.md "Execution",
+// docs/backends.md).
 //
 // Note [Ops and backends]: an op's perform() is the CPU reference implementation, and it is what
 // runs when no backend registered anything better. A backend registers kernels by op name and

@@ -120,8 +120,8 @@ std::shared_ptr<const Program> linkProgram(const FunctionGraph& graph, std::vect
           for (std::size_t k = 0; k < graph.inputs().size(); ++k)
             if (graph.inputs()[k].get() == owner) graphInput = static_cast<std::int64_t>(k);
         }
-        plan.overwrites.push_back({static_cast<std::uint32_t>(pos), i, slotOf(*node->input(i)),
-                                   graphInput});
+        plan.overwrites.push_back(
+            {static_cast<std::uint32_t>(pos), i, slotOf(*node->input(i)), graphInput});
       }
   }
   for (std::size_t i = 0; i < p.m_inputSlots.size(); ++i)
@@ -143,7 +143,8 @@ std::shared_ptr<const Program> linkProgram(const FunctionGraph& graph, std::vect
     for (const VarPtr& in : node->inputs()) p.m_operandSlots.push_back(slotOf(*in));
     t.outBegin = static_cast<std::uint32_t>(p.m_operandSlots.size());
     t.nOut = static_cast<std::uint32_t>(node->nOutputs());
-    for (int o = 0; o < node->nOutputs(); ++o) p.m_operandSlots.push_back(slotOf(node->outputRef(o)));
+    for (int o = 0; o < node->nOutputs(); ++o)
+      p.m_operandSlots.push_back(slotOf(node->outputRef(o)));
     t.kernel = kernels.choose(node->op(), options.device);
     if (const FunctionGraph* inner = node->op().innerGraph()) {
       // Nodes applying one op share its child program (ops are values: equal bodies).
@@ -151,18 +152,18 @@ std::shared_ptr<const Program> linkProgram(const FunctionGraph& graph, std::vect
       if (fresh) {
         std::shared_ptr<const Program> child =
             options.linkInner ? options.linkInner(*node, *inner)
-                              : linkProgram(*inner, inner->toposort(), LinkOptions{
-                                                                           .keepBuffers = false,
-                                                                           .device = options.device,
-                                                                           .kernels = options.kernels,
-                                                                           .linkInner = {}});
+                              : linkProgram(*inner, inner->toposort(),
+                                            LinkOptions{.keepBuffers = false,
+                                                        .device = options.device,
+                                                        .kernels = options.kernels,
+                                                        .linkInner = {}});
         if (child->inputSlots().size() != node->inputs().size() ||
             child->outputSlots().size() != static_cast<std::size_t>(node->nOutputs()))
           throw GraphError("linkProgram: the inner graph of " + node->op().str() + " (node " +
                            std::to_string(node->id()) + ") has " +
                            std::to_string(child->inputSlots().size()) + " inputs and " +
-                           std::to_string(child->outputSlots().size()) +
-                           " outputs; the node has " + std::to_string(node->nInputs()) + " and " +
+                           std::to_string(child->outputSlots().size()) + " outputs; the node has " +
+                           std::to_string(node->nInputs()) + " and " +
                            std::to_string(node->nOutputs()));
         it->second = static_cast<std::int32_t>(p.m_children.size());
         p.m_children.push_back(std::move(child));

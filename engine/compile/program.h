@@ -33,10 +33,10 @@ namespace tscope::engine {
 struct StoragePlan {
   // A node that overwrites an input in place (destroyMap).
   struct Overwrite {
-    std::uint32_t position;     // the node's index in the schedule
-    int input;                  // which of its inputs
-    std::uint32_t slot;         // that input's slot
-    std::int64_t graphInput;    // the graph input whose buffer it is (through views), or -1
+    std::uint32_t position;   // the node's index in the schedule
+    int input;                // which of its inputs
+    std::uint32_t slot;       // that input's slot
+    std::int64_t graphInput;  // the graph input whose buffer it is (through views), or -1
   };
 
   bool keepBuffers = false;

@@ -1,11 +1,11 @@
 #include "engine/grad/checkers.h"
 
 #include "engine/compile/function.h"
+#include "engine/grad/grad.h"
 #include "engine/graph/config.h"
 #include "engine/graph/errors.h"
 #include "engine/graph/op.h"
 #include "engine/graph/traversal.h"
-#include "engine/grad/grad.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/elemwise/elemwise.h"
 
@@ -18,17 +18,23 @@ namespace tscope::engine {
 
 double defaultGradStep(DType dtype) {
   switch (dtype) {
-    case DType::Float16: return 1e-1;
-    case DType::Float32: return 3e-4;
-    default: return 1e-7;
+    case DType::Float16:
+      return 1e-1;
+    case DType::Float32:
+      return 3e-4;
+    default:
+      return 1e-7;
   }
 }
 
 double defaultGradTolerance(DType dtype) {
   switch (dtype) {
-    case DType::Float16: return 5e-2;
-    case DType::Float32: return 1e-2;
-    default: return 1e-4;
+    case DType::Float16:
+      return 5e-2;
+    case DType::Float32:
+      return 1e-2;
+    default:
+      return 1e-4;
   }
 }
 
@@ -39,11 +45,13 @@ namespace {
 std::vector<VarPtr> symbolicInputs(const std::vector<Tensor>& points) {
   std::vector<VarPtr> inputs;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    if (!points[i].defined()) throw CheckError("checker: point " + std::to_string(i) + " is an undefined tensor");
+    if (!points[i].defined())
+      throw CheckError("checker: point " + std::to_string(i) + " is an undefined tensor");
     std::vector<std::int64_t> shape = points[i].shape();
     for (auto& d : shape)
       if (d != 1) d = kUnknownDim;
-    inputs.push_back(Variable::create(TensorType(points[i].dtype(), shape), "x" + std::to_string(i)));
+    inputs.push_back(
+        Variable::create(TensorType(points[i].dtype(), shape), "x" + std::to_string(i)));
   }
   return inputs;
 }
@@ -52,7 +60,8 @@ std::vector<VarPtr> buildChecked(const GraphBuilder& build, const std::vector<Va
   std::vector<VarPtr> outputs = build(inputs);
   if (outputs.empty()) throw CheckError("checker: the graph builder returned no outputs");
   for (std::size_t o = 0; o < outputs.size(); ++o)
-    if (!outputs[o]) throw CheckError("checker: output " + std::to_string(o) + " of the graph builder is null");
+    if (!outputs[o])
+      throw CheckError("checker: output " + std::to_string(o) + " of the graph builder is null");
   return outputs;
 }
 
@@ -92,7 +101,8 @@ std::string indexString(const Shape& shape, std::int64_t flat) {
 
 }  // namespace
 
-void verifyGrad(const GraphBuilder& build, const std::vector<Tensor>& points, VerifyGradOptions options) {
+void verifyGrad(const GraphBuilder& build, const std::vector<Tensor>& points,
+                VerifyGradOptions options) {
   std::vector<VarPtr> inputs = symbolicInputs(points);
   std::vector<VarPtr> outputs = buildChecked(build, inputs);
   Function forward = compile(inputs, outputs);
@@ -100,11 +110,12 @@ void verifyGrad(const GraphBuilder& build, const std::vector<Tensor>& points, Ve
 
   std::vector<std::size_t> wrtIndex;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const bool held = std::find(options.constantInputs.begin(), options.constantInputs.end(), static_cast<int>(i)) !=
-                      options.constantInputs.end();
+    const bool held = std::find(options.constantInputs.begin(), options.constantInputs.end(),
+                                static_cast<int>(i)) != options.constantInputs.end();
     if (!held && isFloat(points[i].dtype())) wrtIndex.push_back(i);
   }
-  if (wrtIndex.empty()) throw CheckError("verifyGrad: no float input to differentiate with respect to");
+  if (wrtIndex.empty())
+    throw CheckError("verifyGrad: no float input to differentiate with respect to");
   std::vector<VarPtr> floatOutputs;
   std::vector<std::size_t> floatOutputIndex;
   for (std::size_t o = 0; o < outputs.size(); ++o)
@@ -112,7 +123,8 @@ void verifyGrad(const GraphBuilder& build, const std::vector<Tensor>& points, Ve
       floatOutputs.push_back(outputs[o]);
       floatOutputIndex.push_back(o);
     }
-  if (floatOutputs.empty()) throw CheckError("verifyGrad: the graph has no float output (" + opsOf(outputs) + ")");
+  if (floatOutputs.empty())
+    throw CheckError("verifyGrad: the graph has no float output (" + opsOf(outputs) + ")");
 
   std::mt19937_64 rng(options.seed);
   for (int test = 0; test < std::max(1, options.nTests); ++test) {
@@ -126,7 +138,8 @@ void verifyGrad(const GraphBuilder& build, const std::vector<Tensor>& points, Ve
     }
     auto cost = [&](const std::vector<Tensor>& values) {
       double c = 0;
-      for (std::size_t k = 0; k < floatOutputs.size(); ++k) c += dotAll(values[floatOutputIndex[k]], weights[k]);
+      for (std::size_t k = 0; k < floatOutputs.size(); ++k)
+        c += dotAll(values[floatOutputIndex[k]], weights[k]);
       return c;
     };
     std::vector<VarPtr> wrt;
@@ -145,9 +158,10 @@ void verifyGrad(const GraphBuilder& build, const std::vector<Tensor>& points, Ve
       const double absTol = options.absTol > 0 ? options.absTol : defaultGradTolerance(dtype);
       const double relTol = options.relTol > 0 ? options.relTol : defaultGradTolerance(dtype);
       if (analytic[w].shape() != points[i].shape())
-        throw CheckError("verifyGrad: the gradient with respect to input " + std::to_string(i) + " has shape " +
-                         shapeToString(analytic[w].shape()) + ", expected the input's shape " +
-                         shapeToString(points[i].shape()) + " (" + opsOf(outputs) + ")");
+        throw CheckError("verifyGrad: the gradient with respect to input " + std::to_string(i) +
+                         " has shape " + shapeToString(analytic[w].shape()) +
+                         ", expected the input's shape " + shapeToString(points[i].shape()) + " (" +
+                         opsOf(outputs) + ")");
       const std::vector<double> a = analytic[w].toDoubles();
       std::vector<Tensor> moved = points;
       moved[i] = points[i].clone();
@@ -176,11 +190,12 @@ void verifyGrad(const GraphBuilder& build, const std::vector<Tensor>& points, Ve
       }
       if (worst >= 0) {
         std::ostringstream msg;
-        msg << "verifyGrad: the gradient of " << opsOf(outputs) << " with respect to input " << i << " ("
-            << dtypeName(dtype) << " " << shapeToString(points[i].shape()) << ") disagrees with finite differences at "
-            << indexString(points[i].shape(), worst) << ": analytic " << worstA << ", numeric " << worstN
-            << " (absolute error " << worstAbs << ", relative error " << worstRel << "; tolerance " << absTol
-            << " absolute and " << relTol << " relative, step " << eps << ")";
+        msg << "verifyGrad: the gradient of " << opsOf(outputs) << " with respect to input " << i
+            << " (" << dtypeName(dtype) << " " << shapeToString(points[i].shape())
+            << ") disagrees with finite differences at " << indexString(points[i].shape(), worst)
+            << ": analytic " << worstA << ", numeric " << worstN << " (absolute error " << worstAbs
+            << ", relative error " << worstRel << "; tolerance " << absTol << " absolute and "
+            << relTol << " relative, step " << eps << ")";
         throw CheckError(msg.str());
       }
     }
@@ -205,17 +220,20 @@ std::vector<ShapeExpr> inferShapesImpl(const std::vector<VarPtr>& outputs, bool 
       for (int o = 0; o < node->nOutputs(); ++o) out.push_back(shapeOf(node->output(o)));
     }
     if (out.size() != static_cast<std::size_t>(node->nOutputs()))
-      throw CheckError("inferShape: " + node->op().str() + " returned " + std::to_string(out.size()) +
-                       " shapes for " + std::to_string(node->nOutputs()) + " outputs");
+      throw CheckError("inferShape: " + node->op().str() + " returned " +
+                       std::to_string(out.size()) + " shapes for " +
+                       std::to_string(node->nOutputs()) + " outputs");
     for (int o = 0; o < node->nOutputs(); ++o) {
       ShapeExpr& s = out[static_cast<std::size_t>(o)];
       if (static_cast<int>(s.size()) != node->outputRef(o).type().ndim())
-        throw CheckError("inferShape: " + node->op().str() + " returned " + std::to_string(s.size()) +
-                         " dimensions for output " + std::to_string(o) + " of type " + node->outputRef(o).type().str());
+        throw CheckError("inferShape: " + node->op().str() + " returned " +
+                         std::to_string(s.size()) + " dimensions for output " + std::to_string(o) +
+                         " of type " + node->outputRef(o).type().str());
       for (std::size_t d = 0; d < s.size(); ++d)
         if (!s[d] || s[d]->type().ndim() != 0 || !isInteger(s[d]->type().dtype()))
-          throw CheckError("inferShape: " + node->op().str() + " returned a dimension " + std::to_string(d) +
-                           " for output " + std::to_string(o) + " that is not an integer scalar" +
+          throw CheckError("inferShape: " + node->op().str() + " returned a dimension " +
+                           std::to_string(d) + " for output " + std::to_string(o) +
+                           " that is not an integer scalar" +
                            (s[d] ? " (" + s[d]->type().str() + ")" : std::string(" (null)")));
       shapes[&node->outputRef(o)] = std::move(s);
     }
@@ -225,9 +243,12 @@ std::vector<ShapeExpr> inferShapesImpl(const std::vector<VarPtr>& outputs, bool 
   return result;
 }
 
-std::vector<ShapeExpr> inferShapes(const std::vector<VarPtr>& outputs) { return inferShapesImpl(outputs, false); }
+std::vector<ShapeExpr> inferShapes(const std::vector<VarPtr>& outputs) {
+  return inferShapesImpl(outputs, false);
+}
 
-void checkInferShape(const GraphBuilder& build, const std::vector<Tensor>& points, InferShapeOptions options) {
+void checkInferShape(const GraphBuilder& build, const std::vector<Tensor>& points,
+                     InferShapeOptions options) {
   if (options.warnOnSquareInputs) {
     for (std::size_t i = 0; i < points.size(); ++i) {
       const Shape& s = points[i].shape();
@@ -235,7 +256,8 @@ void checkInferShape(const GraphBuilder& build, const std::vector<Tensor>& point
         for (std::size_t b = a + 1; b < s.size(); ++b)
           if (s[a] == s[b] && s[a] > 1) {
             warn("checkInferShape: input " + std::to_string(i) + " has shape " + shapeToString(s) +
-                 " with two equal dimensions, which can hide a shape bug (a transposed dimension); use distinct sizes");
+                 " with two equal dimensions, which can hide a shape bug (a transposed dimension); "
+                 "use distinct sizes");
             a = s.size();
             break;
           }
@@ -249,29 +271,36 @@ void checkInferShape(const GraphBuilder& build, const std::vector<Tensor>& point
   Function shapeFn = compile(inputs, dims);
   for (const Apply* node : shapeFn.graph().nodes())
     for (const VarPtr& out : outputs)
-      if (out->owner() && !dynamic_cast<const Elemwise*>(&out->owner()->op()) && node->op().equals(out->owner()->op()))
-        throw CheckError("checkInferShape: the shape graph of " + out->owner()->op().str() +
-                         " computes the op itself; inferShape must work from the input shapes alone");
+      if (out->owner() && !dynamic_cast<const Elemwise*>(&out->owner()->op()) &&
+          node->op().equals(out->owner()->op()))
+        throw CheckError(
+            "checkInferShape: the shape graph of " + out->owner()->op().str() +
+            " computes the op itself; inferShape must work from the input shapes alone");
   const std::vector<Tensor> dimValues = shapeFn(points);
   Function valueFn = compile(inputs, outputs);
   const std::vector<Tensor> values = valueFn(points);
   std::size_t k = 0;
   for (std::size_t o = 0; o < outputs.size(); ++o) {
     Shape inferred;
-    for (std::size_t d = 0; d < shapes[o].size(); ++d) inferred.push_back(static_cast<std::int64_t>(dimValues[k++].item()));
-    const std::string op = outputs[o]->owner() ? outputs[o]->owner()->op().str() : outputs[o]->displayName();
+    for (std::size_t d = 0; d < shapes[o].size(); ++d)
+      inferred.push_back(static_cast<std::int64_t>(dimValues[k++].item()));
+    const std::string op =
+        outputs[o]->owner() ? outputs[o]->owner()->op().str() : outputs[o]->displayName();
     if (inferred != values[o].shape())
-      throw CheckError("checkInferShape: " + op + " output " + std::to_string(o) + ": inferShape gives " +
-                       shapeToString(inferred) + ", the computed value has shape " + shapeToString(values[o].shape()));
+      throw CheckError("checkInferShape: " + op + " output " + std::to_string(o) +
+                       ": inferShape gives " + shapeToString(inferred) +
+                       ", the computed value has shape " + shapeToString(values[o].shape()));
     const auto& declared = outputs[o]->type().shape();
     for (std::size_t d = 0; d < declared.size(); ++d)
       if (declared[d] != kUnknownDim && declared[d] != values[o].shape()[d])
-        throw CheckError("checkInferShape: " + op + " output " + std::to_string(o) + ": the static type " +
-                         outputs[o]->type().str() + " disagrees with the computed shape " + shapeToString(values[o].shape()));
+        throw CheckError("checkInferShape: " + op + " output " + std::to_string(o) +
+                         ": the static type " + outputs[o]->type().str() +
+                         " disagrees with the computed shape " + shapeToString(values[o].shape()));
   }
 }
 
-void checkRopLop(const GraphBuilder& build, const std::vector<Tensor>& points, std::uint64_t seed, double tolerance) {
+void checkRopLop(const GraphBuilder& build, const std::vector<Tensor>& points, std::uint64_t seed,
+                 double tolerance) {
   std::vector<VarPtr> inputs = symbolicInputs(points);
   std::vector<VarPtr> outputs = buildChecked(build, inputs);
   std::vector<VarPtr> wrt, tangents, directionVars;
@@ -335,17 +364,20 @@ void checkRopLop(const GraphBuilder& build, const std::vector<Tensor>& points, s
   for (std::size_t o = 0; o < outputs.size(); ++o) {
     if (!isFloat(base[o].dtype())) continue;
     if (jvValues[o].shape() != base[o].shape())
-      throw CheckError("checkRopLop: Rop of " + ops + " output " + std::to_string(o) + " has shape " +
-                       shapeToString(jvValues[o].shape()) + ", expected " + shapeToString(base[o].shape()));
-    const std::vector<double> a = jvValues[o].toDoubles(), p = fp[o].toDoubles(), m = fm[o].toDoubles();
+      throw CheckError("checkRopLop: Rop of " + ops + " output " + std::to_string(o) +
+                       " has shape " + shapeToString(jvValues[o].shape()) + ", expected " +
+                       shapeToString(base[o].shape()));
+    const std::vector<double> a = jvValues[o].toDoubles(), p = fp[o].toDoubles(),
+                              m = fm[o].toDoubles();
     for (std::size_t j = 0; j < a.size(); ++j) {
       const double n = (p[j] - m[j]) / (2 * eps);
       const double absErr = std::abs(a[j] - n);
       const double denom = std::abs(a[j]) + std::abs(n);
       if (absErr > tol && (denom == 0 || absErr / denom > tol))
         throw CheckError("checkRopLop: Rop of " + ops + " output " + std::to_string(o) + " at " +
-                         indexString(base[o].shape(), static_cast<std::int64_t>(j)) + " is " + std::to_string(a[j]) +
-                         "; central finite differences give " + std::to_string(n));
+                         indexString(base[o].shape(), static_cast<std::int64_t>(j)) + " is " +
+                         std::to_string(a[j]) + "; central finite differences give " +
+                         std::to_string(n));
     }
   }
   // <u, J v> == <J^T u, v>
@@ -357,8 +389,8 @@ void checkRopLop(const GraphBuilder& build, const std::vector<Tensor>& points, s
   }
   const double err = std::abs(lhs - rhs);
   if (err > tol * std::max({1.0, std::abs(lhs), std::abs(rhs)}))
-    throw CheckError("checkRopLop: Rop and Lop of " + ops + " disagree: <u, J v> = " + std::to_string(lhs) +
-                     ", <J^T u, v> = " + std::to_string(rhs));
+    throw CheckError("checkRopLop: Rop and Lop of " + ops + " disagree: <u, J v> = " +
+                     std::to_string(lhs) + ", <J^T u, v> = " + std::to_string(rhs));
 }
 
 }  // namespace tscope::engine

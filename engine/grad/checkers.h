@@ -23,11 +23,11 @@ class CheckError : public std::runtime_error {
 using GraphBuilder = std::function<std::vector<VarPtr>(const std::vector<VarPtr>& inputs)>;
 
 struct VerifyGradOptions {
-  int nTests = 1;          // random projections tried
+  int nTests = 1;  // random projections tried
   std::uint64_t seed = 42;
-  double eps = 0;          // finite-difference step; 0: per dtype (REFERENCE.md)
-  double absTol = 0;       // 0: per dtype
-  double relTol = 0;       // 0: per dtype
+  double eps = 0;     // finite-difference step; 0: per dtype (REFERENCE.md)
+  double absTol = 0;  // 0: per dtype
+  double relTol = 0;  // 0: per dtype
   // Inputs (by index) not differentiated (integer indices, targets).
   std::vector<int> constantInputs;
 };
@@ -35,7 +35,8 @@ struct VerifyGradOptions {
 // Compares grad() with one-sided finite differences of sum(outputs * random weights in
 // [0.5, 1.5)) at the points; fails only where both the absolute and the relative error exceed the
 // tolerance. Points of integer dtype are held constant automatically.
-void verifyGrad(const GraphBuilder& build, const std::vector<Tensor>& points, VerifyGradOptions options = {});
+void verifyGrad(const GraphBuilder& build, const std::vector<Tensor>& points,
+                VerifyGradOptions options = {});
 // The per-dtype step and tolerance of REFERENCE.md.
 double defaultGradStep(DType dtype);
 double defaultGradTolerance(DType dtype);
@@ -47,12 +48,13 @@ struct InferShapeOptions {
 };
 // Compiles each output's inferShape() graph (without computing the output) and compares it with
 // the shape of the computed output.
-void checkInferShape(const GraphBuilder& build, const std::vector<Tensor>& points, InferShapeOptions options = {});
+void checkInferShape(const GraphBuilder& build, const std::vector<Tensor>& points,
+                     InferShapeOptions options = {});
 
 // Checks Rop (J v) against the Jacobian built column by column from grad, and Lop (u^T J) against
 // it, at the points with random directions.
-void checkRopLop(const GraphBuilder& build, const std::vector<Tensor>& points, std::uint64_t seed = 7,
-                 double tolerance = 0);
+void checkRopLop(const GraphBuilder& build, const std::vector<Tensor>& points,
+                 std::uint64_t seed = 7, double tolerance = 0);
 
 // The output shapes of the graph between inputs and outputs, from inferShape alone (symbolic).
 std::vector<ShapeExpr> inferShapes(const std::vector<VarPtr>& outputs);

@@ -21,7 +21,8 @@ std::string describeVar(const Variable& v) {
 
 // The variables that depend on any of `from` (through each node's connection pattern), over the
 // nodes in `order` (topological).
-std::unordered_set<const Variable*> dependents(const std::vector<Apply*>& order, const std::vector<VarPtr>& from) {
+std::unordered_set<const Variable*> dependents(const std::vector<Apply*>& order,
+                                               const std::vector<VarPtr>& from) {
   std::unordered_set<const Variable*> dep;
   for (const VarPtr& v : from) dep.insert(v.get());
   for (Apply* node : order) {
@@ -32,7 +33,8 @@ std::unordered_set<const Variable*> dependents(const std::vector<Apply*>& order,
     for (int i = 0; i < node->nInputs(); ++i) {
       if (!dep.count(node->input(i).get())) continue;
       for (int o = 0; o < node->nOutputs(); ++o)
-        if (pattern[static_cast<std::size_t>(i)][static_cast<std::size_t>(o)]) dep.insert(&node->outputRef(o));
+        if (pattern[static_cast<std::size_t>(i)][static_cast<std::size_t>(o)])
+          dep.insert(&node->outputRef(o));
     }
   }
   return dep;
@@ -41,10 +43,12 @@ std::unordered_set<const Variable*> dependents(const std::vector<Apply*>& order,
 // A gradient for `var`: the same type family (dtype cast for float variables).
 VarPtr fitGradient(const VarPtr& g, const Variable& var, const Apply& node, int index) {
   if (g->type().ndim() != var.type().ndim())
-    throw GradientError("grad: " + node.op().str() + " returned a gradient of rank " + std::to_string(g->type().ndim()) +
-                        " (" + g->type().str() + ") for its input " + std::to_string(index) + " " + describeVar(var) +
+    throw GradientError("grad: " + node.op().str() + " returned a gradient of rank " +
+                        std::to_string(g->type().ndim()) + " (" + g->type().str() +
+                        ") for its input " + std::to_string(index) + " " + describeVar(var) +
                         "; a gradient must have its input's shape");
-  if (g->type().dtype() != var.type().dtype() && isFloat(var.type().dtype())) return cast(g, var.type().dtype());
+  if (g->type().dtype() != var.type().dtype() && isFloat(var.type().dtype()))
+    return cast(g, var.type().dtype());
   return g;
 }
 
@@ -63,15 +67,17 @@ struct Accumulated {
 std::vector<VarPtr> grad(const std::vector<VarPtr>& outputs, const std::vector<VarPtr>& outputGrads,
                          const std::vector<VarPtr>& wrt, GradOptions options) {
   if (outputs.size() != outputGrads.size())
-    throw GradientError("grad: expected one output gradient per output (" + std::to_string(outputs.size()) +
-                        "), found " + std::to_string(outputGrads.size()));
+    throw GradientError("grad: expected one output gradient per output (" +
+                        std::to_string(outputs.size()) + "), found " +
+                        std::to_string(outputGrads.size()));
   for (std::size_t i = 0; i < wrt.size(); ++i)
     if (!wrt[i]) throw GradientError("grad: wrt[" + std::to_string(i) + "] is null");
   for (std::size_t o = 0; o < outputs.size(); ++o) {
     if (!outputs[o]) throw GradientError("grad: output " + std::to_string(o) + " is null");
     if (outputGrads[o] && outputGrads[o]->type().ndim() != outputs[o]->type().ndim())
-      throw GradientError("grad: the gradient given for output " + std::to_string(o) + " " + describeVar(*outputs[o]) +
-                          " has type " + outputGrads[o]->type().str() + "; expected the output's rank");
+      throw GradientError("grad: the gradient given for output " + std::to_string(o) + " " +
+                          describeVar(*outputs[o]) + " has type " + outputGrads[o]->type().str() +
+                          "; expected the output's rank");
   }
 
   // Only nodes between wrt and the outputs matter; the walk stops at wrt.
@@ -83,7 +89,8 @@ std::vector<VarPtr> grad(const std::vector<VarPtr>& outputs, const std::vector<V
 
   std::unordered_map<const Variable*, Accumulated> acc;
   for (std::size_t o = 0; o < outputs.size(); ++o)
-    if (outputGrads[o] && dep.count(outputs[o].get())) acc[outputs[o].get()].terms.push_back(outputGrads[o]);
+    if (outputGrads[o] && dep.count(outputs[o].get()))
+      acc[outputs[o].get()].terms.push_back(outputGrads[o]);
 
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Apply* node = *it;
@@ -110,7 +117,9 @@ std::vector<VarPtr> grad(const std::vector<VarPtr>& outputs, const std::vector<V
     for (int o = 0; o < node->nOutputs(); ++o) {
       const VarPtr out = node->output(o);
       auto found = acc.find(out.get());
-      gOut.push_back(found != acc.end() && !found->second.terms.empty() ? sumAll(found->second.terms) : zerosLike(out));
+      gOut.push_back(found != acc.end() && !found->second.terms.empty()
+                         ? sumAll(found->second.terms)
+                         : zerosLike(out));
     }
     std::vector<Grad> gIn = node->op().pullback(*node, gOut);
     if (gIn.size() != static_cast<std::size_t>(node->nInputs()))
@@ -121,12 +130,16 @@ std::vector<VarPtr> grad(const std::vector<VarPtr>& outputs, const std::vector<V
       if (!dep.count(in.get())) continue;
       Grad& g = gIn[static_cast<std::size_t>(i)];
       switch (g.kind) {
-        case Grad::Kind::Value: acc[in.get()].terms.push_back(fitGradient(g.value, *in, *node, i)); break;
-        case Grad::Kind::Undefined:
-          acc[in.get()].undefinedWhy = g.why + " (at " + node->op().str() +
-                                       (node->site().empty() ? std::string() : ", created at " + node->site().str()) + ")";
+        case Grad::Kind::Value:
+          acc[in.get()].terms.push_back(fitGradient(g.value, *in, *node, i));
           break;
-        case Grad::Kind::Disconnected: break;
+        case Grad::Kind::Undefined:
+          acc[in.get()].undefinedWhy =
+              g.why + " (at " + node->op().str() +
+              (node->site().empty() ? std::string() : ", created at " + node->site().str()) + ")";
+          break;
+        case Grad::Kind::Disconnected:
+          break;
       }
     }
   }
@@ -140,12 +153,12 @@ std::vector<VarPtr> grad(const std::vector<VarPtr>& outputs, const std::vector<V
         result.push_back(nullptr);
         continue;
       }
-      throw GradientError("grad: the gradient with respect to wrt[" + std::to_string(i) + "] " + describeVar(*w) +
-                          " is undefined: " + found->second.undefinedWhy);
+      throw GradientError("grad: the gradient with respect to wrt[" + std::to_string(i) + "] " +
+                          describeVar(*w) + " is undefined: " + found->second.undefinedWhy);
     }
     if (found == acc.end() || found->second.terms.empty()) {
-      const std::string msg = "grad: the cost does not depend on wrt[" + std::to_string(i) + "] " + describeVar(*w) +
-                              " (it is disconnected from the outputs)";
+      const std::string msg = "grad: the cost does not depend on wrt[" + std::to_string(i) + "] " +
+                              describeVar(*w) + " (it is disconnected from the outputs)";
       if (options.disconnected == DisconnectedPolicy::Raise)
         throw GradientError(msg + "; pass DisconnectedPolicy::Warn or Ignore to get zeros");
       if (options.disconnected == DisconnectedPolicy::Warn) warn(msg + "; its gradient is zero");
@@ -164,7 +177,8 @@ std::vector<VarPtr> grad(const VarPtr& cost, const std::vector<VarPtr>& wrt, Gra
                         "; reduce it first (sum, mean)");
   if (!isFloat(cost->type().dtype()))
     throw GradientError("grad: the cost must be a float, found " + describeVar(*cost));
-  return grad(std::vector<VarPtr>{cost}, std::vector<VarPtr>{constant(1.0, cost->type().dtype())}, wrt, options);
+  return grad(std::vector<VarPtr>{cost}, std::vector<VarPtr>{constant(1.0, cost->type().dtype())},
+              wrt, options);
 }
 
 VarPtr grad(const VarPtr& cost, const VarPtr& wrt, GradOptions options) {
@@ -179,19 +193,21 @@ std::vector<VarPtr> Lop(const std::vector<VarPtr>& f, const std::vector<VarPtr>&
 std::vector<VarPtr> Rop(const std::vector<VarPtr>& f, const std::vector<VarPtr>& wrt,
                         const std::vector<VarPtr>& evalPoints) {
   if (wrt.size() != evalPoints.size())
-    throw GradientError("Rop: expected one eval point per wrt (" + std::to_string(wrt.size()) + "), found " +
-                        std::to_string(evalPoints.size()));
+    throw GradientError("Rop: expected one eval point per wrt (" + std::to_string(wrt.size()) +
+                        "), found " + std::to_string(evalPoints.size()));
   std::unordered_map<const Variable*, VarPtr> tangent;
   for (std::size_t i = 0; i < wrt.size(); ++i) {
     if (!wrt[i] || !evalPoints[i]) throw GradientError("Rop: wrt and eval points must not be null");
     if (wrt[i]->type().ndim() != evalPoints[i]->type().ndim())
-      throw GradientError("Rop: eval point " + std::to_string(i) + " has type " + evalPoints[i]->type().str() +
-                          "; expected the type of " + describeVar(*wrt[i]));
+      throw GradientError("Rop: eval point " + std::to_string(i) + " has type " +
+                          evalPoints[i]->type().str() + "; expected the type of " +
+                          describeVar(*wrt[i]));
     tangent[wrt[i].get()] = evalPoints[i];
   }
   std::unordered_set<const Variable*> wrtSet;
   for (const VarPtr& w : wrt) wrtSet.insert(w.get());
-  const std::vector<Apply*> order = ancestorNodes(f, [&](const Variable& v) { return wrtSet.count(&v) > 0; });
+  const std::vector<Apply*> order =
+      ancestorNodes(f, [&](const Variable& v) { return wrtSet.count(&v) > 0; });
   for (Apply* node : order) {
     std::vector<VarPtr> tIn;
     bool any = false;
@@ -213,7 +229,8 @@ std::vector<VarPtr> Rop(const std::vector<VarPtr>& f, const std::vector<VarPtr>&
         if (!tIn[static_cast<std::size_t>(i)]) continue;
         const Grad& g = back[static_cast<std::size_t>(i)];
         if (g.kind == Grad::Kind::Undefined)
-          throw GradientError("Rop: " + node->op().str() + " has neither a pushforward nor a defined pullback for input " +
+          throw GradientError("Rop: " + node->op().str() +
+                              " has neither a pushforward nor a defined pullback for input " +
                               std::to_string(i) + ": " + g.why);
         if (g.kind == Grad::Kind::Disconnected) continue;
         lin.push_back(g.value);
@@ -224,14 +241,16 @@ std::vector<VarPtr> Rop(const std::vector<VarPtr>& f, const std::vector<VarPtr>&
         GradOptions opts;
         opts.disconnected = DisconnectedPolicy::Ignore;
         std::vector<VarPtr> jv = grad(lin, dir, u, opts);
-        for (int o = 0; o < node->nOutputs(); ++o) (*tOut)[static_cast<std::size_t>(o)] = jv[static_cast<std::size_t>(o)];
+        for (int o = 0; o < node->nOutputs(); ++o)
+          (*tOut)[static_cast<std::size_t>(o)] = jv[static_cast<std::size_t>(o)];
       }
     }
     for (int o = 0; o < node->nOutputs(); ++o) {
       VarPtr t = (*tOut)[static_cast<std::size_t>(o)];
       if (!t) continue;
       const Variable& out = node->outputRef(o);
-      if (t->type().dtype() != out.type().dtype() && isFloat(out.type().dtype())) t = cast(t, out.type().dtype());
+      if (t->type().dtype() != out.type().dtype() && isFloat(out.type().dtype()))
+        t = cast(t, out.type().dtype());
       tangent[&out] = t;
     }
   }
@@ -250,11 +269,14 @@ namespace tscope::engine {
 VarPtr jacobian(const VarPtr& expression, const VarPtr& wrt) {
   if (!expression || !wrt) throw GradientError("jacobian: the expression and wrt must not be null");
   const TensorType& et = expression->type();
-  if (!isFloat(et.dtype())) throw GradientError("jacobian: the expression must be a float, found " + describeVar(*expression));
+  if (!isFloat(et.dtype()))
+    throw GradientError("jacobian: the expression must be a float, found " +
+                        describeVar(*expression));
   for (std::int64_t d : et.shape())
     if (d == kUnknownDim)
-      throw GradientError("jacobian: the expression's shape must be static (one gradient per element), found " +
-                          describeVar(*expression) + "; specify its shape first (specifyShape)");
+      throw GradientError(
+          "jacobian: the expression's shape must be static (one gradient per element), found " +
+          describeVar(*expression) + "; specify its shape first (specifyShape)");
   const std::int64_t n = shapeNumel(et.shape());
   std::vector<VarPtr> rows;
   rows.reserve(static_cast<std::size_t>(n));
@@ -264,9 +286,12 @@ VarPtr jacobian(const VarPtr& expression, const VarPtr& wrt) {
     // Row i: the gradient of element i, i.e. the pullback of the one-hot direction e_i.
     Tensor onehot(et.dtype(), et.shape());
     onehot.reshape({n}).set({i}, 1.0);
-    rows.push_back(grad(std::vector<VarPtr>{expression}, std::vector<VarPtr>{constant(onehot)}, {wrt}, opts)[0]);
+    rows.push_back(grad(std::vector<VarPtr>{expression}, std::vector<VarPtr>{constant(onehot)},
+                        {wrt}, opts)[0]);
   }
-  if (n == 0) throw GradientError("jacobian: the expression " + describeVar(*expression) + " has no elements");
+  if (n == 0)
+    throw GradientError("jacobian: the expression " + describeVar(*expression) +
+                        " has no elements");
   VarPtr stacked = stack(rows, 0);  // (n, *wrt.shape)
   ShapeExpr shape;
   for (std::int64_t d : et.shape()) shape.push_back(constantInt(d));

@@ -30,8 +30,10 @@ struct GradOptions {
   bool allowUndefined = false;
 };
 
-// d cost / d wrt[i] for a 0-d cost. A disconnected input (policy Warn/Ignore) gets zeros of its type.
-std::vector<VarPtr> grad(const VarPtr& cost, const std::vector<VarPtr>& wrt, GradOptions options = {});
+// d cost / d wrt[i] for a 0-d cost. A disconnected input (policy Warn/Ignore) gets zeros of its
+// type.
+std::vector<VarPtr> grad(const VarPtr& cost, const std::vector<VarPtr>& wrt,
+                         GradOptions options = {});
 VarPtr grad(const VarPtr& cost, const VarPtr& wrt, GradOptions options = {});
 // Reverse mode from given output gradients: sum_o (d f_o/d wrt_i)^T . outputGrads_o for every i.
 std::vector<VarPtr> grad(const std::vector<VarPtr>& outputs, const std::vector<VarPtr>& outputGrads,

@@ -24,7 +24,8 @@ ApplyPtr Apply::create(OpPtr op, std::vector<VarPtr> inputs, std::vector<TensorT
   node->m_site = std::move(site);
   node->m_outputs.reserve(outputTypes.size());
   for (std::size_t i = 0; i < outputTypes.size(); ++i) {
-    auto out = std::unique_ptr<Variable>(new Variable(std::move(outputTypes[i]), Variable::Kind::Regular, {}));
+    auto out = std::unique_ptr<Variable>(
+        new Variable(std::move(outputTypes[i]), Variable::Kind::Regular, {}));
     out->m_owner = node.get();
     out->m_index = static_cast<int>(i);
     out->m_site = node->m_site;
@@ -85,7 +86,8 @@ ApplyPtr Apply::cloneWithNewInputs(std::vector<VarPtr> inputs) const {
   copy->m_outputs.reserve(m_outputs.size());
   for (std::size_t i = 0; i < m_outputs.size(); ++i) {
     const Variable& src = *m_outputs[i];
-    auto dst = std::unique_ptr<Variable>(new Variable(src.m_type, Variable::Kind::Regular, src.m_name));
+    auto dst =
+        std::unique_ptr<Variable>(new Variable(src.m_type, Variable::Kind::Regular, src.m_name));
     dst->m_owner = copy.get();
     dst->m_index = static_cast<int>(i);
     dst->m_scope = src.m_scope;

@@ -18,17 +18,28 @@ TestValueMode testValueMode() {
   return g_testValueMode.load(std::memory_order_relaxed);
 }
 
-TestValueMode globalTestValueMode() { return g_testValueMode.load(std::memory_order_relaxed); }
+TestValueMode globalTestValueMode() {
+  return g_testValueMode.load(std::memory_order_relaxed);
+}
 
-TestValuesSuspended::TestValuesSuspended() { ++t_testValuesSuspended; }
-TestValuesSuspended::~TestValuesSuspended() { --t_testValuesSuspended; }
-void setTestValueMode(TestValueMode mode) { g_testValueMode.store(mode, std::memory_order_relaxed); }
+TestValuesSuspended::TestValuesSuspended() {
+  ++t_testValuesSuspended;
+}
+TestValuesSuspended::~TestValuesSuspended() {
+  --t_testValuesSuspended;
+}
+void setTestValueMode(TestValueMode mode) {
+  g_testValueMode.store(mode, std::memory_order_relaxed);
+}
 
 std::string_view testValueModeName(TestValueMode mode) {
   switch (mode) {
-    case TestValueMode::Off: return "off";
-    case TestValueMode::Warn: return "warn";
-    case TestValueMode::Raise: break;
+    case TestValueMode::Off:
+      return "off";
+    case TestValueMode::Warn:
+      return "warn";
+    case TestValueMode::Raise:
+      break;
   }
   return "raise";
 }

@@ -24,7 +24,9 @@ std::string_view testValueModeName(TestValueMode mode);
 // Sets the mode for a scope and restores the previous one.
 class TestValueModeGuard {
  public:
-  explicit TestValueModeGuard(TestValueMode mode) : m_previous(globalTestValueMode()) { setTestValueMode(mode); }
+  explicit TestValueModeGuard(TestValueMode mode) : m_previous(globalTestValueMode()) {
+    setTestValueMode(mode);
+  }
   ~TestValueModeGuard() { setTestValueMode(m_previous); }
   TestValueModeGuard(const TestValueModeGuard&) = delete;
   TestValueModeGuard& operator=(const TestValueModeGuard&) = delete;

@@ -89,7 +89,9 @@ class FlatHashMap {
   class ConstIterator {
    public:
     ConstIterator(const FlatHashMap* map, std::size_t i) : m_map(map), m_i(i) { skip(); }
-    std::pair<Key, const Value&> operator*() const { return {m_map->m_slots[m_i].key, m_map->m_slots[m_i].value}; }
+    std::pair<Key, const Value&> operator*() const {
+      return {m_map->m_slots[m_i].key, m_map->m_slots[m_i].value};
+    }
     ConstIterator& operator++() {
       ++m_i;
       skip();
@@ -107,7 +109,6 @@ class FlatHashMap {
   ConstIterator begin() const { return ConstIterator(this, 0); }
   ConstIterator end() const { return ConstIterator(this, m_slots.size()); }
 
-
  private:
   static constexpr std::size_t kNone = ~std::size_t{0};
   struct Slot {
@@ -118,8 +119,10 @@ class FlatHashMap {
 
   static std::size_t hashOf(Key key) {
     std::uint64_t x;
-    if constexpr (std::is_pointer_v<Key>) x = reinterpret_cast<std::uintptr_t>(key);
-    else x = static_cast<std::uint64_t>(key);
+    if constexpr (std::is_pointer_v<Key>)
+      x = reinterpret_cast<std::uintptr_t>(key);
+    else
+      x = static_cast<std::uint64_t>(key);
     // A 64-bit mix (splitmix64's finaliser): pointers and sequential ids spread evenly.
     x ^= x >> 30;
     x *= 0xbf58476d1ce4e5b9ULL;

@@ -1,8 +1,8 @@
 #include "engine/graph/function_graph.h"
 
 #include "engine/graph/errors.h"
-#include "engine/graph/op.h"
 #include "engine/graph/graph_walk.h"
+#include "engine/graph/op.h"
 
 #include <algorithm>
 #include <optional>
@@ -33,7 +33,8 @@ std::string describe(const Apply& node) {
   std::string msg = "the graph needs the free variable " + describe(var);
   if (!var.site().empty()) msg += ", created at " + var.site().str() + ",";
   if (user) msg += " as an input of " + describe(*user) + ",";
-  msg += " but it is not among the graph's inputs (only constants may be used without being an input)";
+  msg +=
+      " but it is not among the graph's inputs (only constants may be used without being an input)";
   throw GraphError(msg);
 }
 
@@ -119,7 +120,8 @@ FunctionGraph::FunctionGraph(std::vector<VarPtr> inputs, std::vector<VarPtr> out
         if (const Apply* owner = v->owner()) return copies[*memo.find(*owner)]->output(v->index());
         if (const std::uint32_t* k = memo.find(*v)) return freeCopies[*k];
         if (v->kind() != Variable::Kind::Constant) throwMissingInput(*v, user);
-        memo.claim(*v, static_cast<std::uint32_t>(freeCopies.size()));  // copied once, where first used
+        memo.claim(*v,
+                   static_cast<std::uint32_t>(freeCopies.size()));  // copied once, where first used
         freeOriginals.push_back(v.get());
         freeCopies.push_back(v->cloneDetached());
         ids.give(*freeCopies.back());
@@ -127,22 +129,25 @@ FunctionGraph::FunctionGraph(std::vector<VarPtr> inputs, std::vector<VarPtr> out
       };
       // Each node is copied as the walk places it in the order: its inputs' copies exist by then.
       // Inputs are free variables, so no variable with an owner is known.
-      std::vector<Apply*> order = ancestorsInOrder(roots, [](const Variable&) { return false; }, memo, [&](Apply* node) {
-        std::vector<VarPtr> newInputs;
-        newInputs.reserve(node->inputs().size());
-        for (const auto& in : node->inputs()) newInputs.push_back(mapped(in, node));
-        copies.push_back(node->cloneWithNewInputs(std::move(newInputs)));
-        Apply& copy = *copies.back();
-        ids.give(copy);
-        for (int o = 0; o < copy.nOutputs(); ++o) ids.give(copy.outputRef(o));
-        clonedOrder.push_back(&copy);
-      });
+      std::vector<Apply*> order = ancestorsInOrder(
+          roots, [](const Variable&) { return false; }, memo,
+          [&](Apply* node) {
+            std::vector<VarPtr> newInputs;
+            newInputs.reserve(node->inputs().size());
+            for (const auto& in : node->inputs()) newInputs.push_back(mapped(in, node));
+            copies.push_back(node->cloneWithNewInputs(std::move(newInputs)));
+            Apply& copy = *copies.back();
+            ids.give(copy);
+            for (int o = 0; o < copy.nOutputs(); ++o) ids.give(copy.outputRef(o));
+            clonedOrder.push_back(&copy);
+          });
       for (std::size_t i = 0; i < inputs.size(); ++i) inputs[i] = freeCopies[i];
       for (auto& out : outputs) out = mapped(out, nullptr);
       if (map) {
         map->variables.reserve(map->variables.size() + freeCopies.size() + order.size() * 2);
         map->nodes.reserve(map->nodes.size() + order.size());
-        for (std::size_t i = 0; i < freeCopies.size(); ++i) map->variables.set(freeOriginals[i], freeCopies[i]);
+        for (std::size_t i = 0; i < freeCopies.size(); ++i)
+          map->variables.set(freeOriginals[i], freeCopies[i]);
         for (std::size_t i = 0; i < order.size(); ++i) {
           for (int o = 0; o < order[i]->nOutputs(); ++o)
             map->variables.set(&order[i]->outputRef(o), copies[i]->output(o));
@@ -239,42 +244,52 @@ Variable* FunctionGraph::variableById(std::int64_t id) const {
 void FunctionGraph::setUpdate(std::size_t outputIndex, std::size_t inputIndex) {
   if (outputIndex >= m_outputs.size() || inputIndex >= m_inputs.size())
     throw GraphError("setUpdate: output " + std::to_string(outputIndex) + " / input " +
-                     std::to_string(inputIndex) + " out of range (" + std::to_string(m_outputs.size()) +
-                     " outputs, " + std::to_string(m_inputs.size()) + " inputs)");
+                     std::to_string(inputIndex) + " out of range (" +
+                     std::to_string(m_outputs.size()) + " outputs, " +
+                     std::to_string(m_inputs.size()) + " inputs)");
   const Variable& target = *m_inputs[inputIndex];
   const Variable& value = *m_outputs[outputIndex];
   if (target.kind() != Variable::Kind::Shared)
-    throw GraphError("setUpdate: the updated input " + describe(target) + " is not a shared variable");
+    throw GraphError("setUpdate: the updated input " + describe(target) +
+                     " is not a shared variable");
   if (!value.type().isSubtypeOf(target.type()))
-    throw TypeError("setUpdate: the update of " + describe(target) + " has type " + value.type().str());
+    throw TypeError("setUpdate: the update of " + describe(target) + " has type " +
+                    value.type().str());
   m_updates[outputIndex] = inputIndex;
 }
 
 // --- ids ---
 
-template <class Node> void FunctionGraph::assignId(Node& node) {
+template <class Node>
+void FunctionGraph::assignId(Node& node) {
   constexpr bool kIsNode = std::is_same_v<Node, Apply>;
   std::int64_t id = node.m_id;
   bool free = id >= 0 && !m_nodeIds.contains(id) && !m_variableIds.contains(id);
   if (!free) {
     if (m_deferIds) {
-      if constexpr (kIsNode) m_pendingIds.emplace_back(&node, nullptr);
-      else m_pendingIds.emplace_back(nullptr, &node);
+      if constexpr (kIsNode)
+        m_pendingIds.emplace_back(&node, nullptr);
+      else
+        m_pendingIds.emplace_back(nullptr, &node);
       return;
     }
     id = m_nextId;
     node.m_id = id;
   }
-  if constexpr (kIsNode) m_nodeIds.set(id, &node);
-  else m_variableIds.set(id, &node);
+  if constexpr (kIsNode)
+    m_nodeIds.set(id, &node);
+  else
+    m_variableIds.set(id, &node);
   m_nextId = std::max(m_nextId, id + 1);
 }
 
 void FunctionGraph::flushPendingIds() {
   // Imports run in topological order, so fresh ids follow the data flow.
   for (auto [node, var] : m_pendingIds) {
-    if (node) assignId(*node);
-    else assignId(*var);
+    if (node)
+      assignId(*node);
+    else
+      assignId(*var);
   }
   m_pendingIds.clear();
 }
@@ -315,7 +330,8 @@ void FunctionGraph::addClient(Variable& var, const Client& client) {
 }
 
 void FunctionGraph::indexClients(Variable& var) {
-  auto positions = std::make_shared<FlatHashMap<std::uint64_t, std::uint32_t>>(var.m_clients.size() * 2);
+  auto positions =
+      std::make_shared<FlatHashMap<std::uint64_t, std::uint32_t>>(var.m_clients.size() * 2);
   for (std::size_t p = 0; p < var.m_clients.size(); ++p) {
     const auto key = clientKey(var.m_clients[p]);
     if (!key) return;
@@ -327,7 +343,8 @@ void FunctionGraph::indexClients(Variable& var) {
 void FunctionGraph::eraseClient(Variable& var, const Client& client) {
   auto& clients = var.m_clients;
   auto noSuchClient = [&var] {
-    return GraphError("removeClient: " + describe(var) + " has no such client (Note [Clients are exact])");
+    return GraphError("removeClient: " + describe(var) +
+                      " has no such client (Note [Clients are exact])");
   };
   auto* positions = m_clientPositions.find(&var);
   const auto key = positions ? clientKey(client) : std::nullopt;
@@ -352,7 +369,8 @@ void FunctionGraph::eraseClient(Variable& var, const Client& client) {
 void FunctionGraph::importVarImpl(const VarPtr& var, std::string_view reason) {
   if (var->fgraph() == this) return;
   if (var->fgraph())
-    throw GraphError("import: " + describe(*var) + " belongs to another FunctionGraph; clone it first");
+    throw GraphError("import: " + describe(*var) +
+                     " belongs to another FunctionGraph; clone it first");
   if (!var->owner()) {
     if (var->kind() != Variable::Kind::Constant) throwMissingInput(*var, nullptr);
     addVariable(*var);
@@ -363,7 +381,8 @@ void FunctionGraph::importVarImpl(const VarPtr& var, std::string_view reason) {
   importNodes(ancestorsInOrder({var.get()}, known), reason);
 }
 
-void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string_view reason, bool check) {
+void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string_view reason,
+                                bool check) {
   // Check everything first so that a refused import changes nothing. The nodes coming in are
   // remembered in their walk marks (Note [Walk marks]).
   std::optional<WalkMemo> incoming;
@@ -383,7 +402,8 @@ void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string
       } else if (in->kind() != Variable::Kind::Constant) {
         throwMissingInput(*in, node);
       } else if (in->fgraph()) {
-        throw GraphError("import: the constant " + describe(*in) + " belongs to another FunctionGraph");
+        throw GraphError("import: the constant " + describe(*in) +
+                         " belongs to another FunctionGraph");
       }
     }
   }
@@ -406,14 +426,16 @@ void FunctionGraph::importNodes(const std::vector<Apply*>& newNodes, std::string
   }
 }
 
-void FunctionGraph::removeClient(Variable& first, const Client& firstClient, std::string_view reason) {
-  std::vector<VarPtr> graveyard;  // orphans released only when the walk is over
+void FunctionGraph::removeClient(Variable& first, const Client& firstClient,
+                                 std::string_view reason) {
+  std::vector<VarPtr> graveyard;      // orphans released only when the walk is over
   std::vector<ApplyPtr> prunedNodes;  // likewise: the walk still reads their inputs
   std::vector<std::pair<Variable*, Client>> work{{&first, firstClient}};
   removeClients(work, graveyard, prunedNodes, reason);
 }
 
-void FunctionGraph::removeClients(std::vector<std::pair<Variable*, Client>>& work, std::vector<VarPtr>& graveyard,
+void FunctionGraph::removeClients(std::vector<std::pair<Variable*, Client>>& work,
+                                  std::vector<VarPtr>& graveyard,
                                   std::vector<ApplyPtr>& prunedNodes, std::string_view reason) {
   while (!work.empty()) {
     auto [var, client] = work.back();
@@ -450,7 +472,8 @@ bool FunctionGraph::pruneIfUnused(Apply* node, std::vector<std::pair<Variable*, 
   if (m_nodeIds.find(node->m_id) == node) m_nodeIds.erase(node->m_id);
   node->m_fgraph = nullptr;
   for (int o = 0; o < node->nOutputs(); ++o) removeVariable(node->outputRef(o));
-  for (int i = node->nInputs() - 1; i >= 0; --i) work.emplace_back(node->input(i).get(), Client{node, i});
+  for (int i = node->nInputs() - 1; i >= 0; --i)
+    work.emplace_back(node->input(i).get(), Client{node, i});
   return true;
 }
 
@@ -458,7 +481,8 @@ std::size_t FunctionGraph::pruneUnused(std::string_view reason) {
   std::vector<Apply*> unused;
   for (Apply* node : m_nodes) {
     bool used = false;
-    for (int o = 0; o < node->nOutputs() && !used; ++o) used = !node->outputRef(o).m_clients.empty();
+    for (int o = 0; o < node->nOutputs() && !used; ++o)
+      used = !node->outputRef(o).m_clients.empty();
     if (!used) unused.push_back(node);
   }
   if (unused.empty()) return 0;
@@ -478,16 +502,17 @@ std::size_t FunctionGraph::pruneUnused(std::string_view reason) {
 
 // --- edits ---
 
-void FunctionGraph::changeInputImpl(Apply* node, int index, const VarPtr& newVar, std::string_view reason,
-                                    bool checkType) {
+void FunctionGraph::changeInputImpl(Apply* node, int index, const VarPtr& newVar,
+                                    std::string_view reason, bool checkType) {
   VarPtr& slot = node ? node->m_inputs.at(static_cast<std::size_t>(index))
                       : m_outputs.at(static_cast<std::size_t>(index));
   VarPtr old = slot;  // keeps the old subgraph alive until the features have seen the change
   if (old == newVar) return;
   if (checkType && !newVar->type().isSubtypeOf(old->type()))
     throw TypeError("changeInput (" + std::string(reason) + "): cannot use " + describe(*newVar) +
-                    " in place of " + describe(*old) + (node ? " as input " + std::to_string(index) +
-                    " of " + describe(*node) : " as graph output " + std::to_string(index)) +
+                    " in place of " + describe(*old) +
+                    (node ? " as input " + std::to_string(index) + " of " + describe(*node)
+                          : " as graph output " + std::to_string(index)) +
                     ": the new type must equal the old one or be more specific");
   importVarImpl(newVar, reason);
   slot = newVar;
@@ -496,16 +521,18 @@ void FunctionGraph::changeInputImpl(Apply* node, int index, const VarPtr& newVar
   for (const auto& f : m_features) f->onChangeInput(*this, node, index, old, newVar, reason);
 }
 
-void FunctionGraph::changeInput(Apply* node, int index, const VarPtr& newVar, std::string_view reason) {
+void FunctionGraph::changeInput(Apply* node, int index, const VarPtr& newVar,
+                                std::string_view reason) {
   changeInputWith(node, index, newVar, reason, /*checkType=*/true);
 }
 
-void FunctionGraph::changeInputUnchecked(Apply* node, int index, const VarPtr& oldVar, std::string_view reason) {
+void FunctionGraph::changeInputUnchecked(Apply* node, int index, const VarPtr& oldVar,
+                                         std::string_view reason) {
   changeInputWith(node, index, oldVar, reason, /*checkType=*/false);
 }
 
-void FunctionGraph::changeInputWith(Apply* node, int index, const VarPtr& newVar, std::string_view reason,
-                                    bool checkType) {
+void FunctionGraph::changeInputWith(Apply* node, int index, const VarPtr& newVar,
+                                    std::string_view reason, bool checkType) {
   if (!newVar) throw GraphError("changeInput: the new variable is null");
   if (node && node->fgraph() != this)
     throw GraphError("changeInput: the node " + describe(*node) + " is not in this graph");
@@ -520,13 +547,16 @@ void FunctionGraph::replace(const VarPtr& var, const VarPtr& newVar, std::string
   replaceAll(std::span(&pair, 1), reason);
 }
 
-void FunctionGraph::replaceAll(std::span<const std::pair<VarPtr, VarPtr>> pairs, std::string_view reason) {
+void FunctionGraph::replaceAll(std::span<const std::pair<VarPtr, VarPtr>> pairs,
+                               std::string_view reason) {
   // Check the types of every pair before touching the graph.
   for (const auto& [var, newVar] : pairs) {
-    if (!var || !newVar) throw GraphError("replace (" + std::string(reason) + "): a variable is null");
+    if (!var || !newVar)
+      throw GraphError("replace (" + std::string(reason) + "): a variable is null");
     if (!newVar->type().isSubtypeOf(var->type()))
-      throw TypeError("replace (" + std::string(reason) + "): cannot replace " + describe(*var) + " by " +
-                      describe(*newVar) + ": the new type must equal the old one or be more specific");
+      throw TypeError("replace (" + std::string(reason) + "): cannot replace " + describe(*var) +
+                      " by " + describe(*newVar) +
+                      ": the new type must equal the old one or be more specific");
   }
   ChangeScope change(*this, reason);
   for (const auto& [var, newVar] : pairs) {
@@ -550,7 +580,8 @@ void FunctionGraph::addInput(const VarPtr& var) {
     if (std::find(m_inputs.begin(), m_inputs.end(), var) != m_inputs.end()) return;
     throw GraphError("addInput: " + describe(*var) + " is already used in the graph as a constant");
   }
-  if (var->fgraph()) throw GraphError("addInput: " + describe(*var) + " belongs to another FunctionGraph");
+  if (var->fgraph())
+    throw GraphError("addInput: " + describe(*var) + " belongs to another FunctionGraph");
   ChangeScope change(*this, "addInput");
   m_inputs.push_back(var);
   addVariable(*var);
@@ -621,7 +652,8 @@ std::vector<Apply*> FunctionGraph::toposort() const {
     if (!extra.empty())
       if (auto it = extra.find(const_cast<Apply*>(node)); it != extra.end())
         for (const Apply* before : it->second)
-          if (before && before->fgraph() == this) deps.push_back(static_cast<std::uint32_t>(before->m_slot));
+          if (before && before->fgraph() == this)
+            deps.push_back(static_cast<std::uint32_t>(before->m_slot));
     offsets[s + 1] = static_cast<std::uint32_t>(deps.size());
   }
   enum : std::uint8_t { kNew, kOpen, kDone };
@@ -690,12 +722,14 @@ std::unique_ptr<FunctionGraph> FunctionGraph::clone(CloneMap* map) const {
     newInputs.reserve(node->inputs().size());
     for (const auto& in : node->inputs()) newInputs.push_back(copyOf(in));
     ApplyPtr copy = node->cloneWithNewInputs(std::move(newInputs));
-    for (int o = 0; o < node->nOutputs(); ++o) copies[node->outputRef(o).m_slot] = &copy->outputRef(o);
+    for (int o = 0; o < node->nOutputs(); ++o)
+      copies[node->outputRef(o).m_slot] = &copy->outputRef(o);
     copiedOrder.push_back(copy.get());
     nodeCopies.push_back(std::move(copy));
   }
   for (const auto& out : m_outputs) outputs.push_back(copyOf(out));
-  auto copy = std::unique_ptr<FunctionGraph>(new FunctionGraph(Trusted{}, std::move(inputs), std::move(outputs), copiedOrder));
+  auto copy = std::unique_ptr<FunctionGraph>(
+      new FunctionGraph(Trusted{}, std::move(inputs), std::move(outputs), copiedOrder));
   copy->m_updates = m_updates;
   copy->m_nextId = std::max(copy->m_nextId, m_nextId);
   if (map) {
@@ -719,21 +753,26 @@ void FunctionGraph::checkIntegrity() const {
   }
   for (std::size_t s = 0; s < m_nodes.size(); ++s) {
     const Apply* node = m_nodes[s];
-    if (node->fgraph() != this || node->m_slot != s) fail(describe(*node) + " has a stale graph slot");
+    if (node->fgraph() != this || node->m_slot != s)
+      fail(describe(*node) + " has a stale graph slot");
     if (m_nodeRefs[s].get() != node) fail(describe(*node) + " is not owned by the graph");
     if (nodeById(node->id()) != node) fail(describe(*node) + " is not found by its id");
     for (int i = 0; i < node->nInputs(); ++i) {
       const Variable& in = *node->input(i);
-      if (in.fgraph() != this) fail("input " + std::to_string(i) + " of " + describe(*node) + " is not in the graph");
-      auto n = std::count(in.m_clients.begin(), in.m_clients.end(), Client{const_cast<Apply*>(node), i});
+      if (in.fgraph() != this)
+        fail("input " + std::to_string(i) + " of " + describe(*node) + " is not in the graph");
+      auto n =
+          std::count(in.m_clients.begin(), in.m_clients.end(), Client{const_cast<Apply*>(node), i});
       if (n != 1)
         fail(describe(in) + " lists input " + std::to_string(i) + " of " + describe(*node) + " " +
              std::to_string(n) + " times as a client, expected once");
     }
     for (int o = 0; o < node->nOutputs(); ++o) {
       const Variable& out = node->outputRef(o);
-      if (out.owner() != node || out.index() != o) fail("output " + std::to_string(o) + " of " + describe(*node) + " has a wrong owner");
-      if (out.fgraph() != this) fail("output " + std::to_string(o) + " of " + describe(*node) + " is not in the graph");
+      if (out.owner() != node || out.index() != o)
+        fail("output " + std::to_string(o) + " of " + describe(*node) + " has a wrong owner");
+      if (out.fgraph() != this)
+        fail("output " + std::to_string(o) + " of " + describe(*node) + " is not in the graph");
     }
   }
   for (std::size_t s = 0; s < m_variables.size(); ++s) {
@@ -742,30 +781,35 @@ void FunctionGraph::checkIntegrity() const {
     if (variableById(var->id()) != var) fail(describe(*var) + " is not found by its id");
     if (!var->owner() && !inputSet.contains(var) && !m_orphans.contains(var))
       fail(describe(*var) + " is a free variable that is neither an input nor a constant");
-    if (var->owner() && var->owner()->fgraph() != this) fail("the owner of " + describe(*var) + " is not in the graph");
+    if (var->owner() && var->owner()->fgraph() != this)
+      fail("the owner of " + describe(*var) + " is not in the graph");
     for (const Client& c : var->m_clients) {
       const VarPtr& used = c.node ? c.node->inputs().at(static_cast<std::size_t>(c.index))
                                   : m_outputs.at(static_cast<std::size_t>(c.index));
       if (used.get() != var) fail(describe(*var) + " has a client that does not use it");
-      if (c.node && c.node->fgraph() != this) fail(describe(*var) + " has a client outside the graph");
+      if (c.node && c.node->fgraph() != this)
+        fail(describe(*var) + " has a client outside the graph");
     }
     if (var->owner() == nullptr && m_orphans.contains(var) && var->m_clients.empty())
       fail("the constant " + describe(*var) + " has no clients but is still in the graph");
   }
   for (const auto& [var, positions] : m_clientPositions) {  // Note [Client positions]
-    if (var->fgraph() != this) fail("client positions are kept for " + describe(*var) + ", which is not in the graph");
+    if (var->fgraph() != this)
+      fail("client positions are kept for " + describe(*var) + ", which is not in the graph");
     if (positions->size() != var->m_clients.size())
       fail("the client positions of " + describe(*var) + " do not match its clients");
     for (std::size_t p = 0; p < var->m_clients.size(); ++p) {
       const auto key = clientKey(var->m_clients[p]);
       const std::uint32_t* at = key ? positions->find(*key) : nullptr;
-      if (!at || *at != p) fail("the position of client " + std::to_string(p) + " of " + describe(*var) + " is stale");
+      if (!at || *at != p)
+        fail("the position of client " + std::to_string(p) + " of " + describe(*var) + " is stale");
     }
   }
   for (std::size_t i = 0; i < m_outputs.size(); ++i) {
     const auto& c = m_outputs[i]->m_clients;
     if (std::count(c.begin(), c.end(), Client{nullptr, static_cast<int>(i)}) != 1)
-      fail("output " + std::to_string(i) + " is not listed exactly once among its variable's clients");
+      fail("output " + std::to_string(i) +
+           " is not listed exactly once among its variable's clients");
   }
   if (toposort().size() != m_nodes.size()) fail("toposort does not reach every node");
 }

@@ -89,7 +89,8 @@ class FunctionGraph {
   void attachFeature(std::shared_ptr<Feature> feature);
   void detachFeature(const Feature& feature);
   const std::vector<std::shared_ptr<Feature>>& features() const { return m_features; }
-  template <class F> F* feature() const {
+  template <class F>
+  F* feature() const {
     for (const auto& f : m_features)
       if (auto* typed = dynamic_cast<F*>(f.get())) return typed;
     return nullptr;
@@ -126,7 +127,8 @@ class FunctionGraph {
   // Adopts nodes known to be consistent, in the given topological order (clone()).
   FunctionGraph(Trusted, std::vector<VarPtr> inputs, std::vector<VarPtr> outputs,
                 const std::vector<Apply*>& order);
-  void init(std::vector<VarPtr> inputs, std::vector<VarPtr> outputs, const std::vector<Apply*>* trustedOrder);
+  void init(std::vector<VarPtr> inputs, std::vector<VarPtr> outputs,
+            const std::vector<Apply*>* trustedOrder);
   void addVariable(Variable& var);
   void removeVariable(Variable& var);
   // Every change to a variable's clients goes through these (Note [Client positions]).
@@ -135,13 +137,15 @@ class FunctionGraph {
   void indexClients(Variable& var);
   void removeClient(Variable& var, const Client& client, std::string_view reason);
   // The walk of removeClient: drops each (variable, client) and prunes what is left unused.
-  void removeClients(std::vector<std::pair<Variable*, Client>>& work, std::vector<VarPtr>& graveyard,
-                     std::vector<ApplyPtr>& prunedNodes, std::string_view reason);
+  void removeClients(std::vector<std::pair<Variable*, Client>>& work,
+                     std::vector<VarPtr>& graveyard, std::vector<ApplyPtr>& prunedNodes,
+                     std::string_view reason);
   bool pruneIfUnused(Apply* node, std::vector<std::pair<Variable*, Client>>& work,
                      std::vector<ApplyPtr>& prunedNodes, std::string_view reason);
   void changeInputImpl(Apply* node, int index, const VarPtr& newVar, std::string_view reason,
                        bool checkType = true);
-  template <class Node> void assignId(Node& node);
+  template <class Node>
+  void assignId(Node& node);
   void flushPendingIds();
   void beginChange(std::string_view reason);
   void endChange(std::string_view reason);
@@ -158,7 +162,8 @@ class FunctionGraph {
   // Note [Client positions]: for a variable with many clients (a constant shared by thousands of
   // nodes), where each client sits in its list, so removing one is O(1) instead of a scan and a
   // shift of the whole list (which made optimizing large graphs quadratic).
-  FlatHashMap<const Variable*, std::shared_ptr<FlatHashMap<std::uint64_t, std::uint32_t>>> m_clientPositions;
+  FlatHashMap<const Variable*, std::shared_ptr<FlatHashMap<std::uint64_t, std::uint32_t>>>
+      m_clientPositions;
   IdIndex<Apply> m_nodeIds;
   IdIndex<Variable> m_variableIds;
   std::int64_t m_nextId = 0;

@@ -18,8 +18,8 @@ namespace tscope::engine::detail {
 // `finished(node)` runs as each node takes its place in the order, while the walk still has the
 // node at hand: work done there does not read the node back from memory in a second pass.
 template <class IsKnown, class Finished>
-std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnown isKnown, WalkMemo& memo,
-                                     Finished finished) {
+std::vector<Apply*> ancestorsInOrder(const std::vector<Variable*>& roots, IsKnown isKnown,
+                                     WalkMemo& memo, Finished finished) {
   constexpr std::uint32_t kOpen = ~std::uint32_t{0};
   std::vector<Apply*> order;
   std::vector<std::pair<Apply*, int>> stack;
@@ -68,8 +68,10 @@ class FreshIds {
       return;
     }
     object.presetId(m_next++);
-    if constexpr (std::is_same_v<T, Apply>) m_nodes.push_back(&object);
-    else m_variables.push_back(&object);
+    if constexpr (std::is_same_v<T, Apply>)
+      m_nodes.push_back(&object);
+    else
+      m_variables.push_back(&object);
   }
 
  private:

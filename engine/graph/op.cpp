@@ -34,7 +34,8 @@ bool Op::equals(const Op& other) const {
   if (this == &other) return true;
   if (typeid(*this) != typeid(other)) return false;
   // Two hashes already computed settle most inequalities without building the props.
-  const std::size_t a = m_hash.load(std::memory_order_relaxed), b = other.m_hash.load(std::memory_order_relaxed);
+  const std::size_t a = m_hash.load(std::memory_order_relaxed),
+                    b = other.m_hash.load(std::memory_order_relaxed);
   if (a != 0 && b != 0 && a != b) return false;
   return name() == other.name() && props() == other.props();
 }
@@ -52,9 +53,11 @@ ApplyPtr Op::makeNode(std::vector<VarPtr> inputs, std::source_location site) con
   for (std::size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i]) throw TypeError(str() + ": input " + std::to_string(i) + " is a null variable");
   if (weak_from_this().expired())
-    throw GraphError(str() + ": an op must be held by a std::shared_ptr to build nodes (std::make_shared)");
+    throw GraphError(str() +
+                     ": an op must be held by a std::shared_ptr to build nodes (std::make_shared)");
   std::vector<TensorType> types = outputTypes(inputs);
-  ApplyPtr node = Apply::create(shared_from_this(), std::move(inputs), std::move(types), SourceSite::from(site));
+  ApplyPtr node = Apply::create(shared_from_this(), std::move(inputs), std::move(types),
+                                SourceSite::from(site));
   if (testValueMode() != TestValueMode::Off && isExecutable()) computeTestValues(*node);
   return node;
 }
@@ -88,8 +91,10 @@ void Op::computeTestValues(Apply& node) const {
       const Variable& in = *node.input(i);
       std::string msg = str() + ": cannot compute the test value: input " + std::to_string(i);
       if (!in.name().empty()) msg += " ('" + in.name() + "')";
-      msg += " has no test value (test values are in raise mode; give every graph input one with "
-             "setTestValue())" + nodeContext(node, values);
+      msg +=
+          " has no test value (test values are in raise mode; give every graph input one with "
+          "setTestValue())" +
+          nodeContext(node, values);
       throw TestValueError(msg);
     }
   }
@@ -146,11 +151,13 @@ VarPtr Op::operator()(std::vector<VarPtr> inputs, std::source_location site) con
 }
 
 std::vector<std::vector<bool>> Op::connectionPattern(const Apply& node) const {
-  return std::vector<std::vector<bool>>(static_cast<std::size_t>(node.nInputs()),
-                                        std::vector<bool>(static_cast<std::size_t>(node.nOutputs()), true));
+  return std::vector<std::vector<bool>>(
+      static_cast<std::size_t>(node.nInputs()),
+      std::vector<bool>(static_cast<std::size_t>(node.nOutputs()), true));
 }
 
-void Op::throwInputError(std::span<const VarPtr> inputs, int index, const std::string& expected) const {
+void Op::throwInputError(std::span<const VarPtr> inputs, int index,
+                         const std::string& expected) const {
   const Variable& v = *inputs[static_cast<std::size_t>(index)];
   std::string msg = str() + ": input " + std::to_string(index);
   if (!v.name().empty()) msg += " ('" + v.name() + "')";

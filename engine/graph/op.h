@@ -7,23 +7,22 @@
 //   outputTypes(inputs)        check the inputs (throwInputError names op, argument and both types)
 //   perform(node, in, out)     the CPU reference implementation
 //   inferShape(node, shapes)   the output shapes as symbolic int64 scalars of the input shapes
-//   pullback(node, grads)      one gradient per input (Grad::disconnected / Grad::undefined allowed)
-//   pushforward(node, tangents) optional R-op; without it Rop() derives it from the pullback
-//   viewMap()/destroyMap()     which outputs alias or overwrite which inputs
+//   pullback(node, grads)      one gradient per input (Grad::disconnected / Grad::undefined
+//   allowed) pushforward(node, tangents) optional R-op; without it Rop() derives it from the
+//   pullback viewMap()/destroyMap()     which outputs alias or overwrite which inputs
 // and register a factory in your family's registerXxxOps(OpRegistry&) so files can name it. For a
 // quick op without a gradient, wrap a lambda with asOp() (engine/ops/as_op.h).
 
 #include "engine/graph/apply.h"
 #include "engine/graph/type.h"
 
-#include <nlohmann/json.hpp>
-
 #include <atomic>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
-#include <stdexcept>
 #include <source_location>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,7 +46,9 @@ struct Grad {
   std::string why;  // for Undefined
 
   Grad() = default;
-  Grad(VarPtr v) : kind(v ? Kind::Value : Kind::Disconnected), value(std::move(v)) {}  // NOLINT: implicit by design
+  Grad(VarPtr v)
+      : kind(v ? Kind::Value : Kind::Disconnected),
+        value(std::move(v)) {}  // NOLINT: implicit by design
   static Grad disconnected() { return Grad(); }
   static Grad undefined(std::string why) {
     Grad g;

@@ -5,18 +5,22 @@
 namespace tscope::engine {
 
 void OpRegistry::add(std::string name, Factory factory) {
-  if (m_factories.count(name)) throw std::logic_error("OpRegistry: op '" + name + "' is registered twice");
+  if (m_factories.count(name))
+    throw std::logic_error("OpRegistry: op '" + name + "' is registered twice");
   m_factories.emplace(std::move(name), std::move(factory));
 }
 
-bool OpRegistry::contains(std::string_view name) const { return m_factories.find(name) != m_factories.end(); }
+bool OpRegistry::contains(std::string_view name) const {
+  return m_factories.find(name) != m_factories.end();
+}
 
 OpPtr OpRegistry::make(std::string_view name, const nlohmann::json& props) const {
   auto it = m_factories.find(name);
-  if (it == m_factories.end()) throw std::out_of_range("no op named '" + std::string(name) + "' is registered");
+  if (it == m_factories.end())
+    throw std::out_of_range("no op named '" + std::string(name) + "' is registered");
   if (!props.is_object())
-    throw std::invalid_argument("the props of op '" + std::string(name) + "' must be a JSON object, found " +
-                                std::string(props.type_name()));
+    throw std::invalid_argument("the props of op '" + std::string(name) +
+                                "' must be a JSON object, found " + std::string(props.type_name()));
   try {
     return it->second(props);
   } catch (const nlohmann::json::exception& e) {

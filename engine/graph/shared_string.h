@@ -22,7 +22,9 @@ class SharedString {
   const char* c_str() const { return str().c_str(); }
   bool empty() const { return !m_text; }
   std::size_t size() const { return str().size(); }
-  std::size_t find(std::string_view what, std::size_t pos = 0) const { return str().find(what, pos); }
+  std::size_t find(std::string_view what, std::size_t pos = 0) const {
+    return str().find(what, pos);
+  }
 
   friend bool operator==(const SharedString& a, const SharedString& b) {
     return a.m_text == b.m_text || a.str() == b.str();

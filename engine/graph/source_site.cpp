@@ -26,19 +26,23 @@ SourceSite SourceSite::from(const std::source_location& loc) {
 std::string SourceSite::str() const {
   if (file.empty()) return "<unknown site>";
   std::string_view name = file.str();
-  if (auto slash = name.find_last_of('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  if (auto slash = name.find_last_of('/'); slash != std::string_view::npos)
+    name.remove_prefix(slash + 1);
   std::string out = std::string(name) + ":" + std::to_string(line);
   if (!function.empty()) {
     // source_location gives the full signature; keep the unqualified name for display.
     std::string_view fn = function.str();
     if (auto paren = fn.find('('); paren != std::string_view::npos) fn = fn.substr(0, paren);
-    if (auto space = fn.find_last_of(' '); space != std::string_view::npos) fn.remove_prefix(space + 1);
+    if (auto space = fn.find_last_of(' '); space != std::string_view::npos)
+      fn.remove_prefix(space + 1);
     out += " (" + std::string(fn) + ")";
   }
   return out;
 }
 
-const SharedString& currentScope() { return t_scopeShared; }
+const SharedString& currentScope() {
+  return t_scopeShared;
+}
 
 NameScope::NameScope(std::string_view name) : m_previousLength(t_scope.size()) {
   if (name.empty()) throw std::invalid_argument("NameScope: the scope name is empty");

@@ -1,6 +1,7 @@
 #pragma once
 // Creation sites and name scopes: every Variable and Apply records where the user's code built it
-// and under which scope path, so errors and the viewer can point at the user's line and group nodes.
+// and under which scope path, so errors and the viewer can point at the user's line and group
+// nodes.
 
 #include "engine/graph/shared_string.h"
 

@@ -27,7 +27,8 @@ std::vector<VarPtr> graphInputs(std::span<const VarPtr> outputs) {
   return found;
 }
 
-std::vector<Apply*> ancestorNodes(std::span<const VarPtr> outputs, const std::function<bool(const Variable&)>& stop) {
+std::vector<Apply*> ancestorNodes(std::span<const VarPtr> outputs,
+                                  const std::function<bool(const Variable&)>& stop) {
   std::vector<Variable*> roots;
   roots.reserve(outputs.size());
   for (const VarPtr& out : outputs) roots.push_back(out.get());

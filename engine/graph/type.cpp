@@ -16,7 +16,8 @@ TensorType::TensorType(DType dtype, std::vector<std::int64_t> shape, Device devi
 
 TensorType TensorType::ofRank(DType dtype, int ndim, Device device) {
   if (ndim < 0)
-    throw TypeError("TensorType::ofRank: the rank is " + std::to_string(ndim) + "; expected 0 or more");
+    throw TypeError("TensorType::ofRank: the rank is " + std::to_string(ndim) +
+                    "; expected 0 or more");
   return TensorType(dtype, std::vector<std::int64_t>(static_cast<std::size_t>(ndim), kUnknownDim),
                     device);
 }
@@ -26,7 +27,8 @@ TensorType TensorType::ofValue(const Tensor& value) {
 }
 
 bool TensorType::isFullyKnown() const {
-  return std::none_of(m_shape.begin(), m_shape.end(), [](std::int64_t d) { return d == kUnknownDim; });
+  return std::none_of(m_shape.begin(), m_shape.end(),
+                      [](std::int64_t d) { return d == kUnknownDim; });
 }
 
 std::string TensorType::str() const {
@@ -44,27 +46,33 @@ std::string TensorType::str() const {
 std::string TensorType::shortStr() const {
   std::string prefix(1, dtypeLetter(m_dtype));
   switch (m_shape.size()) {
-    case 0: return prefix + "scalar";
-    case 1: return prefix + "vector";
+    case 0:
+      return prefix + "scalar";
+    case 1:
+      return prefix + "vector";
     case 2:
       if (m_shape[0] == 1 && m_shape[1] != 1) return prefix + "row";
       if (m_shape[1] == 1 && m_shape[0] != 1) return prefix + "col";
       return prefix + "matrix";
-    default: return prefix + "tensor" + std::to_string(m_shape.size());
+    default:
+      return prefix + "tensor" + std::to_string(m_shape.size());
   }
 }
 
 bool TensorType::isSubtypeOf(const TensorType& other) const {
-  if (m_dtype != other.m_dtype || m_device != other.m_device || ndim() != other.ndim()) return false;
+  if (m_dtype != other.m_dtype || m_device != other.m_device || ndim() != other.ndim())
+    return false;
   for (std::size_t i = 0; i < m_shape.size(); ++i)
     if (other.m_shape[i] != kUnknownDim && m_shape[i] != other.m_shape[i]) return false;
   return true;
 }
 
 bool TensorType::isCompatibleWith(const TensorType& other) const {
-  if (m_dtype != other.m_dtype || m_device != other.m_device || ndim() != other.ndim()) return false;
+  if (m_dtype != other.m_dtype || m_device != other.m_device || ndim() != other.ndim())
+    return false;
   for (std::size_t i = 0; i < m_shape.size(); ++i)
-    if (m_shape[i] != kUnknownDim && other.m_shape[i] != kUnknownDim && m_shape[i] != other.m_shape[i])
+    if (m_shape[i] != kUnknownDim && other.m_shape[i] != kUnknownDim &&
+        m_shape[i] != other.m_shape[i])
       return false;
   return true;
 }
@@ -77,7 +85,8 @@ Tensor TensorType::filter(const Tensor& value, const std::string& what, bool all
   };
   if (!value.defined()) throw TypeError(what + ": expected " + str() + ", found no value");
   if (value.ndim() != ndim())
-    throw fail("expected " + std::to_string(ndim()) + " dimensions, found " + std::to_string(value.ndim()));
+    throw fail("expected " + std::to_string(ndim()) + " dimensions, found " +
+               std::to_string(value.ndim()));
   for (int i = 0; i < ndim(); ++i)
     if (m_shape[i] != kUnknownDim && m_shape[i] != value.shape()[i])
       throw fail("dimension " + std::to_string(i) + " must be " + std::to_string(m_shape[i]));

@@ -18,12 +18,14 @@ VarPtr Variable::create(TensorType type, std::string name, std::source_location 
 }
 
 void Variable::presetId(std::int64_t id) {
-  if (m_fgraph) throw GraphError("presetId: variable '" + displayName() + "' is already in a graph");
+  if (m_fgraph)
+    throw GraphError("presetId: variable '" + displayName() + "' is already in a graph");
   m_id = id;
 }
 
 void Variable::setTestValue(const Tensor& value) {
-  std::string what = "test value of " + (m_name.empty() ? std::string("variable") : "'" + m_name + "'");
+  std::string what =
+      "test value of " + (m_name.empty() ? std::string("variable") : "'" + m_name + "'");
   m_testValue = m_type.filter(value, what);
 }
 
@@ -51,9 +53,11 @@ VarPtr Variable::cloneDetached() const {
 }
 
 Constant::Constant(Tensor value, std::string name)
-    : Variable(TensorType::ofValue(value), Kind::Constant, std::move(name)), m_value(std::move(value)) {}
+    : Variable(TensorType::ofValue(value), Kind::Constant, std::move(name)),
+      m_value(std::move(value)) {}
 
-std::shared_ptr<Constant> Constant::create(Tensor value, std::string name, std::source_location site) {
+std::shared_ptr<Constant> Constant::create(Tensor value, std::string name,
+                                           std::source_location site) {
   if (!value.defined()) throw TypeError("Constant: the value is undefined");
   // A constant owns its value: later writes to the caller's tensor must not change the graph.
   std::shared_ptr<Constant> c(new Constant(value.clone(), std::move(name)));
@@ -75,8 +79,8 @@ std::shared_ptr<SharedVariable> SharedVariable::create(Tensor value, std::string
                                                        std::source_location site) {
   TensorType t = type ? *type : TensorType::ofValue(value);
   Tensor filtered = t.filter(value, "value of shared variable '" + name + "'");
-  std::shared_ptr<SharedVariable> s(
-      new SharedVariable(std::move(t), std::make_shared<Tensor>(filtered.clone()), std::move(name)));
+  std::shared_ptr<SharedVariable> s(new SharedVariable(
+      std::move(t), std::make_shared<Tensor>(filtered.clone()), std::move(name)));
   s->setSite(SourceSite::from(site));
   return s;
 }

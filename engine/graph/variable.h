@@ -72,7 +72,8 @@ class Variable {
   std::string displayName() const;
 
   // A new variable of the same kind and type with the same name, scope, site, test value and id,
-  // no owner and no graph (used by clone; a Constant keeps its value, a SharedVariable its storage).
+  // no owner and no graph (used by clone; a Constant keeps its value, a SharedVariable its
+  // storage).
   virtual VarPtr cloneDetached() const;
 
  protected:
@@ -106,8 +107,9 @@ class Variable {
 class Constant final : public Variable {
  public:
   // The type has the value's dtype and full static shape.
-  static std::shared_ptr<Constant> create(Tensor value, std::string name = {},
-                                          std::source_location site = std::source_location::current());
+  static std::shared_ptr<Constant> create(
+      Tensor value, std::string name = {},
+      std::source_location site = std::source_location::current());
   const Tensor& value() const { return m_value; }
   VarPtr cloneDetached() const override;
 
@@ -119,9 +121,9 @@ class Constant final : public Variable {
 class SharedVariable final : public Variable {
  public:
   // A shared value of the given type (defaults to the value's type with all dimensions known).
-  static std::shared_ptr<SharedVariable> create(Tensor value, std::string name,
-                                                std::optional<TensorType> type = std::nullopt,
-                                                std::source_location site = std::source_location::current());
+  static std::shared_ptr<SharedVariable> create(
+      Tensor value, std::string name, std::optional<TensorType> type = std::nullopt,
+      std::source_location site = std::source_location::current());
   const Tensor& value() const { return *m_value; }
   // Replaces the value (filtered against the type); every clone of this variable sees it.
   void setValue(const Tensor& value);

@@ -14,7 +14,8 @@
 
 namespace tscope::engine {
 
-// The scratch each Apply and Variable carries; only the walk that owns the marks reads or writes it.
+// The scratch each Apply and Variable carries; only the walk that owns the marks reads or writes
+// it.
 struct WalkMark {
   std::uint64_t epoch = 0;
   std::uint32_t value = 0;

@@ -30,7 +30,8 @@ class WalkMemo {
 
  private:
   template <class T>
-  bool claimIn(const T& object, std::uint32_t value, FlatHashMap<const T*, std::uint32_t>& fallback) {
+  bool claimIn(const T& object, std::uint32_t value,
+               FlatHashMap<const T*, std::uint32_t>& fallback) {
     if (m_epoch == 0) return fallback.tryEmplace(&object, value).second;
     WalkMark& mark = object.m_walk;
     if (mark.epoch == m_epoch) return false;

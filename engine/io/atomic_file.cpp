@@ -18,8 +18,11 @@ std::optional<std::string> writeFileAtomically(const std::filesystem::path& path
   std::error_code ignored;
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return "opening the temporary file " + tmp.string() + " failed (" + std::strerror(errno) + ")";
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!f)
+      return "opening the temporary file " + tmp.string() + " failed (" + std::strerror(errno) +
+             ")";
+    f.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
     f.close();
     if (!f) {
       std::filesystem::remove(tmp, ignored);

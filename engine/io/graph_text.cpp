@@ -26,9 +26,12 @@ namespace {
 
 std::string roleOf(const Variable& v, const std::unordered_set<const Variable*>& inputs) {
   switch (v.kind()) {
-    case Variable::Kind::Constant: return "constant";
-    case Variable::Kind::Shared: return "shared";
-    case Variable::Kind::Regular: break;
+    case Variable::Kind::Constant:
+      return "constant";
+    case Variable::Kind::Shared:
+      return "shared";
+    case Variable::Kind::Regular:
+      break;
   }
   return inputs.count(&v) ? "input" : "free";
 }
@@ -112,7 +115,8 @@ std::string debugPrint(const FunctionGraph& fg, const DebugPrintOptions& options
   }
   if (options.showUpdates)
     for (const auto& [o, in] : updates) {
-      p.out() << "Update of " << fg.inputs()[in]->displayName() << " [id " << fg.inputs()[in]->id() << "]:\n";
+      p.out() << "Update of " << fg.inputs()[in]->displayName() << " [id " << fg.inputs()[in]->id()
+              << "]:\n";
       p.print(*fg.outputs()[o]);
     }
   return p.text();
@@ -125,7 +129,9 @@ json graphSummary(const FunctionGraph& fg) {
   json inputs = json::array(), outputs = json::array(), opaque = json::array();
   for (const auto& in : fg.inputs()) {
     json j = varJson(*in);
-    j["role"] = in->kind() == Variable::Kind::Shared ? "shared" : in->kind() == Variable::Kind::Constant ? "constant" : "input";
+    j["role"] = in->kind() == Variable::Kind::Shared     ? "shared"
+                : in->kind() == Variable::Kind::Constant ? "constant"
+                                                         : "input";
     inputs.push_back(j);
   }
   for (const auto& out : fg.outputs()) outputs.push_back(varJson(*out));
@@ -133,29 +139,38 @@ json graphSummary(const FunctionGraph& fg) {
   std::unordered_set<std::string> opaqueNames;
   for (const Apply* node : fg.nodes()) {
     ++ops[node->op().str()];
-    if (!node->op().isExecutable() && opaqueNames.insert(node->op().name()).second) opaque.push_back(node->op().name());
+    if (!node->op().isExecutable() && opaqueNames.insert(node->op().name()).second)
+      opaque.push_back(node->op().name());
   }
   int constants = 0, shared = 0;
   for (const Variable* v : fg.variables()) {
     if (v->kind() == Variable::Kind::Constant) ++constants;
     if (v->kind() == Variable::Kind::Shared) ++shared;
   }
-  return {{"applies", fg.nodeCount()}, {"variables", fg.variables().size()}, {"inputs", inputs},
-          {"outputs", outputs},        {"constants", constants},              {"shared", shared},
-          {"updates", fg.updateMapping().size()}, {"ops", ops},               {"opaque_ops", opaque}};
+  return {{"applies", fg.nodeCount()},
+          {"variables", fg.variables().size()},
+          {"inputs", inputs},
+          {"outputs", outputs},
+          {"constants", constants},
+          {"shared", shared},
+          {"updates", fg.updateMapping().size()},
+          {"ops", ops},
+          {"opaque_ops", opaque}};
 }
 
 std::string graphSummaryText(const json& s) {
   std::ostringstream out;
-  out << "  " << s["applies"].get<std::size_t>() << " applies, " << s["variables"].get<std::size_t>() << " variables ("
-      << s["inputs"].size() << " inputs, " << s["outputs"].size() << " outputs, " << s["constants"].get<int>()
-      << " constants, " << s["shared"].get<int>() << " shared, " << s["updates"].get<std::size_t>() << " updates)\n";
+  out << "  " << s["applies"].get<std::size_t>() << " applies, "
+      << s["variables"].get<std::size_t>() << " variables (" << s["inputs"].size() << " inputs, "
+      << s["outputs"].size() << " outputs, " << s["constants"].get<int>() << " constants, "
+      << s["shared"].get<int>() << " shared, " << s["updates"].get<std::size_t>() << " updates)\n";
   auto list = [&](const char* title, const json& vars) {
     out << "  " << title << ":\n";
     for (const auto& v : vars) {
-      out << "    " << v["name"].get<std::string>() << " [id " << v["id"].get<std::int64_t>() << "] : "
-          << v["type"].get<std::string>();
-      if (v.contains("role") && v["role"] != "input") out << " (" << v["role"].get<std::string>() << ")";
+      out << "    " << v["name"].get<std::string>() << " [id " << v["id"].get<std::int64_t>()
+          << "] : " << v["type"].get<std::string>();
+      if (v.contains("role") && v["role"] != "input")
+        out << " (" << v["role"].get<std::string>() << ")";
       out << "\n";
     }
   };
@@ -164,7 +179,8 @@ std::string graphSummaryText(const json& s) {
   // The histogram, most frequent first.
   std::vector<std::pair<int, std::string>> ops;
   for (const auto& [name, count] : s["ops"].items()) ops.emplace_back(count.get<int>(), name);
-  std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
   out << "  ops:\n";
   for (const auto& [count, name] : ops) out << "    " << count << "  " << name << "\n";
   if (!s["opaque_ops"].empty()) {

@@ -5,7 +5,6 @@
 #include "engine/graph/function_graph.h"
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 namespace tscope::engine::io {

@@ -9,9 +9,12 @@ namespace {
 std::string escapeKey(const char* key) {
   std::string out;
   for (const char* c = key; *c; ++c) {
-    if (*c == '~') out += "~0";
-    else if (*c == '/') out += "~1";
-    else out += *c;
+    if (*c == '~')
+      out += "~0";
+    else if (*c == '/')
+      out += "~1";
+    else
+      out += *c;
   }
   return out;
 }
@@ -69,7 +72,8 @@ std::string JsonCursor::describe() const {
       while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;
       s = s.substr(0, cut) + "...";
     }
-    return "the string " + nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return "the string " +
+           nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   if (v.is_number() || v.is_boolean() || v.is_null()) return v.dump();
   if (v.is_array()) return "an array of " + std::to_string(v.size()) + " elements";
@@ -84,7 +88,8 @@ void JsonCursor::expectObject() const {
 JsonCursor JsonCursor::at(const char* key) const {
   expectObject();
   auto it = m_value->find(key);
-  if (it == m_value->end()) fail(std::string("expected the member \"") + key + "\", which is missing");
+  if (it == m_value->end())
+    fail(std::string("expected the member \"") + key + "\", which is missing");
   return JsonCursor(&*it, *this);
 }
 
@@ -121,7 +126,8 @@ std::int64_t JsonCursor::integer(std::int64_t min, std::int64_t max) const {
   if (m_value->is_number_unsigned()) {
     auto u = m_value->get<std::uint64_t>();
     if (u > static_cast<std::uint64_t>(max))
-      fail("expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], found " + describe());
+      fail("expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+           "], found " + describe());
     v = static_cast<std::int64_t>(u);
   } else if (m_value->is_number_integer()) {
     v = m_value->get<std::int64_t>();
@@ -129,7 +135,8 @@ std::int64_t JsonCursor::integer(std::int64_t min, std::int64_t max) const {
     fail("expected an integer, found " + describe());
   }
   if (v < min || v > max)
-    fail("expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], found " + describe());
+    fail("expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+         "], found " + describe());
   return v;
 }
 

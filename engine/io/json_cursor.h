@@ -6,10 +6,9 @@
 // cursor holds the value and the document's root, and path() finds the value in the root only
 // when a complaint needs it.
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -20,7 +19,8 @@ class JsonCursor {
   using Fail = std::function<void(const std::string& path, const std::string& message)>;
 
   // A cursor on the root of a document. `fail` must throw; the cursor calls it for every violation.
-  JsonCursor(const nlohmann::json& root, const Fail* fail) : m_value(&root), m_root(&root), m_fail(fail) {}
+  JsonCursor(const nlohmann::json& root, const Fail* fail)
+      : m_value(&root), m_root(&root), m_fail(fail) {}
 
   const nlohmann::json& value() const { return *m_value; }
   // The JSON pointer of the value ("" for the root); linear in the document's size.

@@ -460,7 +460,8 @@ std::vector<std::byte> writeNpy(const Tensor& t) {
 
 void saveNpy(const Tensor& t, const std::filesystem::path& path) {
   const std::vector<std::byte> bytes = writeNpy(t);  // first: a failure leaves the target untouched
-  if (auto why = writeFileAtomically(path, bytes)) throw NpyError(path.string(), "cannot write: " + *why);
+  if (auto why = writeFileAtomically(path, bytes))
+    throw NpyError(path.string(), "cannot write: " + *why);
 }
 
 }  // namespace tscope::engine::io

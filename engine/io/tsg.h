@@ -9,10 +9,9 @@
 #include "engine/graph/rewrite_recorder.h"
 #include "engine/ops/register_ops.h"
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -39,19 +38,22 @@ struct TsgDocument {
   std::unique_ptr<FunctionGraph> original;   // always present in a loaded document
   std::unique_ptr<FunctionGraph> optimized;  // null when the file has none
   std::vector<RewriteRecord> rewrites;
-  nlohmann::json profiles = nlohmann::json::array();  // kept as written until the profiler reads them
+  nlohmann::json profiles =
+      nlohmann::json::array();  // kept as written until the profiler reads them
   nlohmann::json producer = nlohmann::json::object();  // {"name": ..., "version": ...}
 };
 
 // Serialises to the text of a .tsg file.
 std::string writeTsg(const TsgDocument& doc);
-// Writes atomically (temporary file + rename); throws std::runtime_error naming the path on I/O errors.
+// Writes atomically (temporary file + rename); throws std::runtime_error naming the path on I/O
+// errors.
 void saveTsg(const TsgDocument& doc, const std::filesystem::path& path);
 
 // Parses a .tsg text; `source` names it in errors. Ops the registry lacks load as OpaqueOps.
 TsgDocument readTsg(std::string_view text, std::string_view source = "<memory>",
                     const OpRegistry& registry = defaultOpRegistry());
-TsgDocument loadTsg(const std::filesystem::path& path, const OpRegistry& registry = defaultOpRegistry());
+TsgDocument loadTsg(const std::filesystem::path& path,
+                    const OpRegistry& registry = defaultOpRegistry());
 
 // Tensors as {"dtype", "shape", "data": little-endian base64}.
 nlohmann::json tensorToJson(const Tensor& t);

@@ -36,7 +36,8 @@ TensorType readType(const JsonCursor& c) {
   std::size_t open = text.find('[');
   if (open == std::string::npos) bad("no '['");
   auto dtype = dtypeFromName(std::string_view(text).substr(0, open));
-  if (!dtype) bad("unknown dtype \"" + text.substr(0, open) + "\"; expected bool, int8, ..., float64");
+  if (!dtype)
+    bad("unknown dtype \"" + text.substr(0, open) + "\"; expected bool, int8, ..., float64");
   std::size_t close = text.find(']', open);
   if (close == std::string::npos) bad("no ']'");
   std::vector<std::int64_t> dims;
@@ -63,8 +64,10 @@ TensorType readType(const JsonCursor& c) {
   }
   std::string_view rest = std::string_view(text).substr(close + 1);
   Device device = Device::Cpu;
-  if (rest == "@cuda") device = Device::Cuda;
-  else if (!rest.empty()) bad("unexpected text after ']'");
+  if (rest == "@cuda")
+    device = Device::Cuda;
+  else if (!rest.empty())
+    bad("unexpected text after ']'");
   return TensorType(*dtype, std::move(dims), device);
 }
 
@@ -72,10 +75,13 @@ Tensor readTensor(const JsonCursor& c) {
   c.expectObject();
   auto dtypeName = c.at("dtype").string();
   auto dtype = dtypeFromName(dtypeName);
-  if (!dtype) c.at("dtype").fail("expected a dtype name (bool, int8, ..., float64), found \"" + dtypeName + "\"");
+  if (!dtype)
+    c.at("dtype").fail("expected a dtype name (bool, int8, ..., float64), found \"" + dtypeName +
+                       "\"");
   JsonCursor shapeCursor = c.at("shape");
   std::size_t ndim = shapeCursor.arraySize();
-  if (ndim > kMaxRank) shapeCursor.fail("expected at most " + std::to_string(kMaxRank) + " dimensions");
+  if (ndim > kMaxRank)
+    shapeCursor.fail("expected at most " + std::to_string(kMaxRank) + " dimensions");
   Shape shape;
   std::int64_t numel = 1;
   for (std::size_t i = 0; i < ndim; ++i) {
@@ -87,19 +93,22 @@ Tensor readTensor(const JsonCursor& c) {
   JsonCursor data = c.at("data");
   std::string text = data.string();
   auto size = base64DecodedSize(text);
-  if (!size) data.fail("expected little-endian tensor data in base64 (length a multiple of 4, '=' padding)");
+  if (!size)
+    data.fail("expected little-endian tensor data in base64 (length a multiple of 4, '=' padding)");
   std::uint64_t expected = static_cast<std::uint64_t>(numel) * dtypeSize(*dtype);
   if (*size != expected)
-    data.fail("expected " + std::to_string(expected) + " bytes for " + dtypeName + " " + shapeToString(shape) +
-              ", found " + std::to_string(*size));
+    data.fail("expected " + std::to_string(expected) + " bytes for " + dtypeName + " " +
+              shapeToString(shape) + ", found " + std::to_string(*size));
   auto bytes = base64Decode(text);
-  if (!bytes) data.fail("expected base64 data, found characters outside the base64 alphabet or bad padding");
+  if (!bytes)
+    data.fail("expected base64 data, found characters outside the base64 alphabet or bad padding");
   // A bool byte other than 0 or 1 is no bool value (reading it as one is undefined behaviour).
   if (*dtype == DType::Bool)
     for (std::size_t i = 0; i < bytes->size(); ++i)
       if (std::to_integer<unsigned>((*bytes)[i]) > 1)
-        data.fail("expected bool data bytes 0 or 1, found " + std::to_string(std::to_integer<unsigned>((*bytes)[i])) +
-                  " at byte " + std::to_string(i));
+        data.fail("expected bool data bytes 0 or 1, found " +
+                  std::to_string(std::to_integer<unsigned>((*bytes)[i])) + " at byte " +
+                  std::to_string(i));
   return Tensor::fromBytes(*dtype, std::move(shape), *bytes);
 }
 
@@ -118,7 +127,8 @@ SiteTable readSiteTable(const JsonCursor& root) {
   if (!sites) return table;
   for (std::size_t i = 0, n = sites->arraySize(); i < n; ++i) {
     JsonCursor e = sites->at(i);
-    table.emplace_back(e.at("file").string(), e.find("function") ? e.at("function").string() : std::string());
+    table.emplace_back(e.at("file").string(),
+                       e.find("function") ? e.at("function").string() : std::string());
   }
   return table;
 }
@@ -128,7 +138,8 @@ std::optional<SourceSite> readSite(const JsonCursor& c, const SiteTable& table) 
   if (!s) return std::nullopt;
   if (s->value().is_null()) return SourceSite{};
   if (s->arraySize() != 2) s->fail("expected [site table index, line]");
-  auto index = static_cast<std::size_t>(s->at(std::size_t{0}).integer(0, static_cast<std::int64_t>(table.size()) - 1));
+  auto index = static_cast<std::size_t>(
+      s->at(std::size_t{0}).integer(0, static_cast<std::int64_t>(table.size()) - 1));
   SourceSite site;
   site.file = table[index].first;
   site.function = table[index].second;
@@ -159,23 +170,29 @@ class GraphReader {
     for (const NodeEntry& n : m_nodes)
       if (n.node->fgraph() != fg.get()) deadApplies.emplace_back(n.position, n.id);
     for (const Entry& entry : m_entries)
-      if (entry.var->fgraph() != fg.get() && entry.position != kImplicit) deadVariables.emplace_back(entry.position, entry.id);
+      if (entry.var->fgraph() != fg.get() && entry.position != kImplicit)
+        deadVariables.emplace_back(entry.position, entry.id);
     if (!deadApplies.empty()) {
       auto [position, id] = *std::min_element(deadApplies.begin(), deadApplies.end());
-      m_c.at("applies").at(position).fail("apply " + std::to_string(id) +
-                                          " is not needed by any graph output (.tsg files hold no dead code)");
+      m_c.at("applies").at(position).fail(
+          "apply " + std::to_string(id) +
+          " is not needed by any graph output (.tsg files hold no dead code)");
     }
     if (!deadVariables.empty()) {
       auto [position, id] = *std::min_element(deadVariables.begin(), deadVariables.end());
-      m_c.at("variables").at(position).fail("variable " + std::to_string(id) +
-                                            " is neither a graph input nor needed by a graph output "
-                                            "(.tsg files hold no dead code)");
+      m_c.at("variables")
+          .at(position)
+          .fail("variable " + std::to_string(id) +
+                " is neither a graph input nor needed by a graph output "
+                "(.tsg files hold no dead code)");
     }
     if (auto updates = m_c.find("updates")) {
       for (std::size_t i = 0, n = updates->arraySize(); i < n; ++i) {
         JsonCursor u = updates->at(i);
-        auto out = static_cast<std::size_t>(u.at("output").integer(0, static_cast<std::int64_t>(outputs.size()) - 1));
-        auto in = static_cast<std::size_t>(u.at("input").integer(0, static_cast<std::int64_t>(inputs.size()) - 1));
+        auto out = static_cast<std::size_t>(
+            u.at("output").integer(0, static_cast<std::int64_t>(outputs.size()) - 1));
+        auto in = static_cast<std::size_t>(
+            u.at("input").integer(0, static_cast<std::int64_t>(inputs.size()) - 1));
         try {
           fg->setUpdate(out, in);
         } catch (const std::exception& e) {
@@ -193,7 +210,7 @@ class GraphReader {
     std::size_t position;  // index in "variables"; kImplicit for an output the file does not list
     std::string kind;
     TensorType type;
-    VarPtr var;            // set at once for free variables, at the apply for computed ones
+    VarPtr var;  // set at once for free variables, at the apply for computed ones
     bool produced = false;
     std::optional<JsonCursor> meta;  // a computed variable's entry, applied when its apply is read
   };
@@ -221,15 +238,18 @@ class GraphReader {
       std::string kind = v.at("kind").string();
       if (kind == "computed" && v.find("type"))
         v.at("type").fail("a computed variable's type is given by its apply (\"types\"), not here");
-      Entry e{id, i, kind, kind == "computed" ? TensorType() : readType(v.at("type")), nullptr, false, std::nullopt};
+      Entry e{
+          id,      i,     kind,        kind == "computed" ? TensorType() : readType(v.at("type")),
+          nullptr, false, std::nullopt};
       std::string name = v.find("name") ? v.at("name").string() : std::string();
       if (e.kind == "input") {
         e.var = Variable::create(e.type, name);
       } else if (e.kind == "constant" || e.kind == "shared") {
         Tensor value = readTensor(v.at("value"));
-        if (TensorType::ofValue(value) != e.type && !(e.kind == "shared" && e.type.isCompatibleWith(TensorType::ofValue(value))))
-          v.at("value").fail("the value has type " + TensorType::ofValue(value).str() + " but the variable's type is " +
-                             e.type.str());
+        if (TensorType::ofValue(value) != e.type &&
+            !(e.kind == "shared" && e.type.isCompatibleWith(TensorType::ofValue(value))))
+          v.at("value").fail("the value has type " + TensorType::ofValue(value).str() +
+                             " but the variable's type is " + e.type.str());
         if (e.kind == "constant") {
           e.var = Constant::create(value, name);
         } else {
@@ -240,10 +260,13 @@ class GraphReader {
           }
         }
       } else if (e.kind != "computed") {
-        v.at("kind").fail("expected \"input\", \"constant\", \"shared\" or \"computed\", found \"" + e.kind + "\"");
+        v.at("kind").fail("expected \"input\", \"constant\", \"shared\" or \"computed\", found \"" +
+                          e.kind + "\"");
       }
-      if (e.var) applyMetadata(*e.var, v, id);
-      else e.meta = v;
+      if (e.var)
+        applyMetadata(*e.var, v, id);
+      else
+        e.meta = v;
       addEntry(std::move(e));
     }
   }
@@ -252,8 +275,10 @@ class GraphReader {
   void applyMetadata(Variable& var, const JsonCursor& v, std::int64_t id) {
     var.presetId(id);
     if (v.find("scope") || !var.owner()) var.setScope(readScope(v));
-    if (auto site = readSite(v, m_sites)) var.setSite(*site);
-    else if (!var.owner()) var.setSite({});
+    if (auto site = readSite(v, m_sites))
+      var.setSite(*site);
+    else if (!var.owner())
+      var.setSite({});
     if (auto tv = v.find("test_value")) {
       Tensor t = readTensor(*tv);
       try {
@@ -268,8 +293,10 @@ class GraphReader {
     std::int64_t id = ref.integer(0, kMaxId);
     Entry* found = m_entryById.find(id);
     if (!found)
-      ref.fail("expected the id of a variable listed in \"variables\" or output by an earlier apply, found " +
-               std::to_string(id));
+      ref.fail(
+          "expected the id of a variable listed in \"variables\" or output by an earlier apply, "
+          "found " +
+          std::to_string(id));
     return *found;
   }
 
@@ -292,7 +319,8 @@ class GraphReader {
         Entry& e = entry(ins.at(k));
         if (!e.var)
           ins.at(k).fail("variable " + ins.at(k).value().dump() +
-                         " is computed by an apply listed later or by none (applies must be in topological order)");
+                         " is computed by an apply listed later or by none (applies must be in "
+                         "topological order)");
         inputs.push_back(e.var);
       }
       OpPtr op = makeOp(opName, props, a);
@@ -314,8 +342,8 @@ class GraphReader {
         typeList.fail("expected one type per output (" + std::to_string(nOutputs) + "), found " +
                       std::to_string(typeList.arraySize()));
       if (op->isExecutable() && inferred.size() != nOutputs)
-        outs.fail("expected " + std::to_string(inferred.size()) + " outputs for " + op->str() + ", found " +
-                  std::to_string(nOutputs));
+        outs.fail("expected " + std::to_string(inferred.size()) + " outputs for " + op->str() +
+                  ", found " + std::to_string(nOutputs));
       std::vector<Entry*> outEntries;
       std::vector<TensorType> types;
       for (std::size_t k = 0; k < nOutputs; ++k) {
@@ -323,22 +351,27 @@ class GraphReader {
         std::int64_t varId = ref.integer(0, kMaxId);
         TensorType declared = readType(typeList.at(k));
         if (op->isExecutable() && !declared.isCompatibleWith(inferred[k]))
-          typeList.at(k).fail("the output type " + declared.str() + " contradicts the type " + inferred[k].str() +
-                              " that " + op->str() + " computes");
+          typeList.at(k).fail("the output type " + declared.str() + " contradicts the type " +
+                              inferred[k].str() + " that " + op->str() + " computes");
         Entry* found = m_entryById.find(varId);
         if (!found) {
           claimId(varId, ref);
-          found = &addEntry(Entry{varId, kImplicit, "computed", declared, nullptr, false, std::nullopt});
+          found = &addEntry(
+              Entry{varId, kImplicit, "computed", declared, nullptr, false, std::nullopt});
         }
         Entry& e = *found;
-        if (e.kind != "computed") ref.fail("an apply output must be a variable of kind \"computed\", found \"" + e.kind + "\"");
-        if (e.produced) ref.fail("variable " + std::to_string(varId) + " is the output of two applies");
+        if (e.kind != "computed")
+          ref.fail("an apply output must be a variable of kind \"computed\", found \"" + e.kind +
+                   "\"");
+        if (e.produced)
+          ref.fail("variable " + std::to_string(varId) + " is the output of two applies");
         e.type = declared;
         e.produced = true;
         outEntries.push_back(&e);
         types.push_back(std::move(declared));
       }
-      ApplyPtr node = Apply::create(op, std::move(inputs), std::move(types), readSite(a, m_sites).value_or(SourceSite{}));
+      ApplyPtr node = Apply::create(op, std::move(inputs), std::move(types),
+                                    readSite(a, m_sites).value_or(SourceSite{}));
       node->setScope(readScope(a));
       for (int k = 0; k < node->nOutputs(); ++k) node->outputRef(k).setScope(node->scope());
       node->presetId(id);
@@ -358,7 +391,9 @@ class GraphReader {
     }
     for (const Entry& e : m_entries)
       if (e.kind == "computed" && !e.produced)
-        m_c.at("variables").at(e.position).fail("variable " + std::to_string(e.id) + " is \"computed\" but no apply outputs it");
+        m_c.at("variables")
+            .at(e.position)
+            .fail("variable " + std::to_string(e.id) + " is \"computed\" but no apply outputs it");
   }
 
   OpPtr makeOp(const std::string& name, const json& props, const JsonCursor& a) {
@@ -371,7 +406,8 @@ class GraphReader {
       m_opCache.emplace(std::move(key), op);
       return op;
     } catch (const std::exception& e) {
-      (a.find("props") ? *a.find("props") : a).fail(std::string("the props do not describe a valid ") + name + ": " + e.what());
+      (a.find("props") ? *a.find("props") : a)
+          .fail(std::string("the props do not describe a valid ") + name + ": " + e.what());
     }
   }
 
@@ -381,8 +417,10 @@ class GraphReader {
     std::unordered_set<std::int64_t> seen;
     for (std::size_t i = 0, n = list.arraySize(); i < n; ++i) {
       Entry& e = entry(list.at(i));
-      if (free && e.kind == "computed") list.at(i).fail("a graph input must not be computed by an apply");
-      if (free && !seen.insert(list.at(i).integer(0, kMaxId)).second) list.at(i).fail("the input is listed twice");
+      if (free && e.kind == "computed")
+        list.at(i).fail("a graph input must not be computed by an apply");
+      if (free && !seen.insert(list.at(i).integer(0, kMaxId)).second)
+        list.at(i).fail("the input is listed twice");
       out.push_back(e.var);
     }
     return out;
@@ -399,8 +437,8 @@ class GraphReader {
 
   // Ids index vectors (id_index.h): a file's ids are dense, and a hash map keyed by id cost a
   // cache miss per lookup on a 100k-node graph.
-  IdIndex<const char> m_ids;       // every id the graph uses, variables and applies
-  std::deque<Entry> m_entries;     // variables in the order first met (stable addresses)
+  IdIndex<const char> m_ids;    // every id the graph uses, variables and applies
+  std::deque<Entry> m_entries;  // variables in the order first met (stable addresses)
   IdIndex<Entry> m_entryById;
   std::vector<NodeEntry> m_nodes;  // applies in file order
   std::unordered_map<std::string, OpPtr> m_opCache;
@@ -410,7 +448,8 @@ std::vector<RewriteRecord> readRewrites(const JsonCursor& c) {
   std::vector<RewriteRecord> out;
   auto ids = [](const JsonCursor& list) {
     std::vector<std::int64_t> v;
-    for (std::size_t i = 0, n = list.arraySize(); i < n; ++i) v.push_back(list.at(i).integer(0, kMaxId));
+    for (std::size_t i = 0, n = list.arraySize(); i < n; ++i)
+      v.push_back(list.at(i).integer(0, kMaxId));
     return v;
   };
   for (std::size_t i = 0, n = c.arraySize(); i < n; ++i) {
@@ -423,7 +462,8 @@ std::vector<RewriteRecord> readRewrites(const JsonCursor& c) {
     for (std::size_t k = 0, m = replaced.arraySize(); k < m; ++k) {
       JsonCursor pair = replaced.at(k);
       if (pair.arraySize() != 2) pair.fail("expected a pair [old id, new id]");
-      rec.replaced.emplace_back(pair.at(std::size_t{0}).integer(0, kMaxId), pair.at(std::size_t{1}).integer(0, kMaxId));
+      rec.replaced.emplace_back(pair.at(std::size_t{0}).integer(0, kMaxId),
+                                pair.at(std::size_t{1}).integer(0, kMaxId));
     }
     rec.addedNodes = ids(r.at("added"));
     rec.removedNodes = ids(r.at("removed"));
@@ -444,8 +484,10 @@ std::size_t nestingDepth(std::string_view text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     char ch = text[i];
     if (inString) {
-      if (ch == '\\') ++i;
-      else if (ch == '"') inString = false;
+      if (ch == '\\')
+        ++i;
+      else if (ch == '"')
+        inString = false;
     } else if (ch == '"') {
       inString = true;
     } else if (ch == '[' || ch == '{') {
@@ -469,8 +511,9 @@ TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegi
     throw TsgError(src, path, message);
   };
   if (std::size_t depth = nestingDepth(text); depth > kMaxNesting)
-    throw TsgError(src, "/", "the JSON nests " + std::to_string(depth) + " levels deep; a .tsg file needs at most " +
-                                 std::to_string(kMaxNesting));
+    throw TsgError(src, "/",
+                   "the JSON nests " + std::to_string(depth) +
+                       " levels deep; a .tsg file needs at most " + std::to_string(kMaxNesting));
   json root;
   try {
     root = json::parse(text.begin(), text.end());
@@ -485,11 +528,13 @@ TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegi
   c.expectObject();
   std::string format = c.at("format").string();
   if (format != kTsgFormat)
-    c.at("format").fail("expected \"" + std::string(kTsgFormat) + "\", found \"" + format + "\" (not a Tensorscope graph file)");
+    c.at("format").fail("expected \"" + std::string(kTsgFormat) + "\", found \"" + format +
+                        "\" (not a Tensorscope graph file)");
   std::int64_t version = c.at("version").integer(1, 1'000'000);
   if (version > kTsgVersion)
-    c.at("version").fail("the file has format version " + std::to_string(version) + "; this Tensorscope reads up to version " +
-                         std::to_string(kTsgVersion) + " (a newer Tensorscope wrote it)");
+    c.at("version").fail("the file has format version " + std::to_string(version) +
+                         "; this Tensorscope reads up to version " + std::to_string(kTsgVersion) +
+                         " (a newer Tensorscope wrote it)");
   TsgDocument doc;
   if (auto p = c.find("producer")) {
     p->expectObject();
@@ -499,7 +544,8 @@ TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegi
   graphs.expectObject();
   SiteTable sites = readSiteTable(c);
   doc.original = GraphReader(graphs.at("original"), registry, sites).read();
-  if (auto opt = graphs.find("optimized")) doc.optimized = GraphReader(*opt, registry, sites).read();
+  if (auto opt = graphs.find("optimized"))
+    doc.optimized = GraphReader(*opt, registry, sites).read();
   for (const auto& [key, value] : graphs.value().items())
     if (key != "original" && key != "optimized")
       graphs.fail("expected only the graphs \"original\" and \"optimized\", found \"" + key + "\"");
@@ -511,7 +557,8 @@ TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegi
   return doc;
 }
 
-std::unique_ptr<FunctionGraph> graphFromJson(const json& value, const OpRegistry& registry, const std::string& source) {
+std::unique_ptr<FunctionGraph> graphFromJson(const json& value, const OpRegistry& registry,
+                                             const std::string& source) {
   JsonCursor::Fail fail = [&](const std::string& path, const std::string& message) {
     throw TsgError(source, path.empty() ? "/" : path, message);
   };

@@ -23,10 +23,16 @@ namespace {
 // errors echo the bytes they stopped at); the GUI and --json output need valid UTF-8, so every
 // byte that does not start a well-formed sequence becomes '?'.
 std::string validUtf8(std::string text) {
-  auto cont = [&](std::size_t i) { return i < text.size() && (static_cast<unsigned char>(text[i]) & 0xc0) == 0x80; };
+  auto cont = [&](std::size_t i) {
+    return i < text.size() && (static_cast<unsigned char>(text[i]) & 0xc0) == 0x80;
+  };
   for (std::size_t i = 0; i < text.size();) {
     auto c = static_cast<unsigned char>(text[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
+    std::size_t len = c < 0x80                   ? 1
+                      : (c >= 0xc2 && c <= 0xdf) ? 2
+                      : (c >= 0xe0 && c <= 0xef) ? 3
+                      : (c >= 0xf0 && c <= 0xf4) ? 4
+                                                 : 0;
     bool ok = len != 0;
     for (std::size_t k = 1; ok && k < len; ++k) ok = cont(i + k);
     if (ok && len == 3) {
@@ -48,7 +54,9 @@ std::string validUtf8(std::string text) {
 
 TsgError::TsgError(std::string source, std::string path, std::string message)
     : std::runtime_error(validUtf8(source + ": " + path + ": " + message)),
-      m_source(validUtf8(std::move(source))), m_path(validUtf8(std::move(path))), m_message(validUtf8(std::move(message))) {}
+      m_source(validUtf8(std::move(source))),
+      m_path(validUtf8(std::move(path))),
+      m_message(validUtf8(std::move(message))) {}
 
 json tensorToJson(const Tensor& t) {
   std::vector<std::byte> bytes = t.toBytes();
@@ -75,7 +83,8 @@ std::string typeToJson(const TensorType& t) {
 class SiteTable {
  public:
   json ref(const SourceSite& site) {
-    auto [it, added] = m_index.try_emplace(std::make_pair(site.file, site.function), m_entries.size());
+    auto [it, added] =
+        m_index.try_emplace(std::make_pair(site.file, site.function), m_entries.size());
     if (added) m_entries.push_back({{"file", site.file}, {"function", site.function}});
     return json::array({it->second, site.line});
   }
@@ -94,9 +103,12 @@ void putMetadata(json& out, const std::string& scope, const SourceSite& site, Si
 std::string_view kindName(const Variable& v) {
   if (v.owner()) return "computed";
   switch (v.kind()) {
-    case Variable::Kind::Constant: return "constant";
-    case Variable::Kind::Shared: return "shared";
-    case Variable::Kind::Regular: break;
+    case Variable::Kind::Constant:
+      return "constant";
+    case Variable::Kind::Shared:
+      return "shared";
+    case Variable::Kind::Regular:
+      break;
   }
   return "input";
 }
@@ -108,12 +120,16 @@ json variableToJson(const Variable& v, SiteTable& sites) {
   // A computed variable's scope and site default to its apply's: written only when they differ.
   const Apply* owner = v.owner();
   if (!owner || v.scope() != owner->scope()) {
-    if (owner && v.scope().empty()) out["scope"] = "";
-    else if (!v.scope().empty()) out["scope"] = v.scope();
+    if (owner && v.scope().empty())
+      out["scope"] = "";
+    else if (!v.scope().empty())
+      out["scope"] = v.scope();
   }
   if (!owner || !(v.site() == owner->site())) {
-    if (!v.site().empty()) out["site"] = sites.ref(v.site());
-    else out["site"] = nullptr;  // differs from the apply's by having none
+    if (!v.site().empty())
+      out["site"] = sites.ref(v.site());
+    else
+      out["site"] = nullptr;  // differs from the apply's by having none
   }
   if (auto* c = dynamic_cast<const Constant*>(&v)) out["value"] = tensorToJson(c->value());
   if (auto* s = dynamic_cast<const SharedVariable*>(&v)) out["value"] = tensorToJson(s->value());
@@ -128,7 +144,11 @@ json applyToJson(const Apply& node, SiteTable& sites) {
     outputs.push_back(node.outputRef(o).id());
     types.push_back(typeToJson(node.outputRef(o).type()));
   }
-  json out = {{"id", node.id()}, {"op", node.op().name()}, {"inputs", inputs}, {"outputs", outputs}, {"types", types}};
+  json out = {{"id", node.id()},
+              {"op", node.op().name()},
+              {"inputs", inputs},
+              {"outputs", outputs},
+              {"types", types}};
   json props = node.op().props();
   if (!props.empty()) out["props"] = std::move(props);
   putMetadata(out, node.scope(), node.site(), sites);
@@ -161,7 +181,8 @@ void appendLines(std::string& out, const std::vector<json>& items, const char* i
 // no test value, its apply's scope and site) is not listed in "variables".
 bool isImplicit(const Variable& v) {
   const Apply* owner = v.owner();
-  return owner && v.name().empty() && !v.testValue() && v.scope() == owner->scope() && v.site() == owner->site();
+  return owner && v.name().empty() && !v.testValue() && v.scope() == owner->scope() &&
+         v.site() == owner->site();
 }
 
 // The parts of a graph as the file holds them. Applies are visited first, in topological order,
@@ -173,7 +194,8 @@ struct GraphHeader {
 };
 
 template <class OnApply, class OnVariable>
-GraphHeader visitGraph(const FunctionGraph& fg, SiteTable& sites, OnApply onApply, OnVariable onVariable) {
+GraphHeader visitGraph(const FunctionGraph& fg, SiteTable& sites, OnApply onApply,
+                       OnVariable onVariable) {
   GraphHeader h;
   for (const auto& in : fg.inputs()) h.inputs.push_back(in->id());
   for (const auto& o : fg.outputs()) h.outputs.push_back(o->id());
@@ -183,7 +205,8 @@ GraphHeader visitGraph(const FunctionGraph& fg, SiteTable& sites, OnApply onAppl
   vars.reserve(fg.variables().size());
   for (Variable* v : fg.variables())
     if (!isImplicit(*v)) vars.push_back(v);
-  std::sort(vars.begin(), vars.end(), [](const Variable* a, const Variable* b) { return a->id() < b->id(); });
+  std::sort(vars.begin(), vars.end(),
+            [](const Variable* a, const Variable* b) { return a->id() < b->id(); });
   for (const Apply* a : fg.toposort()) onApply(applyToJson(*a, sites));
   for (const Variable* v : vars) onVariable(variableToJson(*v, sites));
   return h;
@@ -194,10 +217,11 @@ void appendGraph(std::string& out, const FunctionGraph& fg, SiteTable& sites) {
   varItems.reserve(fg.variables().size());
   applyItems.reserve(fg.nodeCount());
   GraphHeader h = visitGraph(
-      fg, sites, [&](json&& a) { applyItems.push_back(a.dump()); }, [&](json&& v) { varItems.push_back(v.dump()); });
+      fg, sites, [&](json&& a) { applyItems.push_back(a.dump()); },
+      [&](json&& v) { varItems.push_back(v.dump()); });
   out += "{\n      \"inputs\": " + h.inputs.dump() + ",\n      \"outputs\": " + h.outputs.dump() +
-         ",\n      \"updates\": " + h.updates.dump() + ",\n      \"next_id\": " + std::to_string(h.nextId) +
-         ",\n      \"variables\": ";
+         ",\n      \"updates\": " + h.updates.dump() +
+         ",\n      \"next_id\": " + std::to_string(h.nextId) + ",\n      \"variables\": ";
   appendLines(out, varItems, "        ");
   out += ",\n      \"applies\": ";
   appendLines(out, applyItems, "        ");
@@ -207,8 +231,9 @@ void appendGraph(std::string& out, const FunctionGraph& fg, SiteTable& sites) {
 json rewriteToJson(const RewriteRecord& r) {
   json replaced = json::array();
   for (const auto& [a, b] : r.replaced) replaced.push_back({a, b});
-  return {{"order", r.order},  {"phase", r.phase},         {"reason", r.reason},       {"replaced", replaced},
-          {"added", r.addedNodes}, {"removed", r.removedNodes}, {"seconds", r.seconds}};
+  return {{"order", r.order},     {"phase", r.phase},      {"reason", r.reason},
+          {"replaced", replaced}, {"added", r.addedNodes}, {"removed", r.removedNodes},
+          {"seconds", r.seconds}};
 }
 
 }  // namespace
@@ -219,8 +244,8 @@ json graphToJson(const FunctionGraph& graph) {
   GraphHeader h = visitGraph(
       graph, sites, [&](json&& a) { applies.push_back(std::move(a)); },
       [&](json&& v) { variables.push_back(std::move(v)); });
-  json out = {{"inputs", std::move(h.inputs)},   {"outputs", std::move(h.outputs)},
-              {"updates", std::move(h.updates)}, {"next_id", h.nextId},
+  json out = {{"inputs", std::move(h.inputs)},     {"outputs", std::move(h.outputs)},
+              {"updates", std::move(h.updates)},   {"next_id", h.nextId},
               {"variables", std::move(variables)}, {"applies", std::move(applies)}};
   if (!sites.entries().empty()) out["sites"] = sites.entries();
   return out;
@@ -238,7 +263,8 @@ std::string writeTsg(const TsgDocument& doc) {
     graphs += ",\n    \"optimized\": ";
     appendGraph(graphs, *doc.optimized, sites);
   }
-  std::string out = "{\n  \"format\": " + json(kTsgFormat).dump() + ",\n  \"version\": " + std::to_string(kTsgVersion) +
+  std::string out = "{\n  \"format\": " + json(kTsgFormat).dump() +
+                    ",\n  \"version\": " + std::to_string(kTsgVersion) +
                     ",\n  \"producer\": " + producer.dump() + ",\n  \"sites\": ";
   appendLines(out, sites.entries(), "    ");
   out += ",\n  \"graphs\": " + graphs;
@@ -246,7 +272,8 @@ std::string writeTsg(const TsgDocument& doc) {
   std::vector<json> rewrites;
   for (const auto& r : doc.rewrites) rewrites.push_back(rewriteToJson(r));
   appendLines(out, rewrites, "    ");
-  out += ",\n  \"profiles\": " + (doc.profiles.is_array() ? doc.profiles : json::array()).dump() + "\n}\n";
+  out += ",\n  \"profiles\": " + (doc.profiles.is_array() ? doc.profiles : json::array()).dump() +
+         "\n}\n";
   return out;
 }
 

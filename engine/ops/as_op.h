@@ -3,7 +3,8 @@
 // declared input and output types, an optional symbolic shape function, and no gradient (its
 // pullback is undefined; grad() through it raises with the op's name).
 //
-//   auto sortRows = asOp("SortRows", {TensorType(DType::Float64, {U, U})}, {TensorType(DType::Float64, {U, U})},
+//   auto sortRows = asOp("SortRows", {TensorType(DType::Float64, {U, U})},
+//   {TensorType(DType::Float64, {U, U})},
 //                        [](std::span<const Tensor> in) { ...; return std::vector<Tensor>{out}; });
 //   VarPtr y = sortRows({x});
 //
@@ -21,7 +22,8 @@ namespace tscope::engine {
 class OpRegistry;
 
 using AsOpFunction = std::function<std::vector<Tensor>(std::span<const Tensor> inputs)>;
-using AsOpShapeFunction = std::function<std::vector<ShapeExpr>(std::span<const ShapeExpr> inputShapes)>;
+using AsOpShapeFunction =
+    std::function<std::vector<ShapeExpr>(std::span<const ShapeExpr> inputShapes)>;
 
 class AsOp final : public Op {
  public:
@@ -32,12 +34,14 @@ class AsOp final : public Op {
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
-  std::vector<ShapeExpr> inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const override;
+  std::vector<ShapeExpr> inferShape(const Apply& node,
+                                    std::span<const ShapeExpr> inputShapes) const override;
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
 
   const std::string& opName() const { return m_name; }
   // Builds the node: `op({x, y})` (single output) or makeNode for several outputs.
-  VarPtr operator()(std::vector<VarPtr> inputs, std::source_location site = std::source_location::current()) const {
+  VarPtr operator()(std::vector<VarPtr> inputs,
+                    std::source_location site = std::source_location::current()) const {
     return Op::operator()(std::move(inputs), site);
   }
 

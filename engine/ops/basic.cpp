@@ -12,7 +12,9 @@ VarPtr constant(double value, DType dtype, Site site) {
   return Constant::create(Tensor::scalar(dtype, value), {}, site);
 }
 
-VarPtr constant(const Tensor& value, Site site) { return Constant::create(value, {}, site); }
+VarPtr constant(const Tensor& value, Site site) {
+  return Constant::create(value, {}, site);
+}
 
 VarPtr scalarLike(double value, const VarPtr& like, Site site) {
   const DType d = like->type().dtype();
@@ -34,10 +36,14 @@ std::optional<std::int64_t> constantIntValue(const VarPtr& v) {
   return static_cast<std::int64_t>(t.item());
 }
 
-#define TSCOPE_BINARY(fn, OP) \
-  VarPtr fn(const VarPtr& a, const VarPtr& b, Site site) { return elemwise(ScalarOp::OP, {a, b}, site); }
-#define TSCOPE_UNARY(fn, OP) \
-  VarPtr fn(const VarPtr& x, Site site) { return elemwise(ScalarOp::OP, {x}, site); }
+#define TSCOPE_BINARY(fn, OP)                              \
+  VarPtr fn(const VarPtr& a, const VarPtr& b, Site site) { \
+    return elemwise(ScalarOp::OP, {a, b}, site);           \
+  }
+#define TSCOPE_UNARY(fn, OP)                  \
+  VarPtr fn(const VarPtr& x, Site site) {     \
+    return elemwise(ScalarOp::OP, {x}, site); \
+  }
 TSCOPE_BINARY(add, Add)
 TSCOPE_BINARY(sub, Sub)
 TSCOPE_BINARY(mul, Mul)
@@ -95,19 +101,45 @@ VarPtr onesLike(const VarPtr& x, Site site) {
   return elemwise(ScalarOp::Second, {x, constant(1.0, x->type().dtype(), site)}, site);
 }
 
-VarPtr operator+(const Operand& a, const Operand& b) { return add(a.var, b.var, a.site); }
-VarPtr operator-(const Operand& a, const Operand& b) { return sub(a.var, b.var, a.site); }
-VarPtr operator*(const Operand& a, const Operand& b) { return mul(a.var, b.var, a.site); }
-VarPtr operator/(const Operand& a, const Operand& b) { return trueDiv(a.var, b.var, a.site); }
-VarPtr operator-(const Operand& x) { return neg(x.var, x.site); }
-VarPtr operator+(const Operand& a, double b) { return add(a.var, scalarLike(b, a.var, a.site), a.site); }
-VarPtr operator-(const Operand& a, double b) { return sub(a.var, scalarLike(b, a.var, a.site), a.site); }
-VarPtr operator*(const Operand& a, double b) { return mul(a.var, scalarLike(b, a.var, a.site), a.site); }
-VarPtr operator/(const Operand& a, double b) { return trueDiv(a.var, scalarLike(b, a.var, a.site), a.site); }
-VarPtr operator+(double a, const Operand& b) { return add(scalarLike(a, b.var, b.site), b.var, b.site); }
-VarPtr operator-(double a, const Operand& b) { return sub(scalarLike(a, b.var, b.site), b.var, b.site); }
-VarPtr operator*(double a, const Operand& b) { return mul(scalarLike(a, b.var, b.site), b.var, b.site); }
-VarPtr operator/(double a, const Operand& b) { return trueDiv(scalarLike(a, b.var, b.site), b.var, b.site); }
+VarPtr operator+(const Operand& a, const Operand& b) {
+  return add(a.var, b.var, a.site);
+}
+VarPtr operator-(const Operand& a, const Operand& b) {
+  return sub(a.var, b.var, a.site);
+}
+VarPtr operator*(const Operand& a, const Operand& b) {
+  return mul(a.var, b.var, a.site);
+}
+VarPtr operator/(const Operand& a, const Operand& b) {
+  return trueDiv(a.var, b.var, a.site);
+}
+VarPtr operator-(const Operand& x) {
+  return neg(x.var, x.site);
+}
+VarPtr operator+(const Operand& a, double b) {
+  return add(a.var, scalarLike(b, a.var, a.site), a.site);
+}
+VarPtr operator-(const Operand& a, double b) {
+  return sub(a.var, scalarLike(b, a.var, a.site), a.site);
+}
+VarPtr operator*(const Operand& a, double b) {
+  return mul(a.var, scalarLike(b, a.var, a.site), a.site);
+}
+VarPtr operator/(const Operand& a, double b) {
+  return trueDiv(a.var, scalarLike(b, a.var, a.site), a.site);
+}
+VarPtr operator+(double a, const Operand& b) {
+  return add(scalarLike(a, b.var, b.site), b.var, b.site);
+}
+VarPtr operator-(double a, const Operand& b) {
+  return sub(scalarLike(a, b.var, b.site), b.var, b.site);
+}
+VarPtr operator*(double a, const Operand& b) {
+  return mul(scalarLike(a, b.var, b.site), b.var, b.site);
+}
+VarPtr operator/(double a, const Operand& b) {
+  return trueDiv(scalarLike(a, b.var, b.site), b.var, b.site);
+}
 
 // --- ShapeI --------------------------------------------------------------------------------------
 
@@ -118,18 +150,22 @@ std::vector<TensorType> ShapeI::outputTypes(std::span<const VarPtr> inputs) cons
   return {TensorType(DType::Int64, {})};
 }
 
-void ShapeI::perform(const Apply&, std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const {
+void ShapeI::perform(const Apply&, std::span<const Tensor* const> inputs,
+                     std::span<Tensor* const> outputs) const {
   Tensor& out = reuseOrAllocate(outputs[0], DType::Int64, {});
   *out.data<std::int64_t>() = inputs[0]->shape().at(static_cast<std::size_t>(m_axis));
 }
 
-std::vector<ShapeExpr> ShapeI::inferShape(const Apply&, std::span<const ShapeExpr>) const { return {ShapeExpr{}}; }
+std::vector<ShapeExpr> ShapeI::inferShape(const Apply&, std::span<const ShapeExpr>) const {
+  return {ShapeExpr{}};
+}
 
 std::vector<Grad> ShapeI::pullback(const Apply&, std::span<const VarPtr>) const {
   return {Grad::disconnected()};
 }
 
-std::optional<std::vector<VarPtr>> ShapeI::pushforward(const Apply&, std::span<const VarPtr>) const {
+std::optional<std::vector<VarPtr>> ShapeI::pushforward(const Apply&,
+                                                       std::span<const VarPtr>) const {
   return std::vector<VarPtr>{nullptr};
 }
 
@@ -137,15 +173,18 @@ OpPtr ShapeI::fromProps(const nlohmann::json& props) {
   if (!props.contains("i") || !props["i"].is_number_integer())
     throw std::invalid_argument("ShapeI: props need \"i\" (an axis index)");
   const auto i = props["i"].get<std::int64_t>();
-  if (i < 0 || i > 64) throw std::invalid_argument("ShapeI: axis " + std::to_string(i) + " is out of range 0..64");
+  if (i < 0 || i > 64)
+    throw std::invalid_argument("ShapeI: axis " + std::to_string(i) + " is out of range 0..64");
   return std::make_shared<ShapeI>(static_cast<int>(i));
 }
 
 VarPtr shapeI(const VarPtr& x, int axis, Site site) {
   const auto& shape = x->type().shape();
   if (axis < 0 || axis >= static_cast<int>(shape.size()))
-    throw TypeError("shapeI: axis " + std::to_string(axis) + " is out of range for " + x->type().str());
-  if (shape[static_cast<std::size_t>(axis)] != kUnknownDim) return constantInt(shape[static_cast<std::size_t>(axis)], site);
+    throw TypeError("shapeI: axis " + std::to_string(axis) + " is out of range for " +
+                    x->type().str());
+  if (shape[static_cast<std::size_t>(axis)] != kUnknownDim)
+    return constantInt(shape[static_cast<std::size_t>(axis)], site);
   return std::make_shared<ShapeI>(axis)->operator()({x}, site);
 }
 
@@ -161,6 +200,8 @@ std::vector<std::int64_t> staticShape(const ShapeExpr& shape) {
   return out;
 }
 
-void registerBasicOps(OpRegistry& registry) { registry.add("ShapeI", &ShapeI::fromProps); }
+void registerBasicOps(OpRegistry& registry) {
+  registry.add("ShapeI", &ShapeI::fromProps);
+}
 
 }  // namespace tscope::engine

@@ -82,8 +82,8 @@ VarPtr onesLike(const VarPtr& x, Site site = Site::current());
 // record the user's line like the named builders do.
 struct Operand {
   template <class T>
-    requires std::is_base_of_v<Variable, T>
-  Operand(const std::shared_ptr<T>& v, Site s = Site::current())  // NOLINT: implicit by design
+  requires std::is_base_of_v<Variable, T> Operand(
+      const std::shared_ptr<T>& v, Site s = Site::current())  // NOLINT: implicit by design
       : var(v), site(s) {}
   VarPtr var;
   Site site;
@@ -115,9 +115,11 @@ class ShapeI final : public Op {
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
-  std::vector<ShapeExpr> inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const override;
+  std::vector<ShapeExpr> inferShape(const Apply& node,
+                                    std::span<const ShapeExpr> inputShapes) const override;
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
-  std::optional<std::vector<VarPtr>> pushforward(const Apply& node, std::span<const VarPtr> tangents) const override;
+  std::optional<std::vector<VarPtr>> pushforward(const Apply& node,
+                                                 std::span<const VarPtr> tangents) const override;
   static OpPtr fromProps(const nlohmann::json& props);
 
  private:

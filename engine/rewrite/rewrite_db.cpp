@@ -10,13 +10,20 @@ namespace tscope::engine {
 
 std::string_view phaseName(Phase phase) {
   switch (phase) {
-    case Phase::Merge: return "merge";
-    case Phase::Canonicalize: return "canonicalize";
-    case Phase::Stabilize: return "stabilize";
-    case Phase::Specialize: return "specialize";
-    case Phase::Fusion: return "fusion";
-    case Phase::Inplace: return "inplace";
-    case Phase::FinalMerge: break;
+    case Phase::Merge:
+      return "merge";
+    case Phase::Canonicalize:
+      return "canonicalize";
+    case Phase::Stabilize:
+      return "stabilize";
+    case Phase::Specialize:
+      return "specialize";
+    case Phase::Fusion:
+      return "fusion";
+    case Phase::Inplace:
+      return "inplace";
+    case Phase::FinalMerge:
+      break;
   }
   return "final_merge";
 }
@@ -35,7 +42,8 @@ RewriteQuery RewriteQuery::forMode(std::string_view mode) {
 }
 
 namespace {
-std::set<std::string> entryTags(Phase phase, const std::string& name, std::vector<std::string> tags) {
+std::set<std::string> entryTags(Phase phase, const std::string& name,
+                                std::vector<std::string> tags) {
   std::set<std::string> all(tags.begin(), tags.end());
   all.insert(std::string(phaseName(phase)));
   all.insert(name);
@@ -47,8 +55,8 @@ void RewriteDb::add(Phase phase, NodeRewriterPtr rewriter, std::vector<std::stri
   if (!rewriter) throw std::logic_error("RewriteDb::add: null rewriter");
   for (const Entry& e : m_entries)
     if (e.phase == phase && e.name() == rewriter->name())
-      throw std::logic_error("RewriteDb::add: a rewrite named '" + rewriter->name() + "' is already registered in phase " +
-                             std::string(phaseName(phase)));
+      throw std::logic_error("RewriteDb::add: a rewrite named '" + rewriter->name() +
+                             "' is already registered in phase " + std::string(phaseName(phase)));
   Entry e{phase, entryTags(phase, rewriter->name(), std::move(tags)), std::move(rewriter), nullptr};
   m_entries.push_back(std::move(e));
 }
@@ -57,8 +65,8 @@ void RewriteDb::add(Phase phase, GraphRewriterPtr rewriter, std::vector<std::str
   if (!rewriter) throw std::logic_error("RewriteDb::add: null rewriter");
   for (const Entry& e : m_entries)
     if (e.phase == phase && e.name() == rewriter->name())
-      throw std::logic_error("RewriteDb::add: a rewrite named '" + rewriter->name() + "' is already registered in phase " +
-                             std::string(phaseName(phase)));
+      throw std::logic_error("RewriteDb::add: a rewrite named '" + rewriter->name() +
+                             "' is already registered in phase " + std::string(phaseName(phase)));
   Entry e{phase, entryTags(phase, rewriter->name(), std::move(tags)), nullptr, std::move(rewriter)};
   m_entries.push_back(std::move(e));
 }
@@ -102,7 +110,8 @@ void registerStandardRewrites(RewriteDb& db) {
   registerInplaceRewrites(db);
 }
 
-RewriteProfile optimize(FunctionGraph& fg, const RewriteQuery& query, const RewriteDb& db, OptimizeOptions options) {
+RewriteProfile optimize(FunctionGraph& fg, const RewriteQuery& query, const RewriteDb& db,
+                        OptimizeOptions options) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   RewriteContext ctx(fg);
@@ -117,8 +126,10 @@ RewriteProfile optimize(FunctionGraph& fg, const RewriteQuery& query, const Rewr
     std::vector<NodeRewriterPtr> nodeRewriters;
     for (const auto* e : selected) {
       if (e->phase != phase) continue;
-      if (e->graph) graphEntries.push_back(e);
-      else nodeRewriters.push_back(e->node);
+      if (e->graph)
+        graphEntries.push_back(e);
+      else
+        nodeRewriters.push_back(e->node);
     }
     if (graphEntries.empty() && nodeRewriters.empty()) continue;
     const std::string name(phaseName(phase));
@@ -133,7 +144,8 @@ RewriteProfile optimize(FunctionGraph& fg, const RewriteQuery& query, const Rewr
       try {
         n = e->graph->apply(ctx);
       } catch (const std::exception& ex) {
-        ctx.stats(e->graph->name(), name).seconds += std::chrono::duration<double>(Clock::now() - tg).count();
+        ctx.stats(e->graph->name(), name).seconds +=
+            std::chrono::duration<double>(Clock::now() - tg).count();
         if (options.checkEachChange) throw;
         warn("rewrite '" + e->graph->name() + "' failed in phase " + name + ": " + ex.what() +
              "; the graph keeps the changes made before the failure");

@@ -75,13 +75,15 @@ RewriteProfile optimize(FunctionGraph& fg, const RewriteQuery& query,
                         const RewriteDb& db = RewriteDb::standard(), OptimizeOptions options = {});
 
 // The family registration functions (one per file of engine/rewrite/rules/).
-void registerMergeRewrites(RewriteDb& db);          // rules/merge.cpp: merge, final_merge, constant folding, dead code
-void registerCanonicalizeRewrites(RewriteDb& db);   // rules/canonicalize.cpp
-void registerStabilizeRewrites(RewriteDb& db);      // rules/stabilize.cpp
-void registerSpecializeRewrites(RewriteDb& db);     // rules/specialize.cpp
-void registerShapeRewrites(RewriteDb& db);          // rules/shape_rewrites.cpp
-void registerFusionRewrites(RewriteDb& db);         // rules/standard_rewrites.cpp: fusion phase
-void registerInplaceRewrites(RewriteDb& db);        // rules/standard_rewrites.cpp: inplace phase
-void registerInlineOpFromGraphRewrites(RewriteDb& db);  // rules/inline_op_from_graph.cpp (canonicalize)
+void registerMergeRewrites(
+    RewriteDb& db);  // rules/merge.cpp: merge, final_merge, constant folding, dead code
+void registerCanonicalizeRewrites(RewriteDb& db);  // rules/canonicalize.cpp
+void registerStabilizeRewrites(RewriteDb& db);     // rules/stabilize.cpp
+void registerSpecializeRewrites(RewriteDb& db);    // rules/specialize.cpp
+void registerShapeRewrites(RewriteDb& db);         // rules/shape_rewrites.cpp
+void registerFusionRewrites(RewriteDb& db);        // rules/standard_rewrites.cpp: fusion phase
+void registerInplaceRewrites(RewriteDb& db);       // rules/standard_rewrites.cpp: inplace phase
+void registerInlineOpFromGraphRewrites(
+    RewriteDb& db);  // rules/inline_op_from_graph.cpp (canonicalize)
 
 }  // namespace tscope::engine

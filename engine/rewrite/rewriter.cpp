@@ -10,8 +10,8 @@
 #include "engine/tensor/tensor.h"
 
 #include <algorithm>
-#include <stdexcept>
 #include <cstdint>
+#include <stdexcept>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #endif
@@ -34,7 +34,8 @@ class FnNodeRewriter final : public NodeRewriter {
 
 class FnGraphRewriter final : public GraphRewriter {
  public:
-  FnGraphRewriter(std::string name, GraphRewriteFn fn) : GraphRewriter(std::move(name)), m_fn(std::move(fn)) {}
+  FnGraphRewriter(std::string name, GraphRewriteFn fn)
+      : GraphRewriter(std::move(name)), m_fn(std::move(fn)) {}
   std::size_t apply(RewriteContext& ctx) override { return m_fn(ctx); }
 
  private:
@@ -50,10 +51,14 @@ using Clock = std::chrono::steady_clock;
 // twice, so the attempts on one node share their boundaries: one read ends an attempt and starts
 // the next.
 #if defined(__x86_64__) || defined(__i386__)
-std::uint64_t ticks() { return __rdtsc(); }
+std::uint64_t ticks() {
+  return __rdtsc();
+}
 #else
 std::uint64_t ticks() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+          .count());
 }
 #endif
 
@@ -111,9 +116,9 @@ GraphRewriterPtr equilibrium(std::string name, std::vector<NodeRewriterPtr> rewr
   for (const auto& r : rewriters)
     if (!r) throw std::invalid_argument("equilibrium '" + name + "': a rewriter is null");
   auto label = name;
-  return graphRewriter(std::move(name), [label = std::move(label), rewriters = std::move(rewriters)](RewriteContext& ctx) {
-    return runEquilibrium(ctx, label, rewriters);
-  });
+  return graphRewriter(std::move(name),
+                       [label = std::move(label), rewriters = std::move(rewriters)](
+                           RewriteContext& ctx) { return runEquilibrium(ctx, label, rewriters); });
 }
 
 // --- RewriteContext ------------------------------------------------------------------------------
@@ -168,8 +173,9 @@ bool RewriteContext::replace(const Replacements& replacements, std::string_view 
     const auto& tvOld = oldVar->testValue();
     const auto& tvNew = newVar->testValue();
     if (tvOld && tvNew && tvOld->shape() != tvNew->shape()) {
-      m_lastRefusal = std::string(reason) + ": replacing " + describeVar(*oldVar) + " would change its test value's shape from " +
-                      shapeToString(tvOld->shape()) + " to " + shapeToString(tvNew->shape());
+      m_lastRefusal = std::string(reason) + ": replacing " + describeVar(*oldVar) +
+                      " would change its test value's shape from " + shapeToString(tvOld->shape()) +
+                      " to " + shapeToString(tvNew->shape());
       return false;
     }
     pairs.emplace_back(oldVar, newVar);
@@ -224,8 +230,8 @@ class Worklist final : public Feature {
     for (const VarPtr& in : node.inputs())
       if (Apply* owner = in->owner(); owner && owner->fgraph() == &fg) push(*owner);
   }
-  void onChangeInput(FunctionGraph& fg, Apply* node, int, const VarPtr& oldVar, const VarPtr& newVar,
-                     std::string_view) override {
+  void onChangeInput(FunctionGraph& fg, Apply* node, int, const VarPtr& oldVar,
+                     const VarPtr& newVar, std::string_view) override {
     if (node) push(*node);
     for (const VarPtr* v : {&oldVar, &newVar})
       if (Apply* owner = (*v)->owner(); owner && owner->fgraph() == &fg) push(*owner);
@@ -240,7 +246,8 @@ class Worklist final : public Feature {
 
 }  // namespace
 
-std::size_t runEquilibrium(RewriteContext& ctx, std::string_view phase, const std::vector<NodeRewriterPtr>& rewriters) {
+std::size_t runEquilibrium(RewriteContext& ctx, std::string_view phase,
+                           const std::vector<NodeRewriterPtr>& rewriters) {
   if (rewriters.empty()) return 0;
   FunctionGraph& fg = ctx.graph();
   const std::string phaseName(phase);
@@ -283,7 +290,8 @@ std::size_t runEquilibrium(RewriteContext& ctx, std::string_view phase, const st
     std::vector<Slot*> chosen;
     for (Slot& s : slots) {
       const auto& tracks = s.rewriter->tracks();
-      if (tracks.empty() || std::find(tracks.begin(), tracks.end(), opName) != tracks.end()) chosen.push_back(&s);
+      if (tracks.empty() || std::find(tracks.begin(), tracks.end(), opName) != tracks.end())
+        chosen.push_back(&s);
     }
     return byOp.emplace(opName, std::move(chosen)).first->second;
   };
@@ -311,8 +319,8 @@ std::size_t runEquilibrium(RewriteContext& ctx, std::string_view phase, const st
         charge(*s);
         if (ctx.checkEachChange()) throw;
         // A failing rewrite does not fail the compilation (Theano warns and goes on).
-        warn("rewrite '" + s->rewriter->name() + "' failed on node " + std::to_string(node->id()) + " (" +
-             node->op().str() + "): " + e.what() + "; the node is left as it was");
+        warn("rewrite '" + s->rewriter->name() + "' failed on node " + std::to_string(node->id()) +
+             " (" + node->op().str() + "): " + e.what() + "; the node is left as it was");
         ++s->stats->refused;
         continue;
       }
@@ -333,7 +341,8 @@ std::size_t runEquilibrium(RewriteContext& ctx, std::string_view phase, const st
         ctx.profile().capped.push_back(s->rewriter->name());
         warn("rewrite '" + s->rewriter->name() + "' applied " + std::to_string(s->stats->applied) +
              " times in phase " + phaseName + " (the cap is " + std::to_string(kUseCapFactor) +
-             " x the graph size); it is stopped for this phase. Another rewrite probably undoes it.");
+             " x the graph size); it is stopped for this phase. Another rewrite probably undoes "
+             "it.");
       }
       // The node changed or left the graph; revisit it if it is still there.
       if (node->fgraph() == &fg) worklist->push(*node);

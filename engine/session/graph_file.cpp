@@ -23,7 +23,8 @@ io::TsgDocument openOnnx(const std::filesystem::path& path, GraphFileInfo* info)
   return std::move(result.document);
 #else
   (void)info;
-  throw std::runtime_error(path.string() + ": this build of Tensorscope has no ONNX support "
+  throw std::runtime_error(path.string() +
+                           ": this build of Tensorscope has no ONNX support "
                            "(configure with libonnx-dev and libprotobuf-dev installed)");
 #endif
 }
@@ -46,9 +47,11 @@ bool startsLikeJson(std::string_view bytes) {
 
 io::TsgDocument openGraphFile(const std::filesystem::path& path, GraphFileInfo* info) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw std::runtime_error(path.string() + ": no such file");
+  if (!std::filesystem::exists(path, ec))
+    throw std::runtime_error(path.string() + ": no such file");
   if (std::filesystem::is_directory(path, ec))
-    throw std::runtime_error(path.string() + ": is a directory, expected a graph file (.tsg or .onnx)");
+    throw std::runtime_error(path.string() +
+                             ": is a directory, expected a graph file (.tsg or .onnx)");
   std::string ext = path.extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (ext == ".onnx") return openOnnx(path, info);
@@ -60,7 +63,8 @@ io::TsgDocument openGraphFile(const std::filesystem::path& path, GraphFileInfo* 
 #ifdef TSCOPE_HAVE_ONNX
   if (io::looksLikeOnnx(start)) return openOnnx(path, info);
 #endif
-  throw std::runtime_error(path.string() + ": expected a .tsg or .onnx file, found the extension '" + ext +
+  throw std::runtime_error(path.string() +
+                           ": expected a .tsg or .onnx file, found the extension '" + ext +
                            "' and contents that are neither JSON nor an ONNX model");
 }
 

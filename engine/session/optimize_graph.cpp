@@ -30,14 +30,25 @@ RewriteProfile optimizeDocument(io::TsgDocument& doc, const RewriteQuery& query)
 nlohmann::json rewriteProfileJson(const RewriteProfile& profile) {
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& p : profile.phases)
-    phases.push_back({{"name", p.name}, {"seconds", p.seconds}, {"nodes_before", p.nodesBefore},
-                      {"nodes_after", p.nodesAfter}, {"changes", p.changes}});
+    phases.push_back({{"name", p.name},
+                      {"seconds", p.seconds},
+                      {"nodes_before", p.nodesBefore},
+                      {"nodes_after", p.nodesAfter},
+                      {"changes", p.changes}});
   nlohmann::json rewriters = nlohmann::json::array();
   for (const auto& r : profile.rewriters)
-    rewriters.push_back({{"name", r.name}, {"phase", r.phase}, {"tried", r.tried}, {"applied", r.applied},
-                         {"refused", r.refused}, {"seconds", r.seconds}});
-  return {{"kind", "rewriter"},          {"seconds", profile.seconds},   {"nodes_before", profile.nodesBefore},
-          {"nodes_after", profile.nodesAfter}, {"phases", std::move(phases)}, {"rewriters", std::move(rewriters)},
+    rewriters.push_back({{"name", r.name},
+                         {"phase", r.phase},
+                         {"tried", r.tried},
+                         {"applied", r.applied},
+                         {"refused", r.refused},
+                         {"seconds", r.seconds}});
+  return {{"kind", "rewriter"},
+          {"seconds", profile.seconds},
+          {"nodes_before", profile.nodesBefore},
+          {"nodes_after", profile.nodesAfter},
+          {"phases", std::move(phases)},
+          {"rewriters", std::move(rewriters)},
           {"capped", profile.capped}};
 }
 
@@ -50,19 +61,21 @@ std::string format(const char* fmt, auto... args) {
 }  // namespace
 
 std::string rewriteProfileText(const RewriteProfile& profile, std::size_t topRewrites) {
-  std::string out = format("nodes: %zu -> %zu in %.3f s\n", profile.nodesBefore, profile.nodesAfter, profile.seconds);
+  std::string out = format("nodes: %zu -> %zu in %.3f s\n", profile.nodesBefore, profile.nodesAfter,
+                           profile.seconds);
   out += "phases:\n";
   for (const auto& p : profile.phases)
-    out += format("  %-14s %9.3f s  %7zu -> %-7zu nodes  %6zu changes\n", p.name.c_str(), p.seconds, p.nodesBefore,
-                  p.nodesAfter, p.changes);
+    out += format("  %-14s %9.3f s  %7zu -> %-7zu nodes  %6zu changes\n", p.name.c_str(), p.seconds,
+                  p.nodesBefore, p.nodesAfter, p.changes);
   std::vector<const RewriterStats*> used;
   for (const auto& r : profile.rewriters)
     if (r.applied > 0) used.push_back(&r);
-  std::stable_sort(used.begin(), used.end(), [](const auto* a, const auto* b) { return a->applied > b->applied; });
+  std::stable_sort(used.begin(), used.end(),
+                   [](const auto* a, const auto* b) { return a->applied > b->applied; });
   out += used.empty() ? "no rewrite applied\n" : "top rewrites:\n";
   for (std::size_t i = 0; i < used.size() && i < topRewrites; ++i)
-    out += format("  %7zu x  %-32s %-13s %8.3f s\n", used[i]->applied, used[i]->name.c_str(), used[i]->phase.c_str(),
-                  used[i]->seconds);
+    out += format("  %7zu x  %-32s %-13s %8.3f s\n", used[i]->applied, used[i]->name.c_str(),
+                  used[i]->phase.c_str(), used[i]->seconds);
   if (used.size() > topRewrites)
     out += format("  ... (%zu more rewrites applied)\n", used.size() - topRewrites);
   for (const auto& c : profile.capped) out += "warning: rewrite '" + c + "' reached its use cap\n";
@@ -82,7 +95,8 @@ std::string rewriteLogText(const std::vector<RewriteRecord>& log, const Function
   };
   std::string out;
   for (const RewriteRecord& r : log) {
-    out += "#" + std::to_string(r.order) + " [" + (r.phase.empty() ? "no phase" : r.phase) + "] " + r.reason + ":";
+    out += "#" + std::to_string(r.order) + " [" + (r.phase.empty() ? "no phase" : r.phase) + "] " +
+           r.reason + ":";
     std::string parts;
     auto part = [&parts](const std::string& text) { parts += (parts.empty() ? " " : "; ") + text; };
     if (!r.removedNodes.empty()) part("removed " + nodes(r.removedNodes, original));

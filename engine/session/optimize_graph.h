@@ -6,7 +6,6 @@
 #include "engine/rewrite/rewrite_db.h"
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 namespace tscope::engine::session {
@@ -16,7 +15,8 @@ namespace tscope::engine::session {
 // replacing an earlier rewriter profile. The original graph is not changed.
 RewriteProfile optimizeDocument(io::TsgDocument& doc, const RewriteQuery& query);
 
-// {"kind": "rewriter", "seconds", "nodes_before", "nodes_after", "phases": [...], "rewriters": [...]}.
+// {"kind": "rewriter", "seconds", "nodes_before", "nodes_after", "phases": [...], "rewriters":
+// [...]}.
 nlohmann::json rewriteProfileJson(const RewriteProfile& profile);
 // The summary `tensorscope optimize` prints: nodes before/after, time per phase, the top rewrites
 // by count.
@@ -27,7 +27,8 @@ std::string rewriteProfileText(const RewriteProfile& profile, std::size_t topRew
 //       Elemwise{add}; replaced 44 -> 213; 0.004 ms
 // Node ids are followed by their op where `original` (removed nodes) or `optimized` (added nodes)
 // still holds the node; a node only an intermediate graph held shows its id alone.
-std::string rewriteLogText(const std::vector<RewriteRecord>& log, const FunctionGraph* original = nullptr,
+std::string rewriteLogText(const std::vector<RewriteRecord>& log,
+                           const FunctionGraph* original = nullptr,
                            const FunctionGraph* optimized = nullptr);
 
 }  // namespace tscope::engine::session

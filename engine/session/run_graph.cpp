@@ -12,16 +12,18 @@ namespace {
 
 // "'b' (float32 (4))", or "(unnamed, float32 (?, 8))".
 std::string describe(const Variable& in) {
-  return in.name().empty() ? "(unnamed, " + in.type().str() + ")" : "'" + in.name() + "' (" + in.type().str() + ")";
+  return in.name().empty() ? "(unnamed, " + in.type().str() + ")"
+                           : "'" + in.name() + "' (" + in.type().str() + ")";
 }
 
 Tensor randomValue(const Variable& in, std::mt19937_64& rng) {
   std::vector<std::int64_t> shape = in.type().shape();
   for (std::int64_t d : shape)
     if (d == kUnknownDim)
-      throw MissingInputValue("no value for input " + describe(in) +
-                                  ": random values cannot be shaped to its unknown dimensions; give one",
-                              in.name(), false);
+      throw MissingInputValue(
+          "no value for input " + describe(in) +
+              ": random values cannot be shaped to its unknown dimensions; give one",
+          in.name(), false);
   const DType dtype = in.type().dtype();
   std::vector<double> values(static_cast<std::size_t>(shapeNumel(shape)));
   if (isFloat(dtype)) {
@@ -46,9 +48,11 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
   for (const VarPtr& in : graph.inputs()) {
     if (in->kind() == Variable::Kind::Shared) continue;
     inputs.push_back(in);
-    nameList += (nameList.empty() ? "" : ", ") + (in->name().empty() ? "(unnamed " + in->type().str() + ")" : in->name());
+    nameList += (nameList.empty() ? "" : ", ") +
+                (in->name().empty() ? "(unnamed " + in->type().str() + ")" : in->name());
     if (!in->name().empty() && !names.insert(in->name()).second)
-      throw std::invalid_argument("the graph has two inputs named '" + in->name() + "'; values cannot be given by name");
+      throw std::invalid_argument("the graph has two inputs named '" + in->name() +
+                                  "'; values cannot be given by name");
   }
   for (const auto& [name, value] : given.byName)
     if (!names.count(name))
@@ -61,7 +65,8 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
     auto found = given.byName.find(in->name());
     if (found != given.byName.end() && !in->name().empty()) {
       try {
-        args.push_back(in->type().filter(found->second, "the value given for input '" + in->name() + "'"));
+        args.push_back(
+            in->type().filter(found->second, "the value given for input '" + in->name() + "'"));
       } catch (const TypeError& e) {
         throw std::invalid_argument(e.what());
       }
@@ -73,8 +78,9 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
       args.push_back(randomValue(*in, rng));
       result.inputSource.push_back("random");
     } else {
-      throw MissingInputValue("no value for input " + describe(*in) + ": give one, or use random inputs",
-                              in->name(), true);
+      throw MissingInputValue(
+          "no value for input " + describe(*in) + ": give one, or use random inputs", in->name(),
+          true);
     }
   }
   CompileOptions options;

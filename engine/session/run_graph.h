@@ -26,8 +26,9 @@ struct RunInputs {
 };
 
 struct RunResult {
-  std::vector<Tensor> outputs;         // one per graph output
-  std::vector<std::string> inputSource;  // per non-shared graph input: "given", "test value", "random"
+  std::vector<Tensor> outputs;  // one per graph output
+  std::vector<std::string>
+      inputSource;  // per non-shared graph input: "given", "test value", "random"
 };
 
 // An input that runGraph has no value for: none given, no test value, and random values either not
@@ -42,9 +43,9 @@ class MissingInputValue : public std::invalid_argument {
   bool randomPossible;  // false when random values cannot be shaped (unknown dimensions)
 };
 
-// Compiles the graph (inputs.mode) and runs it once. Throws std::invalid_argument for a name that is
-// not a graph input (listing the inputs) or a value that does not fit its input, MissingInputValue
-// for an input without a value, ExecutionError when a node fails.
+// Compiles the graph (inputs.mode) and runs it once. Throws std::invalid_argument for a name that
+// is not a graph input (listing the inputs) or a value that does not fit its input,
+// MissingInputValue for an input without a value, ExecutionError when a node fails.
 RunResult runGraph(const FunctionGraph& graph, const RunInputs& inputs);
 
 }  // namespace tscope::engine::session

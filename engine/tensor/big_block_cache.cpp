@@ -9,7 +9,9 @@ namespace tscope::engine {
 BigBlockCache::BigBlockCache(std::size_t budgetBytes, Clock::duration maxAge)
     : m_budget(budgetBytes), m_maxAge(maxAge) {}
 
-BigBlockCache::~BigBlockCache() { clear(); }
+BigBlockCache::~BigBlockCache() {
+  clear();
+}
 
 std::vector<std::byte*> BigBlockCache::evictLocked(Clock::time_point now, std::size_t incoming) {
   std::vector<std::byte*> freed;

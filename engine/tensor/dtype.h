@@ -29,8 +29,8 @@ std::string_view dtypeName(DType dtype);
 std::optional<DType> dtypeFromName(std::string_view name);
 std::size_t dtypeSize(DType dtype);
 bool isFloat(DType dtype);
-bool isInteger(DType dtype);   // signed or unsigned integers, not bool
-bool isSigned(DType dtype);    // signed integers and floats
+bool isInteger(DType dtype);  // signed or unsigned integers, not bool
+bool isSigned(DType dtype);   // signed integers and floats
 // The letter d3viz and Theano use in short type names: b w i l (int8..int64), f d (float32/64),
 // h (float16), B (uint8), ? (bool).
 char dtypeLetter(DType dtype);

@@ -1,4 +1,5 @@
 #include "engine/tensor/tensor.h"
+
 #include "engine/tensor/big_block_cache.h"
 #include "engine/tensor/tensor_internal.h"
 
@@ -46,7 +47,8 @@ std::byte* allocateStorage(std::size_t nbytes) {
   auto* data = static_cast<std::byte*>(std::aligned_alloc(alignment, rounded));
   if (data == nullptr) throw std::bad_alloc();
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (huge) (void)::madvise(data, rounded, MADV_HUGEPAGE);  // advice only: ignored where unsupported
+  if (huge)
+    (void)::madvise(data, rounded, MADV_HUGEPAGE);  // advice only: ignored where unsupported
 #endif
   return data;
 }
@@ -219,7 +221,8 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
   if (__builtin_mul_overflow(n, static_cast<std::int64_t>(dtypeSize(dtype)), &bytes))
     throw std::invalid_argument("Tensor: the byte size of a " + std::string(dtypeName(dtype)) +
                                 " tensor of shape " + shapeToString(shape) + " overflows int64");
-  auto storage = std::make_shared<Storage>(static_cast<std::size_t>(bytes), Storage::Uninitialized{});
+  auto storage =
+      std::make_shared<Storage>(static_cast<std::size_t>(bytes), Storage::Uninitialized{});
   Strides strides = contiguousStrides(shape);
   Tensor t;
   t.m_storage = std::move(storage);

@@ -87,14 +87,20 @@ class Tensor {
   const void* rawData() const;
   // Typed pointer to the first element; throws when T does not match dtype
   // (bool <-> bool, std::int8_t.., std::uint8_t, Half, float, double).
-  template <class T> T* data();
-  template <class T> const T* data() const;
+  template <class T>
+  T* data();
+  template <class T>
+  const T* data() const;
 
   // Element access converting to/from double (for tests, printing, statistics; not hot paths).
   double at(std::span<const std::int64_t> index) const;
-  double at(std::initializer_list<std::int64_t> index) const { return at(std::span(index.begin(), index.size())); }
+  double at(std::initializer_list<std::int64_t> index) const {
+    return at(std::span(index.begin(), index.size()));
+  }
   void set(std::span<const std::int64_t> index, double value);
-  void set(std::initializer_list<std::int64_t> index, double value) { set(std::span(index.begin(), index.size()), value); }
+  void set(std::initializer_list<std::int64_t> index, double value) {
+    set(std::span(index.begin(), index.size()), value);
+  }
   // All elements in row-major order, converted to double.
   std::vector<double> toDoubles() const;
   // The single element of a tensor with numel() == 1.
@@ -102,9 +108,10 @@ class Tensor {
 
   // Views: share storage, no copy.
   Tensor view(Shape shape, Strides strides, std::int64_t offset) const;  // bounds-checked
-  Tensor transpose(std::span<const int> perm) const;                       // perm of 0..ndim-1
-  Tensor transpose() const;                                                // reverse the axes
-  Tensor slice(int axis, std::int64_t start, std::int64_t stop, std::int64_t step = 1) const;  // numpy semantics, negative indices allowed
+  Tensor transpose(std::span<const int> perm) const;                     // perm of 0..ndim-1
+  Tensor transpose() const;                                              // reverse the axes
+  Tensor slice(int axis, std::int64_t start, std::int64_t stop,
+               std::int64_t step = 1) const;          // numpy semantics, negative indices allowed
   Tensor select(int axis, std::int64_t index) const;  // drops the axis
   Tensor broadcastTo(const Shape& shape) const;       // numpy rules; stride 0 on broadcast dims
   Tensor expandDims(int axis) const;
@@ -148,17 +155,27 @@ Tensor& reuseOrAllocate(Tensor* out, DType dtype, std::span<const std::int64_t> 
 
 // Calls f with a value of the C++ element type of dtype, as a type tag: f(float{}) for Float32,
 // f(Half{}) for Float16, f(bool{}) for Bool, ...
-template <class F> decltype(auto) dispatchDType(DType dtype, F&& f) {
+template <class F>
+decltype(auto) dispatchDType(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::Bool: return f(bool{});
-    case DType::Int8: return f(std::int8_t{});
-    case DType::Int16: return f(std::int16_t{});
-    case DType::Int32: return f(std::int32_t{});
-    case DType::Int64: return f(std::int64_t{});
-    case DType::UInt8: return f(std::uint8_t{});
-    case DType::Float16: return f(Half{});
-    case DType::Float32: return f(float{});
-    case DType::Float64: break;
+    case DType::Bool:
+      return f(bool{});
+    case DType::Int8:
+      return f(std::int8_t{});
+    case DType::Int16:
+      return f(std::int16_t{});
+    case DType::Int32:
+      return f(std::int32_t{});
+    case DType::Int64:
+      return f(std::int64_t{});
+    case DType::UInt8:
+      return f(std::uint8_t{});
+    case DType::Float16:
+      return f(Half{});
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      break;
   }
   return f(double{});
 }

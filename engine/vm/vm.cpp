@@ -59,7 +59,9 @@ std::int64_t nowNs() {
   return clock.baseNs + static_cast<std::int64_t>(static_cast<double>(ticks) * clock.nsPerTick);
 }
 #else
-std::int64_t nowNs() { return steadyNs(); }
+std::int64_t nowNs() {
+  return steadyNs();
+}
 #endif
 
 // Runs the observers' callbacks with the VM marked as inside them, so addObserver/removeObserver
@@ -75,12 +77,18 @@ struct CallbackScope {
 
 std::string_view statusName(VM::Status status) {
   switch (status) {
-    case VM::Status::Idle: return "idle";
-    case VM::Status::Ready: return "ready";
-    case VM::Status::Running: return "running";
-    case VM::Status::Paused: return "paused";
-    case VM::Status::Finished: return "finished";
-    case VM::Status::Failed: break;
+    case VM::Status::Idle:
+      return "idle";
+    case VM::Status::Ready:
+      return "ready";
+    case VM::Status::Running:
+      return "running";
+    case VM::Status::Paused:
+      return "paused";
+    case VM::Status::Finished:
+      return "finished";
+    case VM::Status::Failed:
+      break;
   }
   return "failed";
 }
@@ -91,8 +99,8 @@ struct VM::Hot {
   const Op* op;
   const Apply* node;
   KernelFn fn;
-  std::uint32_t in, nIn, out, nOut;  // into Frame::ptrs
-  std::uint32_t freeBegin, nFree;    // into the plan's freeSlots
+  std::uint32_t in, nIn, out, nOut;      // into Frame::ptrs
+  std::uint32_t freeBegin, nFree;        // into the plan's freeSlots
   std::uint32_t destroyBegin, nDestroy;  // into the plan's overwrites
   std::int32_t child;
 };
@@ -154,7 +162,9 @@ VM::VM(const FunctionGraph& graph, std::vector<Apply*> schedule, VMOptions optio
 
 VM::~VM() = default;
 
-std::size_t VM::pc() const { return m_root->pc; }
+std::size_t VM::pc() const {
+  return m_root->pc;
+}
 
 VM::FrameInfo VM::frame(std::size_t index) const {
   if (index >= m_stack.size())
@@ -266,8 +276,8 @@ void VM::start(std::span<const Tensor> inputValues) {
 
 NodeEvent VM::eventFor(const Frame& f, std::size_t position) const {
   const Hot& t = f.hot[position];
-  return NodeEvent{std::span<const std::int64_t>(m_path), position, *t.node, f.inputs(t),
-                   f.outputs(t), 0, 0};
+  return NodeEvent{
+      std::span<const std::int64_t>(m_path), position, *t.node, f.inputs(t), f.outputs(t), 0, 0};
 }
 
 void VM::rethrowWithContext(const Frame& f, const Hot& t, const std::exception& e) const {
@@ -592,7 +602,9 @@ VM::Status VM::drive(Drive how) {
   }
 }
 
-VM::Status VM::run() { return drive(Drive::Run); }
+VM::Status VM::run() {
+  return drive(Drive::Run);
+}
 
 bool VM::step() {
   if (m_status != Status::Ready && m_status != Status::Paused) return false;
@@ -606,7 +618,9 @@ bool VM::stepInto() {
   return true;
 }
 
-VM::Status VM::stepOut() { return drive(Drive::StepOut); }
+VM::Status VM::stepOut() {
+  return drive(Drive::StepOut);
+}
 
 std::string VM::errorMessage() const {
   if (!m_error) return {};
@@ -695,8 +709,7 @@ void VM::setValue(const Variable& var, const Tensor& value) {
 }
 
 void VM::recycleBuffer(const Variable& input, const Variable& computed, Tensor buffer) {
-  if (!m_program->plan().keepBuffers || m_status != Status::Finished ||
-      computed.owner() == nullptr)
+  if (!m_program->plan().keepBuffers || m_status != Status::Finished || computed.owner() == nullptr)
     return;
   const std::int64_t in = m_program->slotOf(input), out = m_program->slotOf(computed);
   if (in < 0 || out < 0) return;

@@ -27,8 +27,8 @@ struct DataSet {
   Tensor y;  // int64 (n,)
 };
 
-inline DataSet syntheticClasses(std::int64_t n, std::int64_t features, std::int64_t classes, float noise,
-                                std::uint32_t seed) {
+inline DataSet syntheticClasses(std::int64_t n, std::int64_t features, std::int64_t classes,
+                                float noise, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> unit(0.0f, 1.0f);
   std::normal_distribution<float> gauss(0.0f, noise);
@@ -62,10 +62,12 @@ inline Tensor glorot(std::mt19937& rng, std::int64_t in, std::int64_t out) {
 }
 
 // p <- p - lr * d cost / d p for every parameter.
-inline std::vector<Update> sgdUpdates(const VarPtr& cost, const std::vector<std::shared_ptr<SharedVariable>>& params,
+inline std::vector<Update> sgdUpdates(const VarPtr& cost,
+                                      const std::vector<std::shared_ptr<SharedVariable>>& params,
                                       double lr, const std::vector<VarPtr>& grads) {
   std::vector<Update> updates;
-  for (std::size_t i = 0; i < params.size(); ++i) updates.push_back({params[i], params[i] - grads[i] * lr});
+  for (std::size_t i = 0; i < params.size(); ++i)
+    updates.push_back({params[i], params[i] - grads[i] * lr});
   (void)cost;
   return updates;
 }
@@ -83,11 +85,14 @@ inline void saveTrainingGraph(const std::vector<VarPtr>& inputs, const std::vect
     if (std::find(graphIns.begin(), graphIns.end(), v) == graphIns.end()) graphIns.push_back(v);
   io::TsgDocument doc;
   CloneMap map;
-  doc.original = std::make_unique<FunctionGraph>(graphIns, graphOutputs, FunctionGraph::Ownership::Clone, &map);
+  doc.original = std::make_unique<FunctionGraph>(graphIns, graphOutputs,
+                                                 FunctionGraph::Ownership::Clone, &map);
   for (std::size_t u = 0; u < updates.size(); ++u) {
     const VarPtr target = map[updates[u].shared.get()];
     const auto& gin = doc.original->inputs();
-    doc.original->setUpdate(outputs.size() + u, static_cast<std::size_t>(std::find(gin.begin(), gin.end(), target) - gin.begin()));
+    doc.original->setUpdate(
+        outputs.size() + u,
+        static_cast<std::size_t>(std::find(gin.begin(), gin.end(), target) - gin.begin()));
   }
   doc.producer = {{"name", producer}};
   io::saveTsg(doc, tsgPath);
@@ -98,7 +103,8 @@ inline void saveTrainingGraph(const std::vector<VarPtr>& inputs, const std::vect
   std::vector<Tensor> values = f(args);
   std::filesystem::create_directories(expectedDir);
   for (std::size_t i = 0; i < values.size(); ++i)
-    io::saveNpy(values[i], std::filesystem::path(expectedDir) / ("output_" + std::to_string(i) + ".npy"));
+    io::saveNpy(values[i],
+                std::filesystem::path(expectedDir) / ("output_" + std::to_string(i) + ".npy"));
 }
 
 }  // namespace tscope::examples

@@ -28,21 +28,25 @@ void binaryLoop(const Tensor& a, const Tensor& b, Tensor& out, F f) {
 
 }  // namespace
 
-// --- DoubleOp -------------------------------------------------------------------------------------
+// --- DoubleOp
+// -------------------------------------------------------------------------------------
 
 std::vector<TensorType> DoubleOp::outputTypes(std::span<const VarPtr> inputs) const {
   checkInputCount(inputs, 1);
   const DType d = inputs[0]->type().dtype();
-  if (d != DType::Float32 && d != DType::Float64) throwInputError(inputs, 0, "a float32 or float64 tensor");
+  if (d != DType::Float32 && d != DType::Float64)
+    throwInputError(inputs, 0, "a float32 or float64 tensor");
   return {inputs[0]->type()};
 }
 
-void DoubleOp::perform(const Apply&, std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const {
+void DoubleOp::perform(const Apply&, std::span<const Tensor* const> inputs,
+                       std::span<Tensor* const> outputs) const {
   Tensor& out = reuseOrAllocate(outputs[0], inputs[0]->dtype(), inputs[0]->shape());
   binaryLoop(*inputs[0], *inputs[0], out, [](auto a, auto) { return a * 2; });
 }
 
-std::vector<ShapeExpr> DoubleOp::inferShape(const Apply&, std::span<const ShapeExpr> inputShapes) const {
+std::vector<ShapeExpr> DoubleOp::inferShape(const Apply&,
+                                            std::span<const ShapeExpr> inputShapes) const {
   return {inputShapes[0]};
 }
 
@@ -50,12 +54,14 @@ std::vector<Grad> DoubleOp::pullback(const Apply&, std::span<const VarPtr> outpu
   return {Grad(outputGrads[0] * 2.0)};
 }
 
-std::optional<std::vector<VarPtr>> DoubleOp::pushforward(const Apply&, std::span<const VarPtr> tangents) const {
+std::optional<std::vector<VarPtr>> DoubleOp::pushforward(const Apply&,
+                                                         std::span<const VarPtr> tangents) const {
   if (!tangents[0]) return std::vector<VarPtr>{nullptr};
   return std::vector<VarPtr>{tangents[0] * 2.0};
 }
 
-// --- ProdOp and SumDiffOp share their typing -------------------------------------------------------
+// --- ProdOp and SumDiffOp share their typing
+// -------------------------------------------------------
 
 namespace {
 TensorType pairType(const Op& op, std::span<const VarPtr> inputs) {
@@ -66,14 +72,15 @@ TensorType pairType(const Op& op, std::span<const VarPtr> inputs) {
   if (x.dtype() != DType::Float32 && x.dtype() != DType::Float64)
     throw TypeError(op.str() + ": input 0: expected a float32 or float64 tensor, found " + x.str());
   if (y.dtype() != x.dtype() || y.ndim() != x.ndim() || !y.isCompatibleWith(x))
-    throw TypeError(op.str() + ": input 1: expected a tensor like input 0 (" + x.str() + "), found " + y.str());
+    throw TypeError(op.str() + ": input 1: expected a tensor like input 0 (" + x.str() +
+                    "), found " + y.str());
   return x;
 }
 
 void requireSameShape(const Op& op, const Tensor& x, const Tensor& y) {
   if (x.shape() != y.shape())
-    throw std::invalid_argument(op.str() + ": expected inputs of the same shape, found " + shapeToString(x.shape()) +
-                                " and " + shapeToString(y.shape()));
+    throw std::invalid_argument(op.str() + ": expected inputs of the same shape, found " +
+                                shapeToString(x.shape()) + " and " + shapeToString(y.shape()));
 }
 }  // namespace
 
@@ -81,13 +88,15 @@ std::vector<TensorType> ProdOp::outputTypes(std::span<const VarPtr> inputs) cons
   return {pairType(*this, inputs)};
 }
 
-void ProdOp::perform(const Apply&, std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const {
+void ProdOp::perform(const Apply&, std::span<const Tensor* const> inputs,
+                     std::span<Tensor* const> outputs) const {
   requireSameShape(*this, *inputs[0], *inputs[1]);
   Tensor& out = reuseOrAllocate(outputs[0], inputs[0]->dtype(), inputs[0]->shape());
   binaryLoop(*inputs[0], *inputs[1], out, [](auto a, auto b) { return a * b; });
 }
 
-std::vector<ShapeExpr> ProdOp::inferShape(const Apply&, std::span<const ShapeExpr> inputShapes) const {
+std::vector<ShapeExpr> ProdOp::inferShape(const Apply&,
+                                          std::span<const ShapeExpr> inputShapes) const {
   return {inputShapes[0]};
 }
 
@@ -100,7 +109,8 @@ std::vector<TensorType> SumDiffOp::outputTypes(std::span<const VarPtr> inputs) c
   return {t, t};
 }
 
-void SumDiffOp::perform(const Apply&, std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const {
+void SumDiffOp::perform(const Apply&, std::span<const Tensor* const> inputs,
+                        std::span<Tensor* const> outputs) const {
   requireSameShape(*this, *inputs[0], *inputs[1]);
   Tensor& sum = reuseOrAllocate(outputs[0], inputs[0]->dtype(), inputs[0]->shape());
   Tensor& diff = reuseOrAllocate(outputs[1], inputs[0]->dtype(), inputs[0]->shape());
@@ -108,7 +118,8 @@ void SumDiffOp::perform(const Apply&, std::span<const Tensor* const> inputs, std
   binaryLoop(*inputs[0], *inputs[1], diff, [](auto a, auto b) { return a - b; });
 }
 
-std::vector<ShapeExpr> SumDiffOp::inferShape(const Apply&, std::span<const ShapeExpr> inputShapes) const {
+std::vector<ShapeExpr> SumDiffOp::inferShape(const Apply&,
+                                             std::span<const ShapeExpr> inputShapes) const {
   return {inputShapes[0], inputShapes[0]};
 }
 

@@ -29,9 +29,11 @@ class DoubleOp final : public engine::Op {
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
-  std::vector<ShapeExpr> inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const override;
+  std::vector<ShapeExpr> inferShape(const Apply& node,
+                                    std::span<const ShapeExpr> inputShapes) const override;
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
-  std::optional<std::vector<VarPtr>> pushforward(const Apply& node, std::span<const VarPtr> tangents) const override;
+  std::optional<std::vector<VarPtr>> pushforward(const Apply& node,
+                                                 std::span<const VarPtr> tangents) const override;
 };
 
 class ProdOp final : public engine::Op {
@@ -40,7 +42,8 @@ class ProdOp final : public engine::Op {
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
-  std::vector<ShapeExpr> inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const override;
+  std::vector<ShapeExpr> inferShape(const Apply& node,
+                                    std::span<const ShapeExpr> inputShapes) const override;
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
 };
 
@@ -50,12 +53,14 @@ class SumDiffOp final : public engine::Op {
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
-  std::vector<ShapeExpr> inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const override;
+  std::vector<ShapeExpr> inferShape(const Apply& node,
+                                    std::span<const ShapeExpr> inputShapes) const override;
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
 };
 
 VarPtr doubleOp(const VarPtr& x, std::source_location site = std::source_location::current());
-VarPtr prodOp(const VarPtr& x, const VarPtr& y, std::source_location site = std::source_location::current());
+VarPtr prodOp(const VarPtr& x, const VarPtr& y,
+              std::source_location site = std::source_location::current());
 // {x + y, x - y}
 std::vector<VarPtr> sumDiffOp(const VarPtr& x, const VarPtr& y,
                               std::source_location site = std::source_location::current());

@@ -3,7 +3,6 @@
 //   example_custom_op
 
 #include "custom_ops.h"
-
 #include "engine/compile/function.h"
 #include "engine/grad/checkers.h"
 #include "engine/grad/grad.h"
@@ -24,11 +23,15 @@ int main() {
   Tensor yv = Tensor::fromDoubles(DType::Float64, {2, 3}, {1, 1, 1, 2, 2, 2});
   std::printf("4x^2 - y^2 =\n%s\n", f({xv, yv})[0].toString().c_str());
   try {
-    verifyGrad([](const std::vector<VarPtr>& in) {
-      auto s = sumDiffOp(doubleOp(in[0]), in[1]);
-      return std::vector<VarPtr>{prodOp(s[0], s[1])};
-    }, {xv, yv});
-    std::printf("verifyGrad: the gradients of DoubleOp, ProdOp and SumDiffOp agree with finite differences\n");
+    verifyGrad(
+        [](const std::vector<VarPtr>& in) {
+          auto s = sumDiffOp(doubleOp(in[0]), in[1]);
+          return std::vector<VarPtr>{prodOp(s[0], s[1])};
+        },
+        {xv, yv});
+    std::printf(
+        "verifyGrad: the gradients of DoubleOp, ProdOp and SumDiffOp agree with finite "
+        "differences\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "example_custom_op: %s\n", e.what());
     return 1;

@@ -2,10 +2,10 @@
 // an L2 penalty) with SGD on synthetic two-class data, prints the loss falling, and saves the
 // training graph with test values and the values it computes on them.
 //   example_logistic_regression [OUT.tsg [EXPECTED_DIR [EPOCHS]]]
-//   (defaults: examples/graphs/logistic_regression.tsg, examples/graphs/logistic_regression.expected, 20)
+//   (defaults: examples/graphs/logistic_regression.tsg,
+//   examples/graphs/logistic_regression.expected, 20)
 
 #include "../common/training.h"
-
 #include "engine/grad/grad.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/reduce/reduce.h"
@@ -69,11 +69,13 @@ int main(int argc, char** argv) {
     if (epoch == 0) first = avg;
     last = avg;
     if (epoch % 5 == 4 || epoch == 0)
-      std::printf("epoch %d: cost %.4f, accuracy %.3f\n", epoch + 1, avg, static_cast<double>(correct) / kSamples);
+      std::printf("epoch %d: cost %.4f, accuracy %.3f\n", epoch + 1, avg,
+                  static_cast<double>(correct) / kSamples);
   }
   std::printf("cost %.4f -> %.4f\n", first, last);
   try {
-    saveTrainingGraph({x, y}, {cost, prediction}, updates, path, expected, "example_logistic_regression");
+    saveTrainingGraph({x, y}, {cost, prediction}, updates, path, expected,
+                      "example_logistic_regression");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "example_logistic_regression: %s\n", e.what());
     return 1;

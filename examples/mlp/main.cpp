@@ -5,7 +5,6 @@
 //   (defaults: examples/graphs/mlp.tsg, examples/graphs/mlp.expected, 5)
 
 #include "../common/training.h"
-
 #include "engine/grad/grad.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/nn/crossentropy.h"
@@ -72,7 +71,8 @@ int main(int argc, char** argv) {
   for (int epoch = 0; epoch < epochs; ++epoch) {
     double total = 0;
     for (std::int64_t b = 0; b < kSamples / kBatch; ++b) {
-      total += train({rows(data.x, b * kBatch, kBatch), rows(data.y, b * kBatch, kBatch)})[0].item();
+      total +=
+          train({rows(data.x, b * kBatch, kBatch), rows(data.y, b * kBatch, kBatch)})[0].item();
       ++steps;
     }
     const double avg = total / static_cast<double>(kSamples / kBatch);
@@ -80,8 +80,10 @@ int main(int argc, char** argv) {
     last = avg;
     std::printf("epoch %d: loss %.4f\n", epoch + 1, avg);
   }
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%d SGD steps, %.2f ms per step; loss %.4f -> %.4f\n", steps, steps ? ms / steps : 0.0, first, last);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%d SGD steps, %.2f ms per step; loss %.4f -> %.4f\n", steps,
+              steps ? ms / steps : 0.0, first, last);
   try {
     saveTrainingGraph({x, y}, {loss}, updates, path, expected, "example_mlp");
   } catch (const std::exception& e) {

@@ -9,8 +9,8 @@
 #include "engine/ops/elemwise/elemwise.h"
 #include "engine/ops/shape/dimshuffle.h"
 
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 using namespace tscope::engine;
@@ -24,7 +24,8 @@ Tensor randomMatrix(std::mt19937& rng, std::int64_t rows, std::int64_t cols, flo
   return Tensor::fromDoubles(DType::Float32, {rows, cols}, values);
 }
 
-VarPtr denseLayer(const VarPtr& x, std::int64_t in, std::int64_t out, std::mt19937& rng, bool activate) {
+VarPtr denseLayer(const VarPtr& x, std::int64_t in, std::int64_t out, std::mt19937& rng,
+                  bool activate) {
   auto W = SharedVariable::create(randomMatrix(rng, in, out, 1.0f / std::sqrt(float(in))), "W");
   auto b = SharedVariable::create(Tensor::zeros(DType::Float32, {out}), "b");
   VarPtr h = elemwise(ScalarOp::Add, {dot(x, W), b});

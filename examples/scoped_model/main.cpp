@@ -185,7 +185,8 @@ int main(int argc, char** argv) {
     saveTrainingGraph({x, y}, {loss, probs, summary}, updates, path, expected,
                       "example_scoped_model");
     io::TsgDocument doc = io::loadTsg(path);
-    const RewriteProfile profile = session::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
+    const RewriteProfile profile =
+        session::optimizeDocument(doc, RewriteQuery::forMode("fast_run"));
     io::saveTsg(doc, path);
     std::printf("%s", session::rewriteProfileText(profile, 8).c_str());
     if (!(last < first)) {

@@ -26,12 +26,12 @@ struct WindowOptions {
   QString screenshot;  // where to write the PNG; empty: run interactively
   int timeoutSeconds = 120;
   bool sideBySide = false;
-  QStringList expand;  // {"all"}, {"none"}, group paths, or empty
-  QString select;      // search text whose first hit is selected
-  QStringList docks;   // docks to show and raise ("inspector", "history", "log")
+  QStringList expand;    // {"all"}, {"none"}, group paths, or empty
+  QString select;        // search text whose first hit is selected
+  QStringList docks;     // docks to show and raise ("inspector", "history", "log")
   int historyStep = -1;  // rewrite-log row to select in the history dock
   QSize size;
-  double zoom = 0;     // > 0: the zoom factor once laid out
+  double zoom = 0;  // > 0: the zoom factor once laid out
 };
 
 void fail(const QString& message) {
@@ -42,14 +42,16 @@ void fail(const QString& message) {
 bool applyDocumentOptions(MainWindow& window, const WindowOptions& options, QString& error) {
   if (options.sideBySide) {
     if (!window.document()->optimizedModel) {
-      error = QStringLiteral("--side-by-side: %1 has no optimized graph (run `tensorscope optimize` first)")
+      error = QStringLiteral(
+                  "--side-by-side: %1 has no optimized graph (run `tensorscope optimize` first)")
                   .arg(window.document()->path);
       return false;
     }
     window.setSideBySide(true);
   }
-  for (GraphPane* pane : window.isSideBySide() ? QList<GraphPane*>{window.leftPane(), window.rightPane()}
-                                               : QList<GraphPane*>{window.currentPane()}) {
+  for (GraphPane* pane : window.isSideBySide()
+                             ? QList<GraphPane*>{window.leftPane(), window.rightPane()}
+                             : QList<GraphPane*>{window.currentPane()}) {
     if (options.expand == QStringList{QStringLiteral("all")}) {
       pane->expandAll();
     } else if (options.expand == QStringList{QStringLiteral("none")}) {
@@ -62,7 +64,8 @@ bool applyDocumentOptions(MainWindow& window, const WindowOptions& options, QStr
         int group = model.groupByPath(path);
         if (group < 0) {
           if (pane == window.rightPane()) continue;  // a scope the optimizer emptied
-          error = QStringLiteral("--expand: %1 has no group '%2'").arg(window.document()->path, path);
+          error =
+              QStringLiteral("--expand: %1 has no group '%2'").arg(window.document()->path, path);
           return false;
         }
         for (; group > 0; group = model.groups()[static_cast<std::size_t>(group)].parent)
@@ -111,8 +114,9 @@ void whenSettled(MainWindow& window, std::function<bool()> ready, std::function<
 
 // --zoom: the shown panes at that zoom, centred on their selected node when they have one.
 void applyZoom(MainWindow& window, double zoom) {
-  for (GraphPane* pane : window.isSideBySide() ? QList<GraphPane*>{window.leftPane(), window.rightPane()}
-                                               : QList<GraphPane*>{window.currentPane()}) {
+  for (GraphPane* pane : window.isSideBySide()
+                             ? QList<GraphPane*>{window.leftPane(), window.rightPane()}
+                             : QList<GraphPane*>{window.currentPane()}) {
     pane->view()->setZoom(zoom);
     if (pane->selectedNode() >= 0) pane->view()->centerOnNode(pane->selectedNode());
   }
@@ -126,8 +130,8 @@ void grabWindow(QApplication& app, MainWindow& window, const QString& path) {
     app.exit(1);
     return;
   }
-  std::fprintf(stdout, "wrote %s (%dx%d)\n", qPrintable(QFileInfo(path).absoluteFilePath()), image.width(),
-               image.height());
+  std::fprintf(stdout, "wrote %s (%dx%d)\n", qPrintable(QFileInfo(path).absoluteFilePath()),
+               image.width(), image.height());
   app.exit(0);
 }
 
@@ -144,10 +148,11 @@ void takeScreenshotWhenReady(QApplication& app, MainWindow& window, const Window
                        app.exit(1);
                      });
   }
-  QObject::connect(&window, &MainWindow::loadFailed, &app, [&app](const QString&, const QString& message) {
-    fail(QStringLiteral("--screenshot: %1").arg(message));
-    app.exit(1);
-  });
+  QObject::connect(&window, &MainWindow::loadFailed, &app,
+                   [&app](const QString&, const QString& message) {
+                     fail(QStringLiteral("--screenshot: %1").arg(message));
+                     app.exit(1);
+                   });
   QObject::connect(&window, &MainWindow::documentLoaded, &window, [&app, &window, options] {
     QString error;
     if (!applyDocumentOptions(window, options, error)) {
@@ -155,19 +160,25 @@ void takeScreenshotWhenReady(QApplication& app, MainWindow& window, const Window
       app.exit(2);
     }
   });
-  whenSettled(window, [waitingForStep] { return !*waitingForStep; }, [&app, &window, options] {
-    if (options.zoom <= 0) {
-      grabWindow(app, window, options.screenshot);
-      return;
-    }
-    applyZoom(window, options.zoom);
-    whenSettled(window, [] { return true; }, [&app, &window, options] { grabWindow(app, window, options.screenshot); });
-  });
+  whenSettled(
+      window, [waitingForStep] { return !*waitingForStep; },
+      [&app, &window, options] {
+        if (options.zoom <= 0) {
+          grabWindow(app, window, options.screenshot);
+          return;
+        }
+        applyZoom(window, options.zoom);
+        whenSettled(
+            window, [] { return true; },
+            [&app, &window, options] { grabWindow(app, window, options.screenshot); });
+      });
   QTimer::singleShot(options.timeoutSeconds * 1000, &window, [&app, &window, options] {
     const QString what = !window.document() ? QStringLiteral("the file to load")
                          : window.isBusy()  ? QStringLiteral("the layout")
                                             : QStringLiteral("the rewrite history's replay");
-    fail(QStringLiteral("--screenshot: timed out after %1 s waiting for %2").arg(options.timeoutSeconds).arg(what));
+    fail(QStringLiteral("--screenshot: timed out after %1 s waiting for %2")
+             .arg(options.timeoutSeconds)
+             .arg(what));
     app.exit(1);
   });
 }
@@ -177,25 +188,35 @@ void takeScreenshotWhenReady(QApplication& app, MainWindow& window, const Window
 int runApplication(QApplication& app) {
   QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/tensorscope.svg")));
   QCommandLineParser parser;
-  parser.setApplicationDescription(
-      QStringLiteral("Tensorscope: inspect, debug and profile tensor computation graphs.\n"
-                     "Without a sub-command it opens the window (sub-commands: tensorscope help)."));
+  parser.setApplicationDescription(QStringLiteral(
+      "Tensorscope: inspect, debug and profile tensor computation graphs.\n"
+      "Without a sub-command it opens the window (sub-commands: tensorscope help)."));
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.addPositionalArgument("files", "Graphs to open (.tsg files or ONNX models), one window each.",
-                               "[FILE...]");
-  const QCommandLineOption screenshot("screenshot", "Open FILE, wait until it is drawn, write the window to OUT.png, quit.",
-                                      "OUT.png");
-  const QCommandLineOption timeout("screenshot-timeout", "Seconds --screenshot waits at most (default 120).", "S", "120");
-  const QCommandLineOption sideBySide("side-by-side", "Show the original and optimized graphs side by side.");
-  const QCommandLineOption expand("expand", "Expand all groups, none, or the named group (a scope path such as "
-                                  "layer1/layer1.0; repeatable).", "all|none|GROUP");
-  const QCommandLineOption select("select", "Select the first node matching TEXT (name, op, scope or id:N).", "TEXT");
-  const QCommandLineOption dock("dock", "Show and raise a dock: inspector, history or log (repeatable).", "NAME");
+  parser.addPositionalArgument(
+      "files", "Graphs to open (.tsg files or ONNX models), one window each.", "[FILE...]");
+  const QCommandLineOption screenshot(
+      "screenshot", "Open FILE, wait until it is drawn, write the window to OUT.png, quit.",
+      "OUT.png");
+  const QCommandLineOption timeout("screenshot-timeout",
+                                   "Seconds --screenshot waits at most (default 120).", "S", "120");
+  const QCommandLineOption sideBySide("side-by-side",
+                                      "Show the original and optimized graphs side by side.");
+  const QCommandLineOption expand(
+      "expand",
+      "Expand all groups, none, or the named group (a scope path such as "
+      "layer1/layer1.0; repeatable).",
+      "all|none|GROUP");
+  const QCommandLineOption select(
+      "select", "Select the first node matching TEXT (name, op, scope or id:N).", "TEXT");
+  const QCommandLineOption dock(
+      "dock", "Show and raise a dock: inspector, history or log (repeatable).", "NAME");
   const QCommandLineOption historyStep("history-step", "Select row N of the rewrite history.", "N");
   const QCommandLineOption size("window-size", "Resize the window, e.g. 1600x1000.", "WxH");
-  const QCommandLineOption zoom("zoom", "Once laid out, zoom to PERCENT (centred on the selected node).", "PERCENT");
-  parser.addOptions({screenshot, timeout, sideBySide, expand, select, dock, historyStep, size, zoom});
+  const QCommandLineOption zoom(
+      "zoom", "Once laid out, zoom to PERCENT (centred on the selected node).", "PERCENT");
+  parser.addOptions(
+      {screenshot, timeout, sideBySide, expand, select, dock, historyStep, size, zoom});
   parser.process(app);  // --help / --version / unknown options print and exit
 
   WindowOptions options;
@@ -207,37 +228,45 @@ int runApplication(QApplication& app) {
   bool ok = true;
   options.timeoutSeconds = parser.value(timeout).toInt(&ok);
   if (!ok || options.timeoutSeconds <= 0) {
-    fail(QStringLiteral("--screenshot-timeout expects a positive number of seconds, found '%1'").arg(parser.value(timeout)));
+    fail(QStringLiteral("--screenshot-timeout expects a positive number of seconds, found '%1'")
+             .arg(parser.value(timeout)));
     return 2;
   }
   if (parser.isSet(historyStep)) {
     options.historyStep = parser.value(historyStep).toInt(&ok);
     if (!ok || options.historyStep < 0) {
-      fail(QStringLiteral("--history-step expects a row number (0, 1, ...), found '%1'").arg(parser.value(historyStep)));
+      fail(QStringLiteral("--history-step expects a row number (0, 1, ...), found '%1'")
+               .arg(parser.value(historyStep)));
       return 2;
     }
   }
-  if (options.expand.size() > 1 && (options.expand.contains(QStringLiteral("all")) || options.expand.contains(QStringLiteral("none")))) {
-    fail(QStringLiteral("--expand all and --expand none stand alone, found '%1'").arg(options.expand.join(QStringLiteral("', '"))));
+  if (options.expand.size() > 1 && (options.expand.contains(QStringLiteral("all")) ||
+                                    options.expand.contains(QStringLiteral("none")))) {
+    fail(QStringLiteral("--expand all and --expand none stand alone, found '%1'")
+             .arg(options.expand.join(QStringLiteral("', '"))));
     return 2;
   }
   for (const QString& name : options.docks) {
-    if (name != QLatin1String("inspector") && name != QLatin1String("history") && name != QLatin1String("log")) {
+    if (name != QLatin1String("inspector") && name != QLatin1String("history") &&
+        name != QLatin1String("log")) {
       fail(QStringLiteral("--dock expects inspector, history or log, found '%1'").arg(name));
       return 2;
     }
   }
   if (parser.isSet(size)) {
-    const QRegularExpressionMatch m = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(size));
+    const QRegularExpressionMatch m =
+        QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(size));
     if (!m.hasMatch()) {
-      fail(QStringLiteral("--window-size expects WIDTHxHEIGHT, e.g. 1600x1000, found '%1'").arg(parser.value(size)));
+      fail(QStringLiteral("--window-size expects WIDTHxHEIGHT, e.g. 1600x1000, found '%1'")
+               .arg(parser.value(size)));
       return 2;
     }
     options.size = QSize(m.captured(1).toInt(), m.captured(2).toInt());
   }
   if (parser.isSet(zoom)) {
     const double percent = parser.value(zoom).toDouble(&ok);
-    if (!ok || percent < vis::GraphView::kMinZoom * 100 || percent > vis::GraphView::kMaxZoom * 100) {
+    if (!ok || percent < vis::GraphView::kMinZoom * 100 ||
+        percent > vis::GraphView::kMaxZoom * 100) {
       fail(QStringLiteral("--zoom expects a percentage from %1 to %2, found '%3'")
                .arg(vis::GraphView::kMinZoom * 100)
                .arg(vis::GraphView::kMaxZoom * 100)
@@ -258,11 +287,17 @@ int runApplication(QApplication& app) {
   if (!options.screenshot.isEmpty()) {
     takeScreenshotWhenReady(app, window, options);
   } else {
-    QObject::connect(&window, &MainWindow::documentLoaded, &window, [&window, options] {
-      QString error;
-      if (!applyDocumentOptions(window, options, error)) fail(error);
-      if (options.zoom > 0) whenSettled(window, [] { return true; }, [&window, options] { applyZoom(window, options.zoom); });
-    }, Qt::SingleShotConnection);
+    QObject::connect(
+        &window, &MainWindow::documentLoaded, &window,
+        [&window, options] {
+          QString error;
+          if (!applyDocumentOptions(window, options, error)) fail(error);
+          if (options.zoom > 0)
+            whenSettled(
+                window, [] { return true; },
+                [&window, options] { applyZoom(window, options.zoom); });
+        },
+        Qt::SingleShotConnection);
   }
   if (!files.isEmpty()) window.openFile(files.first());
   if (options.screenshot.isEmpty()) {

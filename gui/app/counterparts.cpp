@@ -73,8 +73,12 @@ std::int64_t Counterparts::mapId(std::int64_t id, bool toRight) const {
   return -1;
 }
 
-std::int64_t Counterparts::rightOf(std::int64_t leftId) const { return mapId(leftId, true); }
-std::int64_t Counterparts::leftOf(std::int64_t rightId) const { return mapId(rightId, false); }
+std::int64_t Counterparts::rightOf(std::int64_t leftId) const {
+  return mapId(leftId, true);
+}
+std::int64_t Counterparts::leftOf(std::int64_t rightId) const {
+  return mapId(rightId, false);
+}
 
 int counterpartNode(const vis::ViewModel& from, int node, const vis::ViewModel& to,
                     const Counterparts& counterparts, bool toRight) {

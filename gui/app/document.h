@@ -13,14 +13,14 @@
 namespace tscope::gui {
 
 struct Document {
-  QString path;                                            // absolute
+  QString path;  // absolute
   engine::session::GraphFileInfo info;
   std::shared_ptr<const engine::FunctionGraph> original;   // always set
   std::shared_ptr<const engine::FunctionGraph> optimized;  // null when the file has none
   std::vector<engine::RewriteRecord> rewrites;
   nlohmann::json profiles = nlohmann::json::array();
-  std::shared_ptr<const vis::ViewModel> originalModel;     // built with the document
-  std::shared_ptr<const vis::ViewModel> optimizedModel;    // null when no optimized graph
+  std::shared_ptr<const vis::ViewModel> originalModel;   // built with the document
+  std::shared_ptr<const vis::ViewModel> optimizedModel;  // null when no optimized graph
 };
 
 // Which graph of a document a pane shows.

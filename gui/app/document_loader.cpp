@@ -29,18 +29,21 @@ std::shared_ptr<const Document> buildDocument(const QString& path, const Progres
   progress(0, QCoreApplication::translate("DocumentLoader", "Reading %1").arg(name));
   auto document = std::make_shared<Document>();
   document->path = path;
-  engine::io::TsgDocument file = engine::session::openGraphFile(path.toStdString(), &document->info);
+  engine::io::TsgDocument file =
+      engine::session::openGraphFile(path.toStdString(), &document->info);
   if (cancelled()) return nullptr;
   document->original = std::shared_ptr<const engine::FunctionGraph>(std::move(file.original));
   document->optimized = std::shared_ptr<const engine::FunctionGraph>(std::move(file.optimized));
   document->rewrites = std::move(file.rewrites);
   document->profiles = std::move(file.profiles);
 
-  progress(1, QCoreApplication::translate("DocumentLoader", "Building the view of the original graph"));
+  progress(
+      1, QCoreApplication::translate("DocumentLoader", "Building the view of the original graph"));
   document->originalModel = vis::ViewModel::build(document->original);
   if (cancelled()) return nullptr;
   if (document->optimized) {
-    progress(2, QCoreApplication::translate("DocumentLoader", "Building the view of the optimized graph"));
+    progress(2, QCoreApplication::translate("DocumentLoader",
+                                            "Building the view of the optimized graph"));
     document->optimizedModel = vis::ViewModel::build(document->optimized);
     if (cancelled()) return nullptr;
   }
@@ -66,12 +69,15 @@ void DocumentLoader::load(const QString& path) {
   m_watcher = new QFutureWatcher<std::shared_ptr<Result>>(this);
   // One progress report arrives as progressValueChanged then progressTextChanged (the value read
   // from the future later may already be the next stage's).
-  connect(m_watcher, &QFutureWatcherBase::progressValueChanged, this, [this](int value) { m_stage = value - 1; });
-  connect(m_watcher, &QFutureWatcherBase::progressTextChanged, this, [this, generation](const QString& text) {
-    if (generation != m_generation || !m_watcher) return;
-    emit progress(m_stage, text);
-  });
-  connect(m_watcher, &QFutureWatcherBase::finished, this, [this, generation] { finish(generation); });
+  connect(m_watcher, &QFutureWatcherBase::progressValueChanged, this,
+          [this](int value) { m_stage = value - 1; });
+  connect(m_watcher, &QFutureWatcherBase::progressTextChanged, this,
+          [this, generation](const QString& text) {
+            if (generation != m_generation || !m_watcher) return;
+            emit progress(m_stage, text);
+          });
+  connect(m_watcher, &QFutureWatcherBase::finished, this,
+          [this, generation] { finish(generation); });
   QFuture<std::shared_ptr<Result>> future =
       QtConcurrent::run([absolute](QPromise<std::shared_ptr<Result>>& promise) {
         auto result = std::make_shared<Result>();
@@ -80,7 +86,9 @@ void DocumentLoader::load(const QString& path) {
           result->document = buildDocument(
               absolute,
               // QFuture drops a progress value that does not grow, so stage s reports s + 1.
-              [&promise](int stage, const QString& text) { promise.setProgressValueAndText(stage + 1, text); },
+              [&promise](int stage, const QString& text) {
+                promise.setProgressValueAndText(stage + 1, text);
+              },
               [&promise] { return promise.isCanceled(); });
           if (!result->document) return;  // cancelled: no result
         } catch (const std::exception& e) {
@@ -102,9 +110,13 @@ void DocumentLoader::cancel() {
   emit cancelled(m_path);
 }
 
-bool DocumentLoader::isLoading() const { return m_watcher != nullptr; }
+bool DocumentLoader::isLoading() const {
+  return m_watcher != nullptr;
+}
 
-QString DocumentLoader::path() const { return m_path; }
+QString DocumentLoader::path() const {
+  return m_path;
+}
 
 void DocumentLoader::finish(quint64 generation) {
   if (generation != m_generation || !m_watcher) return;
@@ -117,14 +129,16 @@ void DocumentLoader::finish(quint64 generation) {
   }
   const std::shared_ptr<Result> result = future.result();
   if (!result->document) {
-    emit failed(m_path, result->error.isEmpty() ? tr("%1: could not be loaded").arg(m_path) : result->error);
+    emit failed(m_path, result->error.isEmpty() ? tr("%1: could not be loaded").arg(m_path)
+                                                : result->error);
     return;
   }
   emit loaded(result->document);
 }
 
 std::shared_ptr<const Document> DocumentLoader::loadNow(const QString& path) {
-  return buildDocument(QFileInfo(path).absoluteFilePath(), [](int, const QString&) {}, [] { return false; });
+  return buildDocument(
+      QFileInfo(path).absoluteFilePath(), [](int, const QString&) {}, [] { return false; });
 }
 
 }  // namespace tscope::gui

@@ -14,7 +14,8 @@
 
 #include <memory>
 
-template <class T> class QFutureWatcher;
+template <class T>
+class QFutureWatcher;
 
 namespace tscope::gui {
 

@@ -1,7 +1,6 @@
 #include "gui/app/event_loop_probe.h"
 
 #include <algorithm>
-
 #include <time.h>
 
 namespace tscope::gui {
@@ -38,7 +37,9 @@ void EventLoopProbe::stop() {
   m_timer.stop();
 }
 
-bool EventLoopProbe::isRunning() const { return m_timer.isActive(); }
+bool EventLoopProbe::isRunning() const {
+  return m_timer.isActive();
+}
 
 void EventLoopProbe::reset() {
   m_clock.start();
@@ -64,12 +65,14 @@ void EventLoopProbe::tick() {
   m_maxBusyStallMs = std::max(m_maxBusyStallMs, busy);
   if (delay > m_thresholdMs) m_stalls.push_back({now - delay, delay});
   m_delays.push_back(static_cast<float>(delay));
-  auto bucket = std::lower_bound(kBucketBounds.begin(), kBucketBounds.end(), delay) - kBucketBounds.begin();
+  auto bucket =
+      std::lower_bound(kBucketBounds.begin(), kBucketBounds.end(), delay) - kBucketBounds.begin();
   ++m_histogram[static_cast<std::size_t>(bucket)];
 }
 
 int EventLoopProbe::stallCount(double overMs) const {
-  return static_cast<int>(std::count_if(m_delays.begin(), m_delays.end(), [overMs](float d) { return d > overMs; }));
+  return static_cast<int>(
+      std::count_if(m_delays.begin(), m_delays.end(), [overMs](float d) { return d > overMs; }));
 }
 
 QString EventLoopProbe::summary() const {

@@ -50,11 +50,14 @@ class EventLoopProbe : public QObject {
   double maxBusyStallMs() const { return m_maxBusyStallMs; }
   // The stalls longer than the threshold, in order.
   const std::vector<Stall>& stalls() const { return m_stalls; }
-  int stallCount(double overMs) const;  // delays longer than `overMs` (any value; from the histogram's raw data)
+  int stallCount(double overMs)
+      const;  // delays longer than `overMs` (any value; from the histogram's raw data)
   std::uint64_t ticks() const { return m_ticks; }
   double thresholdMs() const { return m_thresholdMs; }
   // Delay counts per bucket: [0] <= 1 ms, ..., [7] <= 200 ms, [8] > 200 ms.
-  const std::array<std::uint64_t, kBucketBounds.size() + 1>& histogram() const { return m_histogram; }
+  const std::array<std::uint64_t, kBucketBounds.size() + 1>& histogram() const {
+    return m_histogram;
+  }
   // "max 12.3 ms (busy 11.9 ms), 2 stalls > 50 ms, 4012 ticks; delays <=1: 3900 <=2: 80 ..."
   QString summary() const;
 

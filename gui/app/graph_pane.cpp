@@ -39,12 +39,12 @@ struct GraphPane::Impl {
 
   std::shared_ptr<const vis::ViewModel> model;
   vis::GroupState state;
-  std::shared_ptr<const vis::SceneLayout> layout;  // the one on screen
+  std::shared_ptr<const vis::SceneLayout> layout;    // the one on screen
   std::shared_ptr<const vis::SceneLayout> building;  // handed to the view, its items coming
-  quint64 job = 0;                                  // the layout awaited; 0 when none
-  QString anchor;                                   // the group toggled by the awaited layout
-  bool fitOnLayout = false;                         // the first layout of a model is fitted
-  int pendingSelect = -1;                           // selected (and centred) once the layout lands
+  quint64 job = 0;                                   // the layout awaited; 0 when none
+  QString anchor;                                    // the group toggled by the awaited layout
+  bool fitOnLayout = false;                          // the first layout of a model is fitted
+  int pendingSelect = -1;                            // selected (and centred) once the layout lands
   int selected = -1;
   bool applying = false;  // selection changes made by the pane itself: no history entry
 
@@ -146,7 +146,8 @@ struct GraphPane::Impl {
     }
     QSizeF viewport = view->viewport()->size();
     double margin = 24;
-    double zoom = std::min(viewport.width() / (rect.width() + margin), viewport.height() / (rect.height() + margin));
+    double zoom = std::min(viewport.width() / (rect.width() + margin),
+                           viewport.height() / (rect.height() + margin));
     view->setZoom(std::clamp(zoom, vis::GraphView::kMinZoom, vis::GraphView::kMaxZoom));
     view->centerOn(rect.center());
   }
@@ -174,7 +175,8 @@ struct GraphPane::Impl {
   }
 
   // Shows a state (and, once its layout lands, selects `node`); `anchorGroup` keeps its place.
-  void changeState(vis::GroupState newState, const QString& anchorGroup, int node, bool recordHistory) {
+  void changeState(vis::GroupState newState, const QString& anchorGroup, int node,
+                   bool recordHistory) {
     state = std::move(newState);
     pendingSelect = node;
     if (recordHistory) pushEntry({node >= 0 ? node : selected, state});
@@ -238,14 +240,18 @@ GraphPane::GraphPane(vis::LayoutService* service, QWidget* parent)
   layout->addWidget(d.view, 1);
 
   connect(service, &vis::LayoutService::layoutReady, this,
-          [&d](quint64 job, std::shared_ptr<const vis::SceneLayout> ready) { d.onLayoutReady(job, ready); });
+          [&d](quint64 job, std::shared_ptr<const vis::SceneLayout> ready) {
+            d.onLayoutReady(job, ready);
+          });
   connect(service, &vis::LayoutService::layoutFailed, this,
           [&d](quint64 job, QString message) { d.onLayoutFailed(job, message); });
-  connect(d.scene(), &vis::GraphScene::nodeSelected, this, [&d](int node) { d.onSceneSelection(node); });
+  connect(d.scene(), &vis::GraphScene::nodeSelected, this,
+          [&d](int node) { d.onSceneSelection(node); });
   connect(d.view, &vis::GraphView::contentReady, this, [&d] { d.onContentReady(); });
   connect(d.scene(), &vis::GraphScene::groupToggleRequested, this, &GraphPane::toggleGroup);
   connect(d.view, &vis::GraphView::zoomChanged, this, &GraphPane::zoomChanged);
-  connect(d.breadcrumb, &BreadcrumbBar::groupClicked, this, [&d](int group) { d.zoomToGroup(group); });
+  connect(d.breadcrumb, &BreadcrumbBar::groupClicked, this,
+          [&d](int group) { d.zoomToGroup(group); });
 }
 
 GraphPane::~GraphPane() {
@@ -258,7 +264,8 @@ GraphPane::~GraphPane() {
   m_impl->service->disconnect(this);
 }
 
-void GraphPane::setModel(std::shared_ptr<const vis::ViewModel> model, std::optional<vis::GroupState> state) {
+void GraphPane::setModel(std::shared_ptr<const vis::ViewModel> model,
+                         std::optional<vis::GroupState> state) {
   Impl& d = *m_impl;
   d.model = std::move(model);
   d.layout.reset();
@@ -293,8 +300,12 @@ void GraphPane::setModel(std::shared_ptr<const vis::ViewModel> model, std::optio
   emit groupStateChanged(d.state);
 }
 
-const std::shared_ptr<const vis::ViewModel>& GraphPane::model() const { return m_impl->model; }
-const vis::GroupState& GraphPane::groupState() const { return m_impl->state; }
+const std::shared_ptr<const vis::ViewModel>& GraphPane::model() const {
+  return m_impl->model;
+}
+const vis::GroupState& GraphPane::groupState() const {
+  return m_impl->state;
+}
 
 void GraphPane::setGroupState(const vis::GroupState& state, const QString& anchorGroupPath) {
   if (!m_impl->model || state == m_impl->state) return;
@@ -317,8 +328,12 @@ void GraphPane::collapseAll() {
   if (m_impl->model) setGroupState(vis::GroupState());
 }
 
-vis::GraphView* GraphPane::view() const { return m_impl->view; }
-int GraphPane::selectedNode() const { return m_impl->selected; }
+vis::GraphView* GraphPane::view() const {
+  return m_impl->view;
+}
+int GraphPane::selectedNode() const {
+  return m_impl->selected;
+}
 
 void GraphPane::selectNode(int node) {
   Impl& d = *m_impl;
@@ -369,10 +384,16 @@ void GraphPane::findPrevious() {
   selectNode(d.hits[static_cast<std::size_t>(d.currentHit)]);
 }
 
-int GraphPane::searchHitCount() const { return static_cast<int>(m_impl->hits.size()); }
-int GraphPane::currentSearchHit() const { return m_impl->currentHit; }
+int GraphPane::searchHitCount() const {
+  return static_cast<int>(m_impl->hits.size());
+}
+int GraphPane::currentSearchHit() const {
+  return m_impl->currentHit;
+}
 
-bool GraphPane::canGoBack() const { return m_impl->historyPos > 0; }
+bool GraphPane::canGoBack() const {
+  return m_impl->historyPos > 0;
+}
 bool GraphPane::canGoForward() const {
   return m_impl->historyPos + 1 < static_cast<int>(m_impl->history.size());
 }
@@ -383,7 +404,9 @@ void GraphPane::goForward() {
   if (canGoForward()) m_impl->goTo(m_impl->historyPos + 1);
 }
 
-bool GraphPane::isLayoutPending() const { return m_impl->job != 0 || m_impl->building != nullptr; }
+bool GraphPane::isLayoutPending() const {
+  return m_impl->job != 0 || m_impl->building != nullptr;
+}
 
 bool GraphPane::isSearchReady() const {
   return m_impl->index || (m_impl->indexFuture.isValid() && m_impl->indexFuture.isFinished());

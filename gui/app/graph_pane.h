@@ -11,9 +11,8 @@
 
 #include <QWidget>
 
-#include <optional>
-
 #include <memory>
+#include <optional>
 
 namespace tscope::gui {
 
@@ -57,7 +56,7 @@ class GraphPane : public QWidget {
   bool isSearchReady() const;    // the search index (built on a worker per model) is done
 
  signals:
-  void nodeSelected(int node);             // -1 when cleared
+  void nodeSelected(int node);  // -1 when cleared
   void groupStateChanged(vis::GroupState state);
   void breadcrumbChanged(QStringList groupNames);  // root first: the selected node's groups
   void layoutStarted();

@@ -26,7 +26,8 @@ void BreadcrumbBar::setPath(const std::vector<int>& groups, const QStringList& n
     auto* button = new QToolButton(this);
     button->setText(text);
     button->setAutoRaise(true);
-    button->setToolTip(group == 0 ? tr("Zoom to the whole graph") : tr("Zoom to group %1").arg(text));
+    button->setToolTip(group == 0 ? tr("Zoom to the whole graph")
+                                  : tr("Zoom to group %1").arg(text));
     QFont font = button->font();
     font.setBold(current);
     button->setFont(font);

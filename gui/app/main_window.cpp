@@ -33,7 +33,9 @@
 // The resources are compiled into the static tscope_app library; nothing references their
 // initialiser, so the linker would drop it without this call (Q_INIT_RESOURCE must sit outside
 // any namespace).
-static void initTensorscopeResources() { Q_INIT_RESOURCE(tensorscope); }
+static void initTensorscopeResources() {
+  Q_INIT_RESOURCE(tensorscope);
+}
 
 namespace tscope::gui {
 
@@ -67,7 +69,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     title = new QLabel;
     title->setObjectName(QStringLiteral("sideTitle"));
     title->setContentsMargins(8, 4, 8, 4);
-    title->setStyleSheet(QStringLiteral("QLabel { font-weight: bold; background: palette(alternate-base); }"));
+    title->setStyleSheet(
+        QStringLiteral("QLabel { font-weight: bold; background: palette(alternate-base); }"));
     pane = createPane();
     layout->addWidget(title);
     layout->addWidget(pane, 1);
@@ -121,8 +124,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_cancelButton->hide();
     statusBar()->showMessage(tr("Opening %1 cancelled").arg(QFileInfo(path).fileName()), 5000);
   });
-  connect(m_searchBar, &SearchBar::searchRequested, this, [this](const QString& text) { find(text); });
-  connect(m_searchBar, &SearchBar::nextRequested, this, [this] { m_actions["actionFindNext"]->trigger(); });
+  connect(m_searchBar, &SearchBar::searchRequested, this,
+          [this](const QString& text) { find(text); });
+  connect(m_searchBar, &SearchBar::nextRequested, this,
+          [this] { m_actions["actionFindNext"]->trigger(); });
   connect(m_searchBar, &SearchBar::previousRequested, this,
           [this] { m_actions["actionFindPrevious"]->trigger(); });
   connect(m_searchBar, &SearchBar::closed, this, [this] {
@@ -155,34 +160,37 @@ MainWindow::~MainWindow() {
 }
 
 QAction* MainWindow::makeAction(const QString& name, const QString& text, const QString& icon,
-                               const QKeySequence& shortcut) {
+                                const QKeySequence& shortcut) {
   auto* action = new QAction(text, this);
   action->setObjectName(name);
   if (!icon.isEmpty()) action->setIcon(QIcon(QStringLiteral(":/icons/%1.svg").arg(icon)));
   if (!shortcut.isEmpty()) {
     action->setShortcut(shortcut);
-    action->setToolTip(QStringLiteral("%1 (%2)").arg(QString(text).remove('&').remove(QStringLiteral("…")),
-                                                     shortcut.toString(QKeySequence::NativeText)));
+    action->setToolTip(
+        QStringLiteral("%1 (%2)").arg(QString(text).remove('&').remove(QStringLiteral("…")),
+                                      shortcut.toString(QKeySequence::NativeText)));
   }
   m_actions.insert(name, action);
   return action;
 }
 
-QAction* MainWindow::action(const QString& objectName) const { return m_actions.value(objectName); }
+QAction* MainWindow::action(const QString& objectName) const {
+  return m_actions.value(objectName);
+}
 
 void MainWindow::createActions() {
-  connect(makeAction("actionOpen", tr("&Open…"), "open", QKeySequence::Open), &QAction::triggered, this,
-          &MainWindow::openInteractively);
-  connect(makeAction("actionClose", tr("&Close"), {}, QKeySequence(Qt::CTRL | Qt::Key_W)), &QAction::triggered,
-          this, &MainWindow::closeDocument);
-  connect(makeAction("actionExportSvg", tr("Export View as &SVG…"), "export"), &QAction::triggered, this,
-          [this] { exportInteractively("svg"); });
+  connect(makeAction("actionOpen", tr("&Open…"), "open", QKeySequence::Open), &QAction::triggered,
+          this, &MainWindow::openInteractively);
+  connect(makeAction("actionClose", tr("&Close"), {}, QKeySequence(Qt::CTRL | Qt::Key_W)),
+          &QAction::triggered, this, &MainWindow::closeDocument);
+  connect(makeAction("actionExportSvg", tr("Export View as &SVG…"), "export"), &QAction::triggered,
+          this, [this] { exportInteractively("svg"); });
   connect(makeAction("actionExportPng", tr("Export View as &PNG…"), {}), &QAction::triggered, this,
           [this] { exportInteractively("png"); });
   connect(makeAction("actionExportDot", tr("Export View as &DOT…"), {}), &QAction::triggered, this,
           [this] { exportInteractively("dot"); });
-  connect(makeAction("actionQuit", tr("&Quit"), {}, QKeySequence(Qt::CTRL | Qt::Key_Q)), &QAction::triggered,
-          this, &QWidget::close);
+  connect(makeAction("actionQuit", tr("&Quit"), {}, QKeySequence(Qt::CTRL | Qt::Key_Q)),
+          &QAction::triggered, this, &QWidget::close);
 
   auto onPane = [this](void (*f)(GraphPane*)) {
     return [this, f] {
@@ -192,33 +200,38 @@ void MainWindow::createActions() {
   QAction* zoomIn = makeAction("actionZoomIn", tr("Zoom &In"), "zoom_in", QKeySequence::ZoomIn);
   zoomIn->setShortcuts({QKeySequence::ZoomIn, QKeySequence(Qt::CTRL | Qt::Key_Equal)});
   connect(zoomIn, &QAction::triggered, this, onPane([](GraphPane* p) { p->view()->zoomIn(); }));
-  connect(makeAction("actionZoomOut", tr("Zoom &Out"), "zoom_out", QKeySequence::ZoomOut), &QAction::triggered,
-          this, onPane([](GraphPane* p) { p->view()->zoomOut(); }));
-  connect(makeAction("actionZoomFit", tr("Zoom to &Fit"), "zoom_fit", QKeySequence(Qt::CTRL | Qt::Key_0)),
+  connect(makeAction("actionZoomOut", tr("Zoom &Out"), "zoom_out", QKeySequence::ZoomOut),
+          &QAction::triggered, this, onPane([](GraphPane* p) { p->view()->zoomOut(); }));
+  connect(makeAction("actionZoomFit", tr("Zoom to &Fit"), "zoom_fit",
+                     QKeySequence(Qt::CTRL | Qt::Key_0)),
           &QAction::triggered, this, onPane([](GraphPane* p) { p->view()->zoomToFit(); }));
-  connect(makeAction("actionZoomReset", tr("&Actual Size"), "zoom_reset", QKeySequence(Qt::CTRL | Qt::Key_1)),
+  connect(makeAction("actionZoomReset", tr("&Actual Size"), "zoom_reset",
+                     QKeySequence(Qt::CTRL | Qt::Key_1)),
           &QAction::triggered, this, onPane([](GraphPane* p) { p->view()->resetZoom(); }));
   connect(makeAction("actionExpandAll", tr("&Expand All Groups"), "expand_all",
-                    QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E)),
+                     QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E)),
           &QAction::triggered, this, onPane([](GraphPane* p) { p->expandAll(); }));
   connect(makeAction("actionCollapseAll", tr("&Collapse All Groups"), "collapse_all",
-                    QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C)),
+                     QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C)),
           &QAction::triggered, this, onPane([](GraphPane* p) { p->collapseAll(); }));
-  QAction* sideBySide = makeAction("actionSideBySide", tr("&Side by Side"), "side_by_side", QKeySequence(Qt::Key_F6));
+  QAction* sideBySide =
+      makeAction("actionSideBySide", tr("&Side by Side"), "side_by_side", QKeySequence(Qt::Key_F6));
   sideBySide->setShortcuts({QKeySequence(Qt::Key_F6), QKeySequence(Qt::CTRL | Qt::Key_Backslash)});
   sideBySide->setCheckable(true);
   connect(sideBySide, &QAction::triggered, this, [this](bool on) {
     setSideBySide(on);
     QSettings().setValue("view/sideBySide", on);
   });
-  QAction* minimap = makeAction("actionMinimap", tr("&Minimap"), "minimap", QKeySequence(Qt::CTRL | Qt::Key_M));
+  QAction* minimap =
+      makeAction("actionMinimap", tr("&Minimap"), "minimap", QKeySequence(Qt::CTRL | Qt::Key_M));
   minimap->setCheckable(true);
   minimap->setChecked(true);
   connect(minimap, &QAction::toggled, this, [this](bool on) {
     for (GraphPane* pane : {m_originalPane, m_optimizedPane, m_stepPane, m_leftPane, m_rightPane})
       pane->view()->setMinimapVisible(on);
   });
-  QAction* legend = makeAction("actionLegend", tr("&Legend"), "legend", QKeySequence(Qt::CTRL | Qt::Key_L));
+  QAction* legend =
+      makeAction("actionLegend", tr("&Legend"), "legend", QKeySequence(Qt::CTRL | Qt::Key_L));
   legend->setCheckable(true);
   legend->setChecked(true);
   connect(legend, &QAction::toggled, this, [this](bool on) {
@@ -227,8 +240,9 @@ void MainWindow::createActions() {
   });
   connect(makeAction("actionBack", tr("&Back"), "back", QKeySequence(Qt::ALT | Qt::Key_Left)),
           &QAction::triggered, this, onPane([](GraphPane* p) { p->goBack(); }));
-  connect(makeAction("actionForward", tr("&Forward"), "forward", QKeySequence(Qt::ALT | Qt::Key_Right)),
-          &QAction::triggered, this, onPane([](GraphPane* p) { p->goForward(); }));
+  connect(
+      makeAction("actionForward", tr("&Forward"), "forward", QKeySequence(Qt::ALT | Qt::Key_Right)),
+      &QAction::triggered, this, onPane([](GraphPane* p) { p->goForward(); }));
 
   connect(makeAction("actionFind", tr("&Find…"), "find", QKeySequence::Find), &QAction::triggered,
           m_searchBar, &SearchBar::activate);
@@ -240,25 +254,28 @@ void MainWindow::createActions() {
             }
           });
   connect(makeAction("actionFindPrevious", tr("Find &Previous"), "find_previous",
-                    QKeySequence(Qt::SHIFT | Qt::Key_F3)),
+                     QKeySequence(Qt::SHIFT | Qt::Key_F3)),
           &QAction::triggered, this, [this] {
             if (GraphPane* pane = currentPane()) {
               pane->findPrevious();
               m_searchBar->setResult(pane->currentSearchHit(), pane->searchHitCount());
             }
           });
-  connect(makeAction("actionAbout", tr("&About Tensorscope"), {}), &QAction::triggered, this, [this] {
-    auto* box = new QMessageBox(QMessageBox::NoIcon, tr("About Tensorscope"),
-                                tr("<h3>Tensorscope %1</h3><p>A debugger and profiler for tensor computation "
-                                   "graphs: open <tt>.tsg</tt> files and ONNX models, inspect the graph and "
-                                   "its values, step through the optimizer's rewrites.</p>")
-                                    .arg(QApplication::applicationVersion()),
-                                QMessageBox::Ok, this);
-    box->setIconPixmap(windowIcon().pixmap(64, 64));
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    box->open();
-  });
-  for (QAction* a : std::as_const(m_actions)) QMainWindow::addAction(a);  // shortcuts work without menus
+  connect(makeAction("actionAbout", tr("&About Tensorscope"), {}), &QAction::triggered, this,
+          [this] {
+            auto* box = new QMessageBox(
+                QMessageBox::NoIcon, tr("About Tensorscope"),
+                tr("<h3>Tensorscope %1</h3><p>A debugger and profiler for tensor computation "
+                   "graphs: open <tt>.tsg</tt> files and ONNX models, inspect the graph and "
+                   "its values, step through the optimizer's rewrites.</p>")
+                    .arg(QApplication::applicationVersion()),
+                QMessageBox::Ok, this);
+            box->setIconPixmap(windowIcon().pixmap(64, 64));
+            box->setAttribute(Qt::WA_DeleteOnClose);
+            box->open();
+          });
+  for (QAction* a : std::as_const(m_actions))
+    QMainWindow::addAction(a);  // shortcuts work without menus
 }
 
 void MainWindow::createMenus() {
@@ -280,7 +297,8 @@ void MainWindow::createMenus() {
   file->addAction(m_actions["actionQuit"]);
 
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
-  for (const char* name : {"actionFind", "actionFindNext", "actionFindPrevious"}) edit->addAction(m_actions[name]);
+  for (const char* name : {"actionFind", "actionFindNext", "actionFindPrevious"})
+    edit->addAction(m_actions[name]);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->setObjectName(QStringLiteral("menuView"));
@@ -290,7 +308,8 @@ void MainWindow::createMenus() {
   view->addAction(m_actions["actionExpandAll"]);
   view->addAction(m_actions["actionCollapseAll"]);
   view->addSeparator();
-  for (const char* name : {"actionSideBySide", "actionMinimap", "actionLegend"}) view->addAction(m_actions[name]);
+  for (const char* name : {"actionSideBySide", "actionMinimap", "actionLegend"})
+    view->addAction(m_actions[name]);
   view->addSeparator();
   view->addAction(m_actions["actionBack"]);
   view->addAction(m_actions["actionForward"]);
@@ -303,18 +322,21 @@ void MainWindow::createToolBar() {
   QToolBar* bar = addToolBar(tr("Main"));
   bar->setObjectName(QStringLiteral("mainToolBar"));
   bar->setIconSize(QSize(20, 20));
-  for (const char* name : {"actionOpen", "actionExportSvg", "", "actionBack", "actionForward", "", "actionZoomIn",
-                           "actionZoomOut", "actionZoomFit", "actionZoomReset", "", "actionExpandAll",
-                           "actionCollapseAll", "", "actionSideBySide", "actionMinimap", "actionLegend", "",
-                           "actionFind"}) {
-    if (*name) bar->addAction(m_actions[name]);
-    else bar->addSeparator();
+  for (const char* name : {"actionOpen", "actionExportSvg", "", "actionBack", "actionForward", "",
+                           "actionZoomIn", "actionZoomOut", "actionZoomFit", "actionZoomReset", "",
+                           "actionExpandAll", "actionCollapseAll", "", "actionSideBySide",
+                           "actionMinimap", "actionLegend", "", "actionFind"}) {
+    if (*name)
+      bar->addAction(m_actions[name]);
+    else
+      bar->addSeparator();
   }
 }
 
 void MainWindow::createDocks() {
-  auto makeDock = [this](const QString& name, const QString& title, QWidget* content, Qt::DockWidgetArea area,
-                         const QString& icon, const QKeySequence& shortcut) {
+  auto makeDock = [this](const QString& name, const QString& title, QWidget* content,
+                         Qt::DockWidgetArea area, const QString& icon,
+                         const QKeySequence& shortcut) {
     auto* dock = new QDockWidget(title, this);
     dock->setObjectName(name);
     dock->setWidget(content);
@@ -332,10 +354,12 @@ void MainWindow::createDocks() {
   m_log = new QPlainTextEdit;
   m_log->setReadOnly(true);
   m_log->setMaximumBlockCount(5000);
-  QDockWidget* inspector = makeDock("inspectorDock", tr("Inspector"), m_inspector, Qt::RightDockWidgetArea,
-                                    "inspector", QKeySequence(Qt::CTRL | Qt::Key_I));
-  QDockWidget* history = makeDock("historyDock", tr("Rewrite History"), m_history, Qt::RightDockWidgetArea,
-                                  "history", QKeySequence(Qt::CTRL | Qt::Key_H));
+  QDockWidget* inspector =
+      makeDock("inspectorDock", tr("Inspector"), m_inspector, Qt::RightDockWidgetArea, "inspector",
+               QKeySequence(Qt::CTRL | Qt::Key_I));
+  QDockWidget* history =
+      makeDock("historyDock", tr("Rewrite History"), m_history, Qt::RightDockWidgetArea, "history",
+               QKeySequence(Qt::CTRL | Qt::Key_H));
   QDockWidget* log = makeDock("logDock", tr("Log"), m_log, Qt::BottomDockWidgetArea, {}, {});
   // The graph gets the width: the two docks share the right side as tabs, the inspector in front.
   tabifyDockWidget(inspector, history);
@@ -352,7 +376,9 @@ void MainWindow::createDocks() {
             showRewriteComparison(order, std::move(before), std::move(after), removed, added);
           });
   connect(m_history, &RewriteHistoryPanel::stepGraphReady, this,
-          [this](int step, std::shared_ptr<const vis::ViewModel> graph) { showStep(step, std::move(graph)); });
+          [this](int step, std::shared_ptr<const vis::ViewModel> graph) {
+            showStep(step, std::move(graph));
+          });
   connect(m_history, &RewriteHistoryPanel::replayUnavailable, this,
           [this](const QString& message) { appendLog(tr("Rewrite history: %1").arg(message)); });
 }
@@ -395,24 +421,30 @@ void MainWindow::updateStatus() {
   } else {
     m_countsLabel->clear();
   }
-  m_zoomLabel->setText(shown ? QStringLiteral("%1%").arg(qRound(pane->view()->zoom() * 100)) : QString());
+  m_zoomLabel->setText(shown ? QStringLiteral("%1%").arg(qRound(pane->view()->zoom() * 100))
+                             : QString());
   bool pending = false;
   for (GraphPane* p : {m_originalPane, m_optimizedPane, m_stepPane, m_leftPane, m_rightPane})
     pending = pending || (p->isVisible() && p->isLayoutPending());
   m_layoutLabel->setText(pending ? tr("Laying out…") : QString());
 }
 
-QString MainWindow::statusCounts() const { return m_countsLabel->text(); }
-QString MainWindow::statusZoom() const { return m_zoomLabel->text(); }
+QString MainWindow::statusCounts() const {
+  return m_countsLabel->text();
+}
+QString MainWindow::statusZoom() const {
+  return m_zoomLabel->text();
+}
 
 void MainWindow::updateActions() {
   const bool open = m_document != nullptr;
   GraphPane* pane = currentPane();
   const bool shown = pane && pane->model();
   m_actions["actionClose"]->setEnabled(open || m_loader->isLoading());
-  for (const char* name : {"actionExportSvg", "actionExportPng", "actionExportDot", "actionZoomIn",
-                           "actionZoomOut", "actionZoomFit", "actionZoomReset", "actionExpandAll",
-                           "actionCollapseAll", "actionFind", "actionFindNext", "actionFindPrevious"})
+  for (const char* name :
+       {"actionExportSvg", "actionExportPng", "actionExportDot", "actionZoomIn", "actionZoomOut",
+        "actionZoomFit", "actionZoomReset", "actionExpandAll", "actionCollapseAll", "actionFind",
+        "actionFindNext", "actionFindPrevious"})
     m_actions[name]->setEnabled(shown);
   m_actions["actionBack"]->setEnabled(shown && pane->canGoBack());
   m_actions["actionForward"]->setEnabled(shown && pane->canGoForward());
@@ -423,10 +455,13 @@ void MainWindow::updateActions() {
 }
 
 void MainWindow::appendLog(const QString& line) {
-  m_log->appendPlainText(QStringLiteral("[%1] %2").arg(QTime::currentTime().toString(QStringLiteral("HH:mm:ss")), line));
+  m_log->appendPlainText(QStringLiteral("[%1] %2").arg(
+      QTime::currentTime().toString(QStringLiteral("HH:mm:ss")), line));
 }
 
-QMessageBox* MainWindow::errorDialog() const { return m_errorDialog.data(); }
+QMessageBox* MainWindow::errorDialog() const {
+  return m_errorDialog.data();
+}
 
 void MainWindow::showError(const QString& title, const QString& text) {
   // open(), not exec(): the event loop (layouts, tests, the screenshot timer) keeps running.
@@ -442,7 +477,9 @@ void MainWindow::showError(const QString& title, const QString& text) {
 QString MainWindow::groupStateKey(const QString& path, const QString& role) {
   // Paths hold '/' (QSettings' group separator) and characters INI keys mangle: key by a hash.
   const QByteArray hash = QCryptographicHash::hash(QFileInfo(path).absoluteFilePath().toUtf8(),
-                                                   QCryptographicHash::Sha1).toHex().left(16);
+                                                   QCryptographicHash::Sha1)
+                              .toHex()
+                              .left(16);
   return QStringLiteral("groupState/%1/%2").arg(QString::fromLatin1(hash), role);
 }
 

@@ -93,7 +93,7 @@ class MainWindow : public QMainWindow {
   QPlainTextEdit* logView() const { return m_log; }
   QDockWidget* dock(const QString& objectName) const;
   QAction* action(const QString& objectName) const;  // e.g. "actionOpen"
-  QMessageBox* errorDialog() const;  // the last one shown, null if none
+  QMessageBox* errorDialog() const;                  // the last one shown, null if none
   QString statusCounts() const;
   QString statusZoom() const;
 
@@ -126,13 +126,14 @@ class MainWindow : public QMainWindow {
   void appendLog(const QString& line);
   void showError(const QString& title, const QString& text);
   QAction* makeAction(const QString& name, const QString& text, const QString& icon,
-                     const QKeySequence& shortcut = {});
+                      const QKeySequence& shortcut = {});
   // main_window_document.cpp
   GraphPane* createPane();
   void connectPane(GraphPane* pane);
   void onLoaded(std::shared_ptr<const Document> document);
   void onLoadFailed(const QString& path, const QString& message);
-  void setPaneModel(GraphPane* pane, const QString& role, std::shared_ptr<const vis::ViewModel> model);
+  void setPaneModel(GraphPane* pane, const QString& role,
+                    std::shared_ptr<const vis::ViewModel> model);
   void syncSelection(GraphPane* from, int node);
   void exportInteractively(const QString& suffix);
   void openInteractively();

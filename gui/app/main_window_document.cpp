@@ -16,6 +16,7 @@
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFuture>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QProgressBar>
@@ -25,7 +26,6 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QToolButton>
-#include <QFuture>
 
 #include <algorithm>
 #include <stdexcept>
@@ -46,7 +46,8 @@ vis::GroupState revealing(const vis::ViewModel& model, const QSet<int>& nodes) {
   std::sort(sorted.begin(), sorted.end());
   if (sorted.size() > static_cast<std::size_t>(kRevealLimit)) sorted.resize(kRevealLimit);
   for (int node : sorted)
-    if (node >= 0 && node < static_cast<int>(model.nodes().size())) state = model.revealed(node, std::move(state));
+    if (node >= 0 && node < static_cast<int>(model.nodes().size()))
+      state = model.revealed(node, std::move(state));
   return state;
 }
 
@@ -100,14 +101,18 @@ QStringList MainWindow::tabTitles() const {
   return titles;
 }
 
-bool MainWindow::isSideBySide() const { return m_centre->currentWidget() == m_splitter; }
+bool MainWindow::isSideBySide() const {
+  return m_centre->currentWidget() == m_splitter;
+}
 
 bool MainWindow::isBusy() const {
   if (m_loader->isLoading() || m_history->isBusy()) return true;
-  const std::vector<GraphPane*> shown =
-      isSideBySide() ? std::vector<GraphPane*>{m_leftPane, m_rightPane} : std::vector<GraphPane*>{currentPane()};
-  return std::any_of(shown.begin(), shown.end(),
-                     [](GraphPane* pane) { return pane && pane->model() && pane->isLayoutPending(); });
+  const std::vector<GraphPane*> shown = isSideBySide()
+                                            ? std::vector<GraphPane*>{m_leftPane, m_rightPane}
+                                            : std::vector<GraphPane*>{currentPane()};
+  return std::any_of(shown.begin(), shown.end(), [](GraphPane* pane) {
+    return pane && pane->model() && pane->isLayoutPending();
+  });
 }
 
 void MainWindow::openFile(const QString& path) {
@@ -123,7 +128,8 @@ void MainWindow::openInteractively() {
   if (!path.isEmpty()) openFile(path);
 }
 
-void MainWindow::setPaneModel(GraphPane* pane, const QString& role, std::shared_ptr<const vis::ViewModel> model) {
+void MainWindow::setPaneModel(GraphPane* pane, const QString& role,
+                              std::shared_ptr<const vis::ViewModel> model) {
   std::optional<vis::GroupState> state;
   if (m_document && !role.isEmpty()) {
     const QVariant stored = QSettings().value(groupStateKey(m_document->path, role));
@@ -131,8 +137,10 @@ void MainWindow::setPaneModel(GraphPane* pane, const QString& role, std::shared_
   }
   m_paneCounts.remove(pane);
   // The role is set first: setModel reports the state it starts with, which is then stored.
-  if (role.isEmpty()) m_paneRole.remove(pane);
-  else m_paneRole.insert(pane, role);
+  if (role.isEmpty())
+    m_paneRole.remove(pane);
+  else
+    m_paneRole.insert(pane, role);
   pane->setModel(std::move(model), state);
 }
 
@@ -149,37 +157,45 @@ void MainWindow::onLoaded(std::shared_ptr<const Document> document) {
   appendLog(tr("Opened %1 (%2): %3 nodes in the original graph%4, %5 logged rewrites")
                 .arg(document->path, QString::fromStdString(document->info.format))
                 .arg(document->original->nodeCount())
-                .arg(document->optimized ? tr(", %1 in the optimized graph").arg(document->optimized->nodeCount())
-                                         : QString())
+                .arg(document->optimized
+                         ? tr(", %1 in the optimized graph").arg(document->optimized->nodeCount())
+                         : QString())
                 .arg(document->rewrites.size()));
   for (const std::string& warning : document->info.warnings)
     appendLog(tr("Warning: %1").arg(QString::fromStdString(warning)));
   if (!document->info.opaqueOps.empty()) {
     QStringList ops;
     for (const std::string& op : document->info.opaqueOps) ops << QString::fromStdString(op);
-    appendLog(tr("Opaque ops (drawn and inspected, not executed): %1").arg(ops.join(QStringLiteral(", "))));
+    appendLog(tr("Opaque ops (drawn and inspected, not executed): %1")
+                  .arg(ops.join(QStringLiteral(", "))));
   }
-  if (!document->info.warnings.empty() || !document->info.opaqueOps.empty()) dock("logDock")->show();
+  if (!document->info.warnings.empty() || !document->info.opaqueOps.empty())
+    dock("logDock")->show();
 
   setPaneModel(m_originalPane, QStringLiteral("original"), document->originalModel);
   if (document->optimizedModel) {
     m_tabs->addTab(m_optimizedPane, tr("Optimized"));
     setPaneModel(m_optimizedPane, QStringLiteral("optimized"), document->optimizedModel);
     // Counterparts walk the rewrite log: on a worker, like everything that grows with the file.
-    runOnWorker(this, [document] {
-      return std::make_shared<const Counterparts>(*document->original, *document->optimized, document->rewrites);
-    }, [this, document](std::shared_ptr<const Counterparts> counterparts) {
-      if (m_document != document) return;
-      m_documentCounterparts = std::move(counterparts);
-      if (!m_comparing) {
-        m_counterparts = m_documentCounterparts;
-        m_counterpartsOwner = document;
-      }
-    });
+    runOnWorker(
+        this,
+        [document] {
+          return std::make_shared<const Counterparts>(*document->original, *document->optimized,
+                                                      document->rewrites);
+        },
+        [this, document](std::shared_ptr<const Counterparts> counterparts) {
+          if (m_document != document) return;
+          m_documentCounterparts = std::move(counterparts);
+          if (!m_comparing) {
+            m_counterparts = m_documentCounterparts;
+            m_counterpartsOwner = document;
+          }
+        });
   }
   m_inspector->setDocument(document);
   m_history->setDocument(document);
-  if (document->optimizedModel && QSettings().value("view/sideBySide", false).toBool()) setSideBySide(true);
+  if (document->optimizedModel && QSettings().value("view/sideBySide", false).toBool())
+    setSideBySide(true);
   updateActions();
   updateStatus();
   emit documentLoaded(document->path);
@@ -240,16 +256,18 @@ void MainWindow::setSideBySide(bool on) {
 }
 
 void MainWindow::showRewriteComparison(int order, std::shared_ptr<const vis::ViewModel> before,
-                                       std::shared_ptr<const vis::ViewModel> after, const QSet<int>& removed,
-                                       const QSet<int>& added) {
+                                       std::shared_ptr<const vis::ViewModel> after,
+                                       const QSet<int>& removed, const QSet<int>& added) {
   if (!m_document || !before || !after) return;
-  const auto record = std::find_if(m_document->rewrites.begin(), m_document->rewrites.end(),
-                                   [order](const engine::RewriteRecord& r) { return static_cast<int>(r.order) == order; });
+  const auto record = std::find_if(
+      m_document->rewrites.begin(), m_document->rewrites.end(),
+      [order](const engine::RewriteRecord& r) { return static_cast<int>(r.order) == order; });
   QString what = tr("rewrite %1").arg(order);
   if (record != m_document->rewrites.end())
-    what += QStringLiteral(": %1%2").arg(QString::fromStdString(record->reason),
-                                         record->phase.empty() ? QString()
-                                                               : QStringLiteral(" (%1)").arg(QString::fromStdString(record->phase)));
+    what += QStringLiteral(": %1%2").arg(
+        QString::fromStdString(record->reason),
+        record->phase.empty() ? QString()
+                              : QStringLiteral(" (%1)").arg(QString::fromStdString(record->phase)));
   m_comparing = true;
   m_leftTitle->setText(tr("Before %1 — removed nodes in red").arg(what));
   m_rightTitle->setText(tr("After %1 — added nodes in green").arg(what));
@@ -263,13 +281,14 @@ void MainWindow::showRewriteComparison(int order, std::shared_ptr<const vis::Vie
   m_rightPane->setHighlight(added, kAddedColor);
   // Selection follows this one record's replacements; the models keep their graphs alive.
   if (record != m_document->rewrites.end())
-    m_counterparts = std::make_shared<const Counterparts>(before->graph(), after->graph(),
-                                                          std::span<const engine::RewriteRecord>(&*record, 1));
+    m_counterparts = std::make_shared<const Counterparts>(
+        before->graph(), after->graph(), std::span<const engine::RewriteRecord>(&*record, 1));
   else
     m_counterparts = std::make_shared<const Counterparts>(before->graph(), after->graph(),
                                                           std::span<const engine::RewriteRecord>());
-  m_counterpartsOwner = std::make_shared<std::pair<std::shared_ptr<const vis::ViewModel>,
-                                                   std::shared_ptr<const vis::ViewModel>>>(before, after);
+  m_counterpartsOwner = std::make_shared<
+      std::pair<std::shared_ptr<const vis::ViewModel>, std::shared_ptr<const vis::ViewModel>>>(
+      before, after);
   m_centre->setCurrentWidget(m_splitter);
   // The change in view: its first removed node selected (and centred; its counterpart follows on
   // the right), or the first added one when the rewrite only added.
@@ -291,7 +310,8 @@ void MainWindow::showStep(int step, std::shared_ptr<const vis::ViewModel> graph)
   if (index < 0) index = m_tabs->addTab(m_stepPane, title);
   m_tabs->setTabText(index, title);
   // Stepping keeps the groups the user opened; the first step starts from the original's.
-  const vis::GroupState state = m_stepPane->model() ? m_stepPane->groupState() : m_originalPane->groupState();
+  const vis::GroupState state =
+      m_stepPane->model() ? m_stepPane->groupState() : m_originalPane->groupState();
   m_paneCounts.remove(m_stepPane);
   m_stepPane->setModel(std::move(graph), state);
   setSideBySide(false);
@@ -303,8 +323,8 @@ void MainWindow::syncSelection(GraphPane* from, int node) {
   GraphPane* other = from == m_leftPane ? m_rightPane : m_leftPane;
   if (!from->model() || !other->model()) return;
   const int mapped = node < 0 ? -1
-                              : counterpartNode(*from->model(), node, *other->model(), *m_counterparts,
-                                                from == m_leftPane);
+                              : counterpartNode(*from->model(), node, *other->model(),
+                                                *m_counterparts, from == m_leftPane);
   if (mapped == other->selectedNode()) return;
   m_syncing = true;
   other->selectNode(mapped);
@@ -330,23 +350,30 @@ void MainWindow::exportView(const QString& path) {
   GraphPane* pane = currentPane();
   vis::GraphScene* scene = pane ? pane->view()->graphScene() : nullptr;
   if (!scene || !scene->model() || !scene->sceneLayout())
-    throw std::runtime_error("nothing to export: no graph is shown (open a file and wait for its layout)");
+    throw std::runtime_error(
+        "nothing to export: no graph is shown (open a file and wait for its layout)");
   const QString suffix = QFileInfo(path).suffix().toLower();
-  if (suffix == QLatin1String("svg")) vis::exportSvg(*scene, path);
-  else if (suffix == QLatin1String("png")) vis::exportPng(*scene, path, 2.0);
-  else if (suffix == QLatin1String("dot")) vis::exportDot(*scene->model(), *scene->sceneLayout(), path);
+  if (suffix == QLatin1String("svg"))
+    vis::exportSvg(*scene, path);
+  else if (suffix == QLatin1String("png"))
+    vis::exportPng(*scene, path, 2.0);
+  else if (suffix == QLatin1String("dot"))
+    vis::exportDot(*scene->model(), *scene->sceneLayout(), path);
   else
-    throw std::runtime_error(("cannot export to " + path + ": expected a .svg, .png or .dot file, found '." + suffix +
-                              "'").toStdString());
+    throw std::runtime_error(("cannot export to " + path +
+                              ": expected a .svg, .png or .dot file, found '." + suffix + "'")
+                                 .toStdString());
 }
 
 void MainWindow::exportInteractively(const QString& suffix) {
-  const QString base = m_document ? QFileInfo(m_document->path).completeBaseName() : QStringLiteral("graph");
+  const QString base =
+      m_document ? QFileInfo(m_document->path).completeBaseName() : QStringLiteral("graph");
   const QString dir = m_document ? QFileInfo(m_document->path).absolutePath() : QString();
-  const QString filter = suffix == "svg" ? tr("SVG images (*.svg)")
+  const QString filter = suffix == "svg"   ? tr("SVG images (*.svg)")
                          : suffix == "png" ? tr("PNG images (*.png)")
                                            : tr("Graphviz DOT files (*.dot)");
-  QString path = QFileDialog::getSaveFileName(this, tr("Export View"), dir + '/' + base + '.' + suffix, filter);
+  QString path = QFileDialog::getSaveFileName(this, tr("Export View"),
+                                              dir + '/' + base + '.' + suffix, filter);
   if (path.isEmpty()) return;
   if (QFileInfo(path).suffix().isEmpty()) path += '.' + suffix;
   try {

@@ -31,7 +31,9 @@ void RecentFiles::remove(const QString& path) {
   if (list.removeAll(QFileInfo(path).absoluteFilePath()) > 0) store(list);
 }
 
-void RecentFiles::clear() { store({}); }
+void RecentFiles::clear() {
+  store({});
+}
 
 void RecentFiles::store(const QStringList& files) {
   QSettings().setValue(kSettingsKey, files);

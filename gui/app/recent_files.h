@@ -17,7 +17,7 @@ class RecentFiles : public QObject {
 
   explicit RecentFiles(QObject* parent = nullptr);
 
-  QStringList files() const;  // read from QSettings, so every window sees the same list
+  QStringList files() const;         // read from QSettings, so every window sees the same list
   void add(const QString& path);     // moves it to the front (absolute path), caps the list
   void remove(const QString& path);  // e.g. a recent file that no longer opens
   void clear();

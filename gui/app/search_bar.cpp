@@ -74,7 +74,9 @@ SearchBar::SearchBar(QWidget* parent) : QWidget(parent) {
   m_result->clear();
 }
 
-QString SearchBar::text() const { return m_edit->text(); }
+QString SearchBar::text() const {
+  return m_edit->text();
+}
 
 void SearchBar::setText(const QString& text) {
   m_edit->setText(text);
@@ -96,7 +98,8 @@ void SearchBar::setResult(int current, int count) {
   } else if (count == 0) {
     m_result->setText(tr("No matches"));
   } else {
-    m_result->setText(tr("%1 of %2").arg(current >= 0 ? QString::number(current + 1) : QStringLiteral("–"))
+    m_result->setText(tr("%1 of %2")
+                          .arg(current >= 0 ? QString::number(current + 1) : QStringLiteral("–"))
                           .arg(count));
   }
   // A failed search tints the field, as editors do.
@@ -105,7 +108,9 @@ void SearchBar::setResult(int current, int count) {
                             : QString());
 }
 
-QString SearchBar::resultText() const { return m_result->text(); }
+QString SearchBar::resultText() const {
+  return m_result->text();
+}
 
 void SearchBar::keyPressEvent(QKeyEvent* event) {
   if (event->key() == Qt::Key_Escape) {

@@ -26,7 +26,8 @@ class SearchBar : public QWidget {
   QString resultText() const;
 
  signals:
-  void searchRequested(QString text);  // the text changed (after a short pause) or Enter on new text
+  void searchRequested(
+      QString text);  // the text changed (after a short pause) or Enter on new text
   void nextRequested();
   void previousRequested();
   void closed();

@@ -24,8 +24,8 @@ class SearchIndex {
   std::size_t size() const { return m_text.size(); }
 
  private:
-  std::vector<QString> m_text;         // per node, lowercase, fields separated by '\n'
-  std::vector<std::int64_t> m_ids;     // per node: its id in its graph
+  std::vector<QString> m_text;      // per node, lowercase, fields separated by '\n'
+  std::vector<std::int64_t> m_ids;  // per node: its id in its graph
 };
 
 }  // namespace tscope::gui

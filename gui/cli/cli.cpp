@@ -28,16 +28,20 @@ using nlohmann::json;
 struct SubCommand {
   const char* summary;
   const char* usage;
-  int (*run)(const QCommandLineParser&, const std::string& file, std::string& out, std::string& err);
+  int (*run)(const QCommandLineParser&, const std::string& file, std::string& out,
+             std::string& err);
   void (*addOptions)(QCommandLineParser&);
 };
 
 void noOptions(QCommandLineParser&) {}
 
-const engine::FunctionGraph& pickGraph(const engine::io::TsgDocument& doc, const std::string& which) {
+const engine::FunctionGraph& pickGraph(const engine::io::TsgDocument& doc,
+                                       const std::string& which) {
   if (which == "original") return *doc.original;
   if (which == "optimized") {
-    if (!doc.optimized) throw std::runtime_error("the file has no optimized graph (run `tensorscope optimize` first)");
+    if (!doc.optimized)
+      throw std::runtime_error(
+          "the file has no optimized graph (run `tensorscope optimize` first)");
     return *doc.optimized;
   }
   throw std::invalid_argument("--graph expects original or optimized, found '" + which + "'");
@@ -46,11 +50,16 @@ const engine::FunctionGraph& pickGraph(const engine::io::TsgDocument& doc, const
 int runInfo(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
   engine::session::GraphFileInfo fileInfo;
   engine::io::TsgDocument doc = engine::session::openGraphFile(file, &fileInfo);
-  json info = {{"file", file}, {"format", fileInfo.format}, {"producer", doc.producer},
+  json info = {{"file", file},
+               {"format", fileInfo.format},
+               {"producer", doc.producer},
                {"original", engine::io::graphSummary(*doc.original)},
-               {"rewrites", doc.rewrites.size()}, {"profiles", doc.profiles.size()}};
+               {"rewrites", doc.rewrites.size()},
+               {"profiles", doc.profiles.size()}};
   if (fileInfo.format == "onnx")
-    info["onnx"] = {{"opset", fileInfo.onnxOpset}, {"warnings", fileInfo.warnings}, {"opaque_ops", fileInfo.opaqueOps}};
+    info["onnx"] = {{"opset", fileInfo.onnxOpset},
+                    {"warnings", fileInfo.warnings},
+                    {"opaque_ops", fileInfo.opaqueOps}};
   if (doc.optimized) info["optimized"] = engine::io::graphSummary(*doc.optimized);
   if (p.isSet("json")) {
     out += info.dump(2) + "\n";
@@ -60,7 +69,9 @@ int runInfo(const QCommandLineParser& p, const std::string& file, std::string& o
   if (doc.producer.contains("name") && doc.producer["name"].is_string())
     out += "  written by " + doc.producer["name"].get<std::string>() +
            (doc.producer.contains("version") && doc.producer["version"].is_string()
-                ? " " + doc.producer["version"].get<std::string>() : std::string()) + "\n";
+                ? " " + doc.producer["version"].get<std::string>()
+                : std::string()) +
+           "\n";
   if (fileInfo.format == "onnx") {
     out += "  ONNX model, opset " + std::to_string(fileInfo.onnxOpset) + "\n";
     if (!fileInfo.opaqueOps.empty()) {
@@ -71,8 +82,10 @@ int runInfo(const QCommandLineParser& p, const std::string& file, std::string& o
     for (const std::string& w : fileInfo.warnings) out += "  warning: " + w + "\n";
   }
   out += "original graph:\n" + engine::io::graphSummaryText(info["original"]);
-  if (doc.optimized) out += "optimized graph:\n" + engine::io::graphSummaryText(info["optimized"]);
-  else out += "optimized graph: none\n";
+  if (doc.optimized)
+    out += "optimized graph:\n" + engine::io::graphSummaryText(info["optimized"]);
+  else
+    out += "optimized graph: none\n";
   out += "rewrite log: " + std::to_string(doc.rewrites.size()) + " changes\n";
   out += "profiles: " + std::to_string(doc.profiles.size()) + "\n";
   return kExitOk;
@@ -81,13 +94,15 @@ int runInfo(const QCommandLineParser& p, const std::string& file, std::string& o
 int runPrint(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
   engine::io::TsgDocument doc = engine::session::openGraphFile(file);
   if (p.isSet("rewrites")) {
-    if (p.isSet("graph")) throw std::invalid_argument("--rewrites lists the rewrite log; it takes no --graph");
+    if (p.isSet("graph"))
+      throw std::invalid_argument("--rewrites lists the rewrite log; it takes no --graph");
     if (doc.rewrites.empty()) {
       out += file + " has no rewrite log (`tensorscope optimize` writes one)\n";
       return kExitOk;
     }
-    out += "rewrite log of " + file + ": " + std::to_string(doc.rewrites.size()) +
-           " changes (node ids with their op where the original or the optimized graph holds them)\n";
+    out +=
+        "rewrite log of " + file + ": " + std::to_string(doc.rewrites.size()) +
+        " changes (node ids with their op where the original or the optimized graph holds them)\n";
     out += engine::session::rewriteLogText(doc.rewrites, doc.original.get(), doc.optimized.get());
     return kExitOk;
   }
@@ -96,40 +111,50 @@ int runPrint(const QCommandLineParser& p, const std::string& file, std::string& 
   return kExitOk;
 }
 
-// "Hardmax (2 nodes), FancyOp (1 node)": the graph's ops that were loaded but cannot run (Op::isExecutable),
-// by name, in the graph's node order as graphSummary's "opaque_ops" lists them, with a count each;
-// empty when every op runs.
+// "Hardmax (2 nodes), FancyOp (1 node)": the graph's ops that were loaded but cannot run
+// (Op::isExecutable), by name, in the graph's node order as graphSummary's "opaque_ops" lists them,
+// with a count each; empty when every op runs.
 std::string opaqueOpsText(const engine::FunctionGraph& graph) {
   std::vector<std::pair<std::string, int>> counts;
   for (const engine::Apply* node : graph.nodes()) {
     if (node->op().isExecutable()) continue;
     const std::string name = node->op().name();
-    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
-    if (it == counts.end()) counts.emplace_back(name, 1);
-    else ++it->second;
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
+    if (it == counts.end())
+      counts.emplace_back(name, 1);
+    else
+      ++it->second;
   }
   std::string text;
   for (const auto& [name, n] : counts)
-    text += (text.empty() ? "" : ", ") + name + " (" + std::to_string(n) + (n == 1 ? " node)" : " nodes)");
+    text += (text.empty() ? "" : ", ") + name + " (" + std::to_string(n) +
+            (n == 1 ? " node)" : " nodes)");
   return text;
 }
 
 // A file with opaque ops is valid (it opens, prints and draws) but cannot run: validate says so
 // on stderr, so that a script checking models before `run` learns it without parsing `info`.
-int runValidate(const QCommandLineParser&, const std::string& file, std::string& out, std::string& err) {
+int runValidate(const QCommandLineParser&, const std::string& file, std::string& out,
+                std::string& err) {
   engine::io::TsgDocument doc = engine::session::openGraphFile(file);
   doc.original->checkIntegrity();
   if (doc.optimized) doc.optimized->checkIntegrity();
-  out += file + ": valid (" + std::to_string(doc.original->nodeCount()) + " applies in the original graph" +
-         (doc.optimized ? ", " + std::to_string(doc.optimized->nodeCount()) + " in the optimized graph" : std::string()) +
-         ")\n";
-  for (const auto& [which, graph] : {std::pair{"original", doc.original.get()}, std::pair{"optimized", doc.optimized.get()}}) {
+  out +=
+      file + ": valid (" + std::to_string(doc.original->nodeCount()) +
+      " applies in the original graph" +
+      (doc.optimized ? ", " + std::to_string(doc.optimized->nodeCount()) + " in the optimized graph"
+                     : std::string()) +
+      ")\n";
+  for (const auto& [which, graph] :
+       {std::pair{"original", doc.original.get()}, std::pair{"optimized", doc.optimized.get()}}) {
     if (!graph) continue;
     const std::string opaque = opaqueOpsText(*graph);
     if (!opaque.empty())
       err += "tensorscope validate: warning: the " + std::string(which) +
              " graph has ops this build cannot execute (loaded as opaque ops, so `run` and the "
-             "compiled modes stop at them): " + opaque + "\n";
+             "compiled modes stop at them): " +
+             opaque + "\n";
   }
   return kExitOk;
 }
@@ -140,27 +165,37 @@ int runRun(const QCommandLineParser& p, const std::string& file, std::string& ou
   for (const QString& spec : p.values("input")) {
     const qsizetype eq = spec.indexOf('=');
     if (eq <= 0 || eq == spec.size() - 1)
-      throw std::invalid_argument("--input expects NAME=FILE.npy, found '" + spec.toStdString() + "'");
+      throw std::invalid_argument("--input expects NAME=FILE.npy, found '" + spec.toStdString() +
+                                  "'");
     const std::string name = spec.left(eq).toStdString();
-    if (inputs.byName.count(name)) throw std::invalid_argument("--input gives '" + name + "' twice");
+    if (inputs.byName.count(name))
+      throw std::invalid_argument("--input gives '" + name + "' twice");
     inputs.byName[name] = engine::io::loadNpy(spec.mid(eq + 1).toStdString());
   }
   if (p.isSet("random-inputs")) {
     bool ok = false;
     const qulonglong seed = p.value("random-inputs").toULongLong(&ok);
-    if (!ok) throw std::invalid_argument("--random-inputs expects a non-negative integer seed, found '" +
-                                         p.value("random-inputs").toStdString() + "'");
+    if (!ok)
+      throw std::invalid_argument("--random-inputs expects a non-negative integer seed, found '" +
+                                  p.value("random-inputs").toStdString() + "'");
     inputs.randomSeed = seed;
   }
   if (p.isSet("mode")) {
     const std::string mode = p.value("mode").toStdString();
-    if (mode == "none") inputs.mode = engine::Mode::None;
-    else if (mode == "fast_compile") inputs.mode = engine::Mode::FastCompile;
-    else if (mode == "fast_run") inputs.mode = engine::Mode::FastRun;
-    else if (mode == "debug") inputs.mode = engine::Mode::Debug;
-    else throw std::invalid_argument("--mode expects none, fast_compile, fast_run or debug, found '" + mode + "'");
+    if (mode == "none")
+      inputs.mode = engine::Mode::None;
+    else if (mode == "fast_compile")
+      inputs.mode = engine::Mode::FastCompile;
+    else if (mode == "fast_run")
+      inputs.mode = engine::Mode::FastRun;
+    else if (mode == "debug")
+      inputs.mode = engine::Mode::Debug;
+    else
+      throw std::invalid_argument("--mode expects none, fast_compile, fast_run or debug, found '" +
+                                  mode + "'");
   }
-  const std::filesystem::path dir = p.isSet("output-dir") ? p.value("output-dir").toStdString() : std::string(".");
+  const std::filesystem::path dir =
+      p.isSet("output-dir") ? p.value("output-dir").toStdString() : std::string(".");
   engine::session::RunResult result;
   try {
     result = engine::session::runGraph(*doc.original, inputs);
@@ -172,11 +207,14 @@ int runRun(const QCommandLineParser& p, const std::string& file, std::string& ou
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error("cannot create the output directory " + dir.string() + ": " + ec.message());
+  if (ec)
+    throw std::runtime_error("cannot create the output directory " + dir.string() + ": " +
+                             ec.message());
   std::size_t k = 0;
   for (const auto& in : doc.original->inputs()) {
     if (in->kind() == engine::Variable::Kind::Shared) continue;
-    out += "input " + (in->name().empty() ? std::to_string(k) : in->name()) + ": " + result.inputSource[k] + "\n";
+    out += "input " + (in->name().empty() ? std::to_string(k) : in->name()) + ": " +
+           result.inputSource[k] + "\n";
     ++k;
   }
   for (std::size_t i = 0; i < result.outputs.size(); ++i) {
@@ -185,27 +223,30 @@ int runRun(const QCommandLineParser& p, const std::string& file, std::string& ou
     engine::io::saveNpy(t, path);
     const std::string& name = doc.original->outputs()[i]->name();
     out += "output " + std::to_string(i) + (name.empty() ? "" : " (" + name + ")") + ": " +
-           std::string(engine::dtypeName(t.dtype())) + " " + engine::shapeToString(t.shape()) + " -> " + path.string() +
-           "\n";
+           std::string(engine::dtypeName(t.dtype())) + " " + engine::shapeToString(t.shape()) +
+           " -> " + path.string() + "\n";
   }
   return kExitOk;
 }
 
-int runOptimize(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
+int runOptimize(const QCommandLineParser& p, const std::string& file, std::string& out,
+                std::string&) {
   if (!p.isSet("output")) throw std::invalid_argument("-o OUT.tsg is required");
   const std::filesystem::path target = p.value("output").toStdString();
   if (target.extension() != ".tsg")
     throw std::invalid_argument("-o expects a .tsg path, found '" + target.string() + "'");
-  const std::string mode = p.isSet("mode") ? p.value("mode").toStdString() : std::string("fast_run");
+  const std::string mode =
+      p.isSet("mode") ? p.value("mode").toStdString() : std::string("fast_run");
   engine::RewriteQuery query = engine::RewriteQuery::forMode(mode);
   const std::set<std::string> known = engine::RewriteDb::standard().knownTags();
   auto checkTag = [&](const std::string& option, const std::string& tag) {
     if (known.count(tag)) return;
     std::string list;
-    for (const char* k : {"fast_run", "fast_compile", "merge", "canonicalize", "stabilize", "specialize", "fusion",
-                          "inplace", "final_merge"})
+    for (const char* k : {"fast_run", "fast_compile", "merge", "canonicalize", "stabilize",
+                          "specialize", "fusion", "inplace", "final_merge"})
       if (known.count(k)) list += (list.empty() ? "" : ", ") + std::string(k);
-    throw std::invalid_argument("--" + option + " " + tag + ": no rewrite or tag has this name (tags include " + list +
+    throw std::invalid_argument("--" + option + " " + tag +
+                                ": no rewrite or tag has this name (tags include " + list +
                                 "; any rewrite's name works too)");
   };
   for (const QString& t : p.values("include")) {
@@ -220,8 +261,8 @@ int runOptimize(const QCommandLineParser& p, const std::string& file, std::strin
   const engine::RewriteProfile profile = engine::session::optimizeDocument(doc, query);
   engine::io::saveTsg(doc, target);
   out += file + " (" + mode + "):\n" + engine::session::rewriteProfileText(profile);
-  out += "wrote " + target.string() + " (original, optimized, " + std::to_string(doc.rewrites.size()) +
-         " logged changes)\n";
+  out += "wrote " + target.string() + " (original, optimized, " +
+         std::to_string(doc.rewrites.size()) + " logged changes)\n";
   return kExitOk;
 }
 
@@ -230,26 +271,29 @@ struct ExportFormat {
   const char* extension;
   const char* description;
   // Writes graph `which` of the document to path; returns what the command prints.
-  std::string (*write)(const QCommandLineParser&, engine::io::TsgDocument&, const std::string& which,
-                       const std::filesystem::path&);
+  std::string (*write)(const QCommandLineParser&, engine::io::TsgDocument&,
+                       const std::string& which, const std::filesystem::path&);
 };
 
-std::string writeOnnxFile(const QCommandLineParser& p, engine::io::TsgDocument& doc, const std::string& which,
-                          const std::filesystem::path& path) {
+std::string writeOnnxFile(const QCommandLineParser& p, engine::io::TsgDocument& doc,
+                          const std::string& which, const std::filesystem::path& path) {
   const engine::FunctionGraph& graph = pickGraph(doc, which);
 #ifdef TSCOPE_HAVE_ONNX
   engine::io::OnnxExportOptions options;
   if (p.isSet("opset")) {
     bool ok = false;
     options.opset = p.value("opset").toInt(&ok);
-    if (!ok) throw std::invalid_argument("--opset expects an integer, found '" + p.value("opset").toStdString() + "'");
+    if (!ok)
+      throw std::invalid_argument("--opset expects an integer, found '" +
+                                  p.value("opset").toStdString() + "'");
   }
   engine::io::saveOnnx(graph, path, options);
   return "wrote " + path.string() + " (ONNX, opset " + std::to_string(options.opset) + ", " +
          std::to_string(graph.nodeCount()) + " applies exported)\n";
 #else
   (void)p, (void)graph, (void)path;
-  throw std::runtime_error("this build of tensorscope has no ONNX support (it needs libonnx-dev and libprotobuf-dev)");
+  throw std::runtime_error(
+      "this build of tensorscope has no ONNX support (it needs libonnx-dev and libprotobuf-dev)");
 #endif
 }
 
@@ -263,11 +307,14 @@ const std::vector<ExportFormat>& exportFormats() {
   return formats;
 }
 
-int runExport(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
+int runExport(const QCommandLineParser& p, const std::string& file, std::string& out,
+              std::string&) {
   std::string supported;
   for (const ExportFormat& f : exportFormats())
-    supported += (supported.empty() ? "" : ", ") + std::string(f.extension) + " (" + f.description + ")";
-  if (!p.isSet("output")) throw std::invalid_argument("-o OUT is required; supported outputs: " + supported);
+    supported +=
+        (supported.empty() ? "" : ", ") + std::string(f.extension) + " (" + f.description + ")";
+  if (!p.isSet("output"))
+    throw std::invalid_argument("-o OUT is required; supported outputs: " + supported);
   const std::filesystem::path target = p.value("output").toStdString();
   const ExportFormat* format = nullptr;
   for (const ExportFormat& f : exportFormats())
@@ -282,7 +329,8 @@ int runExport(const QCommandLineParser& p, const std::string& file, std::string&
   if (!picture) {
     for (const char* option : {"expand", "heatmap", "scale"})
       if (p.isSet(option))
-        throw std::invalid_argument("--" + std::string(option) + " applies to drawings (.svg, .png, .dot), not to " +
+        throw std::invalid_argument("--" + std::string(option) +
+                                    " applies to drawings (.svg, .png, .dot), not to " +
                                     target.extension().string());
   } else if (p.isSet("opset")) {
     throw std::invalid_argument("--opset applies to .onnx output only");
@@ -296,50 +344,71 @@ int runExport(const QCommandLineParser& p, const std::string& file, std::string&
 const std::map<std::string, SubCommand>& subCommands() {
   static const std::map<std::string, SubCommand> commands = {
       {"export",
-       {"writes a graph in another format, chosen by the extension of OUT (.onnx, .svg, .png, .dot)",
-        "export FILE -o OUT.(onnx|svg|png|dot) [--graph original|optimized] [--opset N] [--expand all|none|PATH]... "
+       {"writes a graph in another format, chosen by the extension of OUT (.onnx, .svg, .png, "
+        ".dot)",
+        "export FILE -o OUT.(onnx|svg|png|dot) [--graph original|optimized] [--opset N] [--expand "
+        "all|none|PATH]... "
         "[--heatmap] [--scale S]",
         &runExport,
         [](QCommandLineParser& p) {
-          p.addOption(QCommandLineOption({"o", "output"}, "Where the graph is written; the extension picks the format.",
-                                         "OUT"));
-          p.addOption(QCommandLineOption("graph", "Which graph: original (default) or optimized.", "which"));
-          p.addOption(QCommandLineOption("opset", "The ONNX opset to write, 13 to 17 (default 17).", "N"));
+          p.addOption(QCommandLineOption(
+              {"o", "output"}, "Where the graph is written; the extension picks the format.",
+              "OUT"));
+          p.addOption(QCommandLineOption("graph", "Which graph: original (default) or optimized.",
+                                         "which"));
+          p.addOption(
+              QCommandLineOption("opset", "The ONNX opset to write, 13 to 17 (default 17).", "N"));
           addPictureOptions(p);
         }}},
       {"info",
        {"counts, inputs and outputs with types, op histogram", "info FILE [--json]", &runInfo,
-        [](QCommandLineParser& p) { p.addOption(QCommandLineOption("json", "Print the summary as JSON.")); }}},
+        [](QCommandLineParser& p) {
+          p.addOption(QCommandLineOption("json", "Print the summary as JSON."));
+        }}},
       {"optimize",
        {"optimizes the original graph; writes it with the optimized graph and the rewrite log",
         "optimize FILE -o OUT.tsg [--mode M] [--include TAG]... [--exclude TAG]...", &runOptimize,
         [](QCommandLineParser& p) {
-          p.addOption(QCommandLineOption({"o", "output"}, "Where the optimized file is written (.tsg).", "OUT"));
-          p.addOption(QCommandLineOption("mode", "fast_run (default), fast_compile, none or debug.", "M"));
-          p.addOption(QCommandLineOption("include", "Also run the rewrites with this tag or name (repeatable).", "TAG"));
-          p.addOption(QCommandLineOption("exclude", "Skip the rewrites with this tag or name (repeatable).", "TAG"));
+          p.addOption(QCommandLineOption({"o", "output"},
+                                         "Where the optimized file is written (.tsg).", "OUT"));
+          p.addOption(
+              QCommandLineOption("mode", "fast_run (default), fast_compile, none or debug.", "M"));
+          p.addOption(QCommandLineOption(
+              "include", "Also run the rewrites with this tag or name (repeatable).", "TAG"));
+          p.addOption(QCommandLineOption(
+              "exclude", "Skip the rewrites with this tag or name (repeatable).", "TAG"));
         }}},
       {"print",
        {"a debugprint-style text tree of a graph, or the rewrite log",
         "print FILE [--graph original|optimized] [--rewrites]", &runPrint,
         [](QCommandLineParser& p) {
-          p.addOption(QCommandLineOption("graph", "Which graph: original (default) or optimized.", "which"));
-          p.addOption(QCommandLineOption("rewrites", "List the rewrite log instead, one change per line."));
+          p.addOption(QCommandLineOption("graph", "Which graph: original (default) or optimized.",
+                                         "which"));
+          p.addOption(
+              QCommandLineOption("rewrites", "List the rewrite log instead, one change per line."));
         }}},
       {"run",
        {"executes the graph; writes output i as DIR/output_<i>.npy",
-        "run FILE [--input NAME=x.npy]... [--random-inputs SEED] [--output-dir DIR] [--mode M]", &runRun,
+        "run FILE [--input NAME=x.npy]... [--random-inputs SEED] [--output-dir DIR] [--mode M]",
+        &runRun,
         [](QCommandLineParser& p) {
-          p.addOption(QCommandLineOption("mode", "How the graph is compiled: none (default), fast_compile, "
-                                                 "fast_run or debug.", "M"));
-          p.addOption(QCommandLineOption("input", "The value of graph input NAME, from a NumPy .npy file (repeatable).",
-                                         "NAME=FILE"));
-          p.addOption(QCommandLineOption("random-inputs",
-                                         "Fill inputs that have neither --input nor a test value with random values.",
-                                         "SEED"));
-          p.addOption(QCommandLineOption("output-dir", "Where output_<i>.npy are written (default: .).", "DIR"));
+          p.addOption(QCommandLineOption("mode",
+                                         "How the graph is compiled: none (default), fast_compile, "
+                                         "fast_run or debug.",
+                                         "M"));
+          p.addOption(QCommandLineOption(
+              "input", "The value of graph input NAME, from a NumPy .npy file (repeatable).",
+              "NAME=FILE"));
+          p.addOption(QCommandLineOption(
+              "random-inputs",
+              "Fill inputs that have neither --input nor a test value with random values.",
+              "SEED"));
+          p.addOption(QCommandLineOption("output-dir",
+                                         "Where output_<i>.npy are written (default: .).", "DIR"));
         }}},
-      {"validate", {"loads and checks a file; exit 0 or a message (and a warning for ops it cannot execute)", "validate FILE", &runValidate, &noOptions}},
+      {"validate",
+       {"loads and checks a file; exit 0 or a message (and a warning for ops it cannot execute)",
+        "validate FILE", &runValidate, &noOptions}},
   };
   return commands;
 }
@@ -351,20 +420,22 @@ std::string usage() {
     line.resize(std::max<std::size_t>(line.size() + 2, 48), ' ');
     text += line + cmd.summary + "\n";
   }
-  text += "\nFILE is a .tsg graph file or an ONNX model. `tensorscope <command> --help` describes one command.\n"
-          "\nWithout a command, tensorscope opens the window:\n"
-          "  tensorscope [FILE...] [--side-by-side] [--expand all|none|GROUP]... [--select TEXT]\n"
-          "              [--dock inspector|history|log]... [--history-step N] [--zoom PERCENT]\n"
-          "              [--window-size WxH] [--screenshot OUT.png [--screenshot-timeout S]]\n"
-          "  (--screenshot waits until the graph is drawn, writes the window to OUT.png and quits)\n";
+  text +=
+      "\nFILE is a .tsg graph file or an ONNX model. `tensorscope <command> --help` describes one "
+      "command.\n"
+      "\nWithout a command, tensorscope opens the window:\n"
+      "  tensorscope [FILE...] [--side-by-side] [--expand all|none|GROUP]... [--select TEXT]\n"
+      "              [--dock inspector|history|log]... [--history-step N] [--zoom PERCENT]\n"
+      "              [--window-size WxH] [--screenshot OUT.png [--screenshot-timeout S]]\n"
+      "  (--screenshot waits until the graph is drawn, writes the window to OUT.png and quits)\n";
   return text;
 }
 
 }  // namespace
 
 bool isSubCommand(const std::vector<std::string>& args) {
-  return !args.empty() && (subCommands().count(args[0]) || args[0] == "help" || args[0] == "--help" ||
-                           args[0] == "-h" || args[0] == "--version");
+  return !args.empty() && (subCommands().count(args[0]) || args[0] == "help" ||
+                           args[0] == "--help" || args[0] == "-h" || args[0] == "--version");
 }
 
 int runCli(const std::vector<std::string>& args, std::string& out, std::string& err) {
@@ -380,7 +451,8 @@ int runCli(const std::vector<std::string>& args, std::string& out, std::string& 
   if (it == subCommands().end()) {
     std::string names;
     for (const auto& [name, cmd] : subCommands()) names += (names.empty() ? "" : ", ") + name;
-    err += "tensorscope: unknown command '" + args[0] + "'; expected one of " + names + " (see tensorscope --help)\n";
+    err += "tensorscope: unknown command '" + args[0] + "'; expected one of " + names +
+           " (see tensorscope --help)\n";
     return kExitUsage;
   }
   const SubCommand& cmd = it->second;
@@ -393,7 +465,8 @@ int runCli(const std::vector<std::string>& args, std::string& out, std::string& 
   QStringList qargs{QStringLiteral("tensorscope ") + QString::fromStdString(args[0])};
   for (std::size_t i = 1; i < args.size(); ++i) qargs << QString::fromStdString(args[i]);
   if (!parser.parse(qargs)) {
-    err += "tensorscope " + args[0] + ": " + parser.errorText().toStdString() + " (usage: tensorscope " + cmd.usage + ")\n";
+    err += "tensorscope " + args[0] + ": " + parser.errorText().toStdString() +
+           " (usage: tensorscope " + cmd.usage + ")\n";
     return kExitUsage;
   }
   if (parser.isSet(help)) {
@@ -403,8 +476,8 @@ int runCli(const std::vector<std::string>& args, std::string& out, std::string& 
   }
   QStringList positional = parser.positionalArguments();
   if (positional.size() != 1) {
-    err += "tensorscope " + args[0] + ": expected one FILE, found " + std::to_string(positional.size()) +
-           " (usage: tensorscope " + cmd.usage + ")\n";
+    err += "tensorscope " + args[0] + ": expected one FILE, found " +
+           std::to_string(positional.size()) + " (usage: tensorscope " + cmd.usage + ")\n";
     return kExitUsage;
   }
   try {

@@ -53,7 +53,8 @@ struct Chain {
 
   bool keep;
 
-  Chain(bool fused, bool scalarParameters, bool keepBuffers, bool transcendental = true) : keep(keepBuffers) {
+  Chain(bool fused, bool scalarParameters, bool keepBuffers, bool transcendental = true)
+      : keep(keepBuffers) {
     const Shape param = scalarParameters ? Shape{} : Shape{kElements};
     auto x = Variable::create(TensorType(DType::Float32, {kElements}), "x");
     std::vector<VarPtr> inputs{x};
@@ -153,8 +154,9 @@ int main(int argc, char** argv) {
         std::printf(
             "%s(x*a+b)*c-x, 10M float32, a/b/c %s, %s buffers: unfused %.1f ms (%zu nodes), "
             "fused %.1f ms (%zu node), %.2fx\n",
-            transcendental ? "tanh" : "relu", scalarParameters ? "0-d" : "10M", keep ? "kept" : "fresh", u,
-            unfused.graph->nodeCount(), f, fused.graph->nodeCount(), u / f);
+            transcendental ? "tanh" : "relu", scalarParameters ? "0-d" : "10M",
+            keep ? "kept" : "fresh", u, unfused.graph->nodeCount(), f, fused.graph->nodeCount(),
+            u / f);
         std::fflush(stdout);
       }
     }

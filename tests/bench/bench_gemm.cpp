@@ -15,7 +15,6 @@
 #include "engine/tensor/tensor.h"
 
 #include <benchmark/benchmark.h>
-
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -43,7 +42,8 @@ void BM_Gemm(benchmark::State& state) {
   const Tensor a = randomMatrix(m, k, 1), b = randomMatrix(k, n, 2);
   Tensor c = Tensor::empty(DType::Float32, {m, n});
   for (auto _ : state) {
-    cpu::gemm(false, false, m, n, k, 1.0f, a.data<float>(), k, b.data<float>(), n, 0.0f, c.data<float>(), n);
+    cpu::gemm(false, false, m, n, k, 1.0f, a.data<float>(), k, b.data<float>(), n, 0.0f,
+              c.data<float>(), n);
     benchmark::DoNotOptimize(c.data<float>());
     benchmark::ClobberMemory();
   }
@@ -55,7 +55,8 @@ void BM_DotPerform(benchmark::State& state) {
   const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const Tensor a = randomMatrix(m, k, 1), b = randomMatrix(k, n, 2);
   const auto op = std::make_shared<Dot>();
-  const ApplyPtr node = op->makeNode({Variable::create(TensorType::ofValue(a)), Variable::create(TensorType::ofValue(b))});
+  const ApplyPtr node = op->makeNode(
+      {Variable::create(TensorType::ofValue(a)), Variable::create(TensorType::ofValue(b))});
   const Tensor* inputs[] = {&a, &b};
   Tensor out;
   Tensor* outputs[] = {&out};

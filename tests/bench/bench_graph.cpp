@@ -17,7 +17,8 @@
 // both 10k and 100k when cold; 9 ns at 10k and 22 ns at 100k when hot.
 //   bench_graph [--benchmark_filter=...]
 //   bench_graph --paired-only [STEP]   (only the paired ratios, of the steps whose name holds STEP)
-//   bench_graph --beyond-cache [STEP]  (the paired ratios between 100k and 1M nodes: both graphs far
+//   bench_graph --beyond-cache [STEP]  (the paired ratios between 100k and 1M nodes: both graphs
+//   far
 //                                       exceed the caches, so this ratio has no cache cliff in it)
 
 #include "engine/graph/function_graph.h"
@@ -26,9 +27,8 @@
 #include "engine/ops/elemwise/elemwise.h"
 #include "evict_caches.h"
 
-#include <benchmark/benchmark.h>
-
 #include <algorithm>
+#include <benchmark/benchmark.h>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -48,10 +48,13 @@ std::vector<VarPtr> buildGraph(std::int64_t n, std::vector<VarPtr>& inputs) {
   std::mt19937 rng(42);
   inputs.clear();
   for (int i = 0; i < 8; ++i)
-    inputs.push_back(Variable::create(TensorType(DType::Float32, {kUnknownDim, 128}), "x" + std::to_string(i)));
+    inputs.push_back(
+        Variable::create(TensorType(DType::Float32, {kUnknownDim, 128}), "x" + std::to_string(i)));
   std::vector<VarPtr> values = inputs;
-  static const ScalarOp kBinary[] = {ScalarOp::Add, ScalarOp::Mul, ScalarOp::Sub, ScalarOp::Maximum};
-  static const ScalarOp kUnary[] = {ScalarOp::Tanh, ScalarOp::Exp, ScalarOp::Neg, ScalarOp::Sigmoid};
+  static const ScalarOp kBinary[] = {ScalarOp::Add, ScalarOp::Mul, ScalarOp::Sub,
+                                     ScalarOp::Maximum};
+  static const ScalarOp kUnary[] = {ScalarOp::Tanh, ScalarOp::Exp, ScalarOp::Neg,
+                                    ScalarOp::Sigmoid};
   auto half = Constant::create(Tensor::scalar(DType::Float32, 0.5));
   for (std::int64_t i = 0; i < n;) {
     NameScope block("block" + std::to_string(i / 50));
@@ -60,15 +63,19 @@ std::vector<VarPtr> buildGraph(std::int64_t n, std::vector<VarPtr>& inputs) {
       const VarPtr& recent = values[size - 1 - rng() % std::min<std::size_t>(size, 4)];
       const VarPtr& far = values[size - 1 - rng() % std::min<std::size_t>(size, 200)];
       VarPtr v;
-      if (i % 16 == 0) v = elemwise(ScalarOp::Mul, {recent, half});
-      else if (rng() % 3 == 0) v = elemwise(kUnary[rng() % 4], {recent});
-      else v = elemwise(kBinary[rng() % 4], {recent, far});
+      if (i % 16 == 0)
+        v = elemwise(ScalarOp::Mul, {recent, half});
+      else if (rng() % 3 == 0)
+        v = elemwise(kUnary[rng() % 4], {recent});
+      else
+        v = elemwise(kBinary[rng() % 4], {recent, far});
       values.push_back(std::move(v));
     }
   }
   // Outputs: the last value and every 1000th, so nothing is dead code.
   std::vector<VarPtr> outputs{values.back()};
-  for (std::size_t i = inputs.size(); i + 1 < values.size(); i += 1000) outputs.push_back(values[i]);
+  for (std::size_t i = inputs.size(); i + 1 < values.size(); i += 1000)
+    outputs.push_back(values[i]);
   return outputs;
 }
 
@@ -104,7 +111,7 @@ io::TsgDocument documentOf(std::int64_t n) {
 // evicts the caches before each timed run, "hot" times the second of two runs back to back (Note
 // [Hot and cold scaling]).
 using TimedRun = std::function<double()>;  // one run of a step, in seconds; frees what it made
-                                          // after the clock stops
+                                           // after the clock stops
 
 struct Source {
   std::vector<VarPtr> inputs, outputs;
@@ -163,7 +170,9 @@ const std::vector<GraphStep>& graphSteps() {
        [](std::int64_t n) -> TimedRun {
          auto doc = std::make_shared<io::TsgDocument>(documentOf(n));
          auto path = std::make_shared<TempFile>(n);
-         return [doc, path] { return tscope::bench::secondsOf([&] { io::saveTsg(*doc, path->path); }); };
+         return [doc, path] {
+           return tscope::bench::secondsOf([&] { io::saveTsg(*doc, path->path); });
+         };
        },
        true},
       {"load .tsg", "BM_LoadTsg",
@@ -199,12 +208,22 @@ void runStep(benchmark::State& state, const GraphStep& step) {
 void registerBenchmarks() {
   for (const GraphStep& step : graphSteps()) {
     benchmark::RegisterBenchmark(step.benchmark, runStep, step)
-        ->Args({10'000, 0})->Args({100'000, 0})->ArgNames({"nodes", "cold"})
-        ->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.2)->Repetitions(5)
+        ->Args({10'000, 0})
+        ->Args({100'000, 0})
+        ->ArgNames({"nodes", "cold"})
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(0.2)
+        ->Repetitions(5)
         ->DisplayAggregatesOnly(true);
     benchmark::RegisterBenchmark(step.benchmark, runStep, step)
-        ->Args({10'000, 1})->Args({100'000, 1})->ArgNames({"nodes", "cold"})
-        ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(4)->Repetitions(9)
+        ->Args({10'000, 1})
+        ->Args({100'000, 1})
+        ->ArgNames({"nodes", "cold"})
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(4)
+        ->Repetitions(9)
         ->DisplayAggregatesOnly(true);
   }
 }
@@ -229,11 +248,13 @@ void printPairedRatios(int rounds, std::string_view only, std::int64_t small, st
       l.c_str(), s.c_str(), rounds, s.c_str(), l.c_str());
   // About 600 bytes a node: the sizes of the two graphs.
   const auto bytesOf = [](std::int64_t n) { return static_cast<std::size_t>(n) * 600; };
-  std::printf("a dependent load at random in %zu MB (a %s-node graph): %.0f ns; in %zu MB (%s nodes): %.0f ns\n",
-              bytesOf(small) >> 20, s.c_str(), tscope::bench::dependentLoadNs(bytesOf(small)),
-              bytesOf(large) >> 20, l.c_str(), tscope::bench::dependentLoadNs(bytesOf(large)));
-  std::printf("  %-28s %-5s %10s %11s %7s   %s\n", "step", "", (s + " ms").c_str(), (l + " ms").c_str(),
-              "ratio", "ratio range");
+  std::printf(
+      "a dependent load at random in %zu MB (a %s-node graph): %.0f ns; in %zu MB (%s nodes): %.0f "
+      "ns\n",
+      bytesOf(small) >> 20, s.c_str(), tscope::bench::dependentLoadNs(bytesOf(small)),
+      bytesOf(large) >> 20, l.c_str(), tscope::bench::dependentLoadNs(bytesOf(large)));
+  std::printf("  %-28s %-5s %10s %11s %7s   %s\n", "step", "", (s + " ms").c_str(),
+              (l + " ms").c_str(), "ratio", "ratio range");
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];

@@ -8,7 +8,8 @@
 // a shown QMainWindow holding a GraphPane, the way the application does it.
 // Scene figures: items + first paint of 5,000 and 12,500 items (grid layouts, no Graphviz),
 // synchronous (GraphScene::setContent) and asynchronous (setContentAsync, with its longest stall).
-//   bench_gui [--runs N] [--no-onnx] [--expand-more]     (offscreen unless QT_QPA_PLATFORM says otherwise)
+//   bench_gui [--runs N] [--no-onnx] [--expand-more]     (offscreen unless QT_QPA_PLATFORM says
+//   otherwise)
 // --expand-more also opens every group of the 20,000-node graph (one ~50,000-item scene) and, in
 // each ONNX model, collapses all and opens the largest group.
 
@@ -20,8 +21,8 @@
 
 #include <QApplication>
 #include <QElapsedTimer>
-#include <QMainWindow>
 #include <QEventLoop>
+#include <QMainWindow>
 #include <QScrollBar>
 #include <QTimer>
 #include <QWindow>
@@ -45,7 +46,8 @@ struct Bench {
   vis::LayoutService* service = nullptr;
   QMainWindow* window = nullptr;
   GraphPane* pane = nullptr;
-  double layoutReadyMs = 0;  // when the service delivered the awaited layout (before the pane's items)
+  double layoutReadyMs =
+      0;  // when the service delivered the awaited layout (before the pane's items)
   QElapsedTimer clock;
 };
 
@@ -70,13 +72,16 @@ void spin(int ms) {
   loop.exec();
 }
 
-double ms(const QElapsedTimer& clock) { return static_cast<double>(clock.nsecsElapsed()) / 1e6; }
+double ms(const QElapsedTimer& clock) {
+  return static_cast<double>(clock.nsecsElapsed()) / 1e6;
+}
 
-void printRow(const char* what, double value, const char* unit, double target, const EventLoopProbe* probe,
-              const QString& note = {}) {
+void printRow(const char* what, double value, const char* unit, double target,
+              const EventLoopProbe* probe, const QString& note = {}) {
   std::printf("  %-44s %9.1f %-3s %s", what, value, unit,
               target > 0 ? (value < target ? "ok  " : "SLOW") : "    ");
-  if (probe) std::printf("  max stall %6.1f ms (busy %6.1f)", probe->maxStallMs(), probe->maxBusyStallMs());
+  if (probe)
+    std::printf("  max stall %6.1f ms (busy %6.1f)", probe->maxStallMs(), probe->maxBusyStallMs());
   if (!note.isEmpty()) std::printf("  %s", qPrintable(note));
   std::printf("\n");
 }
@@ -87,21 +92,23 @@ bool waitLayout(GraphPane* pane, int timeoutMs = 120000) {
 }
 
 // Model build (worker) + layout + items + first paint. Returns the model shown, or null.
-std::shared_ptr<const vis::ViewModel> firstPaint(Bench& b, const char* name, const GraphSource& source) {
+std::shared_ptr<const vis::ViewModel> firstPaint(Bench& b, const char* name,
+                                                 const GraphSource& source) {
   auto graph = source();  // building or reading the graph is not part of the figure
   EventLoopProbe probe;
   int shown = 0;
-  QMetaObject::Connection counts =
-      QObject::connect(b.pane, &GraphPane::layoutFinished, [&shown](int nodes, int) { shown = nodes; });
+  QMetaObject::Connection counts = QObject::connect(b.pane, &GraphPane::layoutFinished,
+                                                    [&shown](int nodes, int) { shown = nodes; });
   probe.start();
   b.clock.start();
   b.layoutReadyMs = 0;
   double modelMs = 0;
-  QtConcurrent::run([graph] { return vis::ViewModel::build(graph); })
-      .then(b.window, [&b, &modelMs](std::shared_ptr<const vis::ViewModel> model) {
-        modelMs = ms(b.clock);
-        b.pane->setModel(std::move(model));
-      });
+  QtConcurrent::run([graph] {
+    return vis::ViewModel::build(graph);
+  }).then(b.window, [&b, &modelMs](std::shared_ptr<const vis::ViewModel> model) {
+    modelMs = ms(b.clock);
+    b.pane->setModel(std::move(model));
+  });
   const bool done = waitLayout(b.pane);
   QObject::disconnect(counts);
   if (!done) {
@@ -115,14 +122,16 @@ std::shared_ptr<const vis::ViewModel> firstPaint(Bench& b, const char* name, con
   spin(50);
   probe.stop();
   const auto& model = b.pane->model();
-  QString note = QStringLiteral("[%1 view nodes, %2 shown; model %3, layout %4, items %5, paint %6 ms]")
-                     .arg(model->nodes().size())
-                     .arg(shown)
-                     .arg(modelMs, 0, 'f', 0)
-                     .arg(b.layoutReadyMs - modelMs, 0, 'f', 0)
-                     .arg(itemsMs - b.layoutReadyMs, 0, 'f', 0)
-                     .arg(paintMs - itemsMs, 0, 'f', 0);
-  printRow(qPrintable(QStringLiteral("first paint, %1").arg(name)), paintMs, "ms", 2000, &probe, note);
+  QString note =
+      QStringLiteral("[%1 view nodes, %2 shown; model %3, layout %4, items %5, paint %6 ms]")
+          .arg(model->nodes().size())
+          .arg(shown)
+          .arg(modelMs, 0, 'f', 0)
+          .arg(b.layoutReadyMs - modelMs, 0, 'f', 0)
+          .arg(itemsMs - b.layoutReadyMs, 0, 'f', 0)
+          .arg(paintMs - itemsMs, 0, 'f', 0);
+  printRow(qPrintable(QStringLiteral("first paint, %1").arg(name)), paintMs, "ms", 2000, &probe,
+           note);
   return model;
 }
 
@@ -132,7 +141,8 @@ void expandGroup(Bench& b, const char* name) {
   const auto& model = *b.pane->model();
   const vis::PlacedGroup* best = nullptr;
   for (const vis::PlacedGroup& g : layout->groups)
-    if (!g.expanded && (!best || model.groups()[g.group].totalNodes > model.groups()[best->group].totalNodes))
+    if (!g.expanded &&
+        (!best || model.groups()[g.group].totalNodes > model.groups()[best->group].totalNodes))
       best = &g;
   if (!best && !layout->groups.empty()) {
     // Everything fitted the default budget: collapse all, then expand the largest top group.
@@ -165,8 +175,8 @@ void expandAll(Bench& b, const char* name) {
   b.clock.start();
   b.layoutReadyMs = 0;
   int shown = 0;
-  QMetaObject::Connection counts =
-      QObject::connect(b.pane, &GraphPane::layoutFinished, [&shown](int nodes, int) { shown = nodes; });
+  QMetaObject::Connection counts = QObject::connect(b.pane, &GraphPane::layoutFinished,
+                                                    [&shown](int nodes, int) { shown = nodes; });
   b.pane->expandAll();
   const bool done = waitLayout(b.pane);
   QObject::disconnect(counts);
@@ -190,7 +200,8 @@ void panFrames(Bench& b, const char* name, int targetItems) {
   vis::GraphView* view = b.pane->view();
   view->zoomToFit();
   auto visibleItems = [view] { return view->items(view->viewport()->rect()).size(); };
-  for (int i = 0; i < 100 && visibleItems() > targetItems && view->zoom() < vis::GraphView::kMaxZoom; ++i)
+  for (int i = 0;
+       i < 100 && visibleItems() > targetItems && view->zoom() < vis::GraphView::kMaxZoom; ++i)
     view->setZoom(view->zoom() * 1.05);
   const qsizetype visible = visibleItems();
   QScrollBar* bar = view->verticalScrollBar()->maximum() > view->horizontalScrollBar()->maximum()
@@ -222,7 +233,8 @@ void panFrames(Bench& b, const char* name, int targetItems) {
   const auto slowest = std::max_element(times.begin(), times.end());
   const long slowestFrame = static_cast<long>(slowest - times.begin());
   std::sort(times.begin(), times.end());
-  double mean = std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size());
+  double mean =
+      std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size());
   printRow(qPrintable(QStringLiteral("pan frame (mean), %1").arg(name)), mean, "ms", 16, &probe,
            QStringLiteral("[%1 items visible at zoom %2; p95 %3, max %4 ms (frame %5 of %6); "
                           "paint before panning %7 ms]")
@@ -266,7 +278,9 @@ void sceneFigures(int applies, int columns) {
     probe.stop();
     printRow(qPrintable(QStringLiteral("scene sync, %1 items, %2").arg(items).arg(where)),
              itemsMs + paintMs, "ms", 0, &probe,
-             QStringLiteral("[items %1, first paint %2 ms]").arg(itemsMs, 0, 'f', 1).arg(paintMs, 0, 'f', 1));
+             QStringLiteral("[items %1, first paint %2 ms]")
+                 .arg(itemsMs, 0, 'f', 1)
+                 .arg(paintMs, 0, 'f', 1));
     if (!fit) {
       view->resetZoom();
       spin(100);
@@ -282,13 +296,15 @@ void sceneFigures(int applies, int columns) {
       std::printf("  scene async, %zu items: not ready within 30 s\n", items);
       continue;
     }
-    printRow(qPrintable(QStringLiteral("scene async, %1 items, %2").arg(items).arg(where)), readyMs, "ms", 0,
-             &probe, QStringLiteral("[all items created; the stall is the figure: < 100 ms]"));
+    printRow(qPrintable(QStringLiteral("scene async, %1 items, %2").arg(items).arg(where)), readyMs,
+             "ms", 0, &probe,
+             QStringLiteral("[all items created; the stall is the figure: < 100 ms]"));
   }
 }
 
 std::shared_ptr<const engine::FunctionGraph> onnxGraph(const char* file) {
-  auto doc = engine::session::openGraphFile(std::filesystem::path(TSCOPE_TEST_DATA_DIR) / "onnx/models" / file);
+  auto doc = engine::session::openGraphFile(std::filesystem::path(TSCOPE_TEST_DATA_DIR) /
+                                            "onnx/models" / file);
   return std::shared_ptr<const engine::FunctionGraph>(std::move(doc.original));
 }
 
@@ -302,11 +318,17 @@ int main(int argc, char** argv) {
   bool withOnnx = true;
   bool expandMore = false;
   for (int i = 1; i < argc; ++i) {
-    if (QByteArray(argv[i]) == "--runs" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
-    else if (QByteArray(argv[i]) == "--no-onnx") withOnnx = false;
-    else if (QByteArray(argv[i]) == "--expand-more") expandMore = true;
+    if (QByteArray(argv[i]) == "--runs" && i + 1 < argc)
+      runs = std::max(1, std::atoi(argv[++i]));
+    else if (QByteArray(argv[i]) == "--no-onnx")
+      withOnnx = false;
+    else if (QByteArray(argv[i]) == "--expand-more")
+      expandMore = true;
     else {
-      std::fprintf(stderr, "bench_gui: unknown argument '%s' (expected --runs N, --no-onnx, --expand-more)\n", argv[i]);
+      std::fprintf(
+          stderr,
+          "bench_gui: unknown argument '%s' (expected --runs N, --no-onnx, --expand-more)\n",
+          argv[i]);
       return 2;
     }
   }
@@ -323,19 +345,20 @@ int main(int argc, char** argv) {
   window.setCentralWidget(b.pane);
   window.resize(1600, 1000);
   window.show();
-  for (int i = 0; i < 100 && !(window.windowHandle() && window.windowHandle()->isExposed()); ++i) spin(20);
+  for (int i = 0; i < 100 && !(window.windowHandle() && window.windowHandle()->isExposed()); ++i)
+    spin(20);
   if (!window.windowHandle() || !window.windowHandle()->isExposed()) {
     std::fprintf(stderr, "bench_gui: the window was not exposed\n");
     return 1;
   }
 
-  std::printf("bench_gui: %s platform, window %dx%d, %d run(s)\n", qPrintable(QGuiApplication::platformName()),
-              window.width(), window.height(), runs);
+  std::printf("bench_gui: %s platform, window %dx%d, %d run(s)\n",
+              qPrintable(QGuiApplication::platformName()), window.width(), window.height(), runs);
   std::printf("  %-44s %9s %-3s %s\n", "figure", "value", "", "target");
   for (int run = 0; run < runs; ++run) {
     sceneFigures(2000, 45);  // ~5,000 items
     sceneFigures(5000, 70);  // ~12,500 items
-    service.clearCache();  // each run lays out from scratch
+    service.clearCache();    // each run lays out from scratch
     firstPaint(b, "2000 nodes flat", [] { return synthetic::flatGraph(2000); });
     if (firstPaint(b, "20000 nodes grouped", [] { return synthetic::groupedGraph(20000, 3); })) {
       expandGroup(b, "20000 nodes grouped");
@@ -343,12 +366,14 @@ int main(int argc, char** argv) {
       if (expandMore) expandAll(b, "20000 nodes grouped");
     }
     // Panning needs many items on screen at a readable zoom: a wide graph (32 chains side by side).
-    if (firstPaint(b, "5000 nodes flat, 32 chains", [] { return synthetic::makeGraph({.applies = 5000, .chains = 32}); }))
+    if (firstPaint(b, "5000 nodes flat, 32 chains",
+                   [] { return synthetic::makeGraph({.applies = 5000, .chains = 32}); }))
       panFrames(b, "5000 nodes flat, 32 chains", 5000);
 #ifdef TSCOPE_HAVE_ONNX
     if (withOnnx) {
       for (const char* file : {"resnet18.onnx", "transformer_encoder.onnx"}) {
-        if (firstPaint(b, file, [file] { return onnxGraph(file); }) && expandMore) expandGroup(b, file);
+        if (firstPaint(b, file, [file] { return onnxGraph(file); }) && expandMore)
+          expandGroup(b, file);
       }
     }
 #else
@@ -356,8 +381,11 @@ int main(int argc, char** argv) {
 #endif
   }
   auto stats = service.stats();
-  std::printf("layout service: %llu dot runs, %llu cache hits, %llu stale jobs dropped, %.2f s in Graphviz\n",
-              static_cast<unsigned long long>(stats.levelsLaidOut), static_cast<unsigned long long>(stats.cacheHits),
-              static_cast<unsigned long long>(stats.jobsDropped), stats.dotSeconds);
+  std::printf(
+      "layout service: %llu dot runs, %llu cache hits, %llu stale jobs dropped, %.2f s in "
+      "Graphviz\n",
+      static_cast<unsigned long long>(stats.levelsLaidOut),
+      static_cast<unsigned long long>(stats.cacheHits),
+      static_cast<unsigned long long>(stats.jobsDropped), stats.dotSeconds);
   return 0;
 }

@@ -47,8 +47,10 @@ Synthetic build(std::size_t targetNodes) {
   std::size_t layer = 0;
   const std::size_t perLayer = 16;
   for (; layer * perLayer < targetNodes; ++layer) {
-    auto W = SharedVariable::create(Tensor::full(DType::Float32, {16, 16}, 0.01), "W" + std::to_string(layer));
-    auto b = SharedVariable::create(Tensor::full(DType::Float32, {16}, 0.0), "b" + std::to_string(layer));
+    auto W = SharedVariable::create(Tensor::full(DType::Float32, {16, 16}, 0.01),
+                                    "W" + std::to_string(layer));
+    auto b = SharedVariable::create(Tensor::full(DType::Float32, {16}, 0.0),
+                                    "b" + std::to_string(layer));
     VarPtr a = dot(h, W) + b;
     VarPtr t = tanh(a);
     VarPtr u = t * 0.5f + 0.25f;
@@ -93,12 +95,14 @@ int main(int argc, char** argv) {
   std::size_t maxNodes = 100000;
   int repeat = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--max-nodes")) maxNodes = std::stoul(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--repeat")) repeat = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--max-nodes"))
+      maxNodes = std::stoul(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--repeat"))
+      repeat = std::stoi(argv[i + 1]);
   }
   std::printf("fast_run compile of synthetic MLP stacks (median of at least %d runs)\n", repeat);
-  std::printf("%10s %10s %10s %12s %12s %12s %12s %6s\n", "nodes", "after", "build s", "compile s", "cold s",
-              "rewrite s", "us/node", "runs");
+  std::printf("%10s %10s %10s %12s %12s %12s %12s %6s\n", "nodes", "after", "build s", "compile s",
+              "cold s", "rewrite s", "us/node", "runs");
   std::vector<std::pair<std::size_t, double>> results, coldResults;
   // Per size: the median seconds of each phase in the hot runs, then of everything outside the
   // phases (the clone, the VM's set-up), so that a step that scales worse than the rest shows.
@@ -113,7 +117,9 @@ int main(int argc, char** argv) {
     RewriteProfile last;
     std::size_t after = 0;
     double buildSeconds = 0;
-    for (int r = 0; r < repeat || (n < maxNodes && r < 15 && std::accumulate(times.begin(), times.end(), 0.0) < 1.0); ++r) {
+    for (int r = 0; r < repeat || (n < maxNodes && r < 15 &&
+                                   std::accumulate(times.begin(), times.end(), 0.0) < 1.0);
+         ++r) {
       for (bool cold : {false, true}) {
         CompileRun run = compileOnce(n, cold);
         const double seconds = run.seconds;
@@ -134,11 +140,14 @@ int main(int argc, char** argv) {
     phaseMedians.emplace_back();
     for (auto& [name, v] : phaseTimes) phaseMedians.back().push_back({name, medianOf(v)});
     const double median = medianOf(times), coldMedian = medianOf(coldTimes);
-    std::printf("%10zu %10zu %10.3f %12.3f %12.3f %12.3f %12.2f %6zu\n", last.nodesBefore, after, buildSeconds, median,
-                coldMedian, last.seconds, 1e6 * median / static_cast<double>(last.nodesBefore), times.size());
+    std::printf("%10zu %10zu %10.3f %12.3f %12.3f %12.3f %12.2f %6zu\n", last.nodesBefore, after,
+                buildSeconds, median, coldMedian, last.seconds,
+                1e6 * median / static_cast<double>(last.nodesBefore), times.size());
     results.emplace_back(last.nodesBefore, median);
     coldResults.emplace_back(last.nodesBefore, coldMedian);
-    if (n == maxNodes || n * 10 > maxNodes) std::printf("\nprofile of the largest graph:\n%s", session::rewriteProfileText(last, 20).c_str());
+    if (n == maxNodes || n * 10 > maxNodes)
+      std::printf("\nprofile of the largest graph:\n%s",
+                  session::rewriteProfileText(last, 20).c_str());
   }
   if (phaseMedians.size() >= 2) {
     const auto& small = phaseMedians[phaseMedians.size() - 2];

@@ -16,7 +16,6 @@
 #include "engine/ops/reduce/reduce.h"
 
 #include <benchmark/benchmark.h>
-
 #include <cstdio>
 #include <random>
 
@@ -46,9 +45,9 @@ void BM_DispatchScalarAddChain(benchmark::State& state) {
   f(args);
   for (auto _ : state) benchmark::DoNotOptimize(f(args));
   // Seconds per node (printed with an SI prefix: "40n" is 40 ns).
-  state.counters["per_node"] = benchmark::Counter(
-      static_cast<double>(n) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["per_node"] =
+      benchmark::Counter(static_cast<double>(n) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.SetLabel(variant == 0 ? "no observer" : variant == 1 ? "one observer" : "timing flag");
 }
 BENCHMARK(BM_DispatchScalarAddChain)
@@ -61,7 +60,8 @@ BENCHMARK(BM_DispatchScalarAddChain)
 void BM_OpFromGraphBody(benchmark::State& state) {
   auto a = Variable::create(TensorType(DType::Float32, {kUnknownDim, kUnknownDim}), "a");
   VarPtr h = a;
-  for (int i = 0; i < 4; ++i) h = tanh(h * 0.7978845608 + (h * h * h) * 0.0356774081) * 0.5 + h * 0.5;
+  for (int i = 0; i < 4; ++i)
+    h = tanh(h * 0.7978845608 + (h * h * h) * 0.0356774081) * 0.5 + h * 0.5;
   auto body = opFromGraph({a}, {h}, "act");
   auto x = Variable::create(TensorType(DType::Float32, {kUnknownDim, kUnknownDim}), "x");
   VarPtr y = x;
@@ -99,7 +99,9 @@ void BM_MlpSgdStep(benchmark::State& state) {
   auto h = tanh(dot(x, W1) + b1);
   auto loss = mean(softmaxCrossEntropyWithLogits(dot(h, W2) + b2, y));
   auto g = grad(loss, std::vector<VarPtr>{W1, b1, W2, b2});
-  std::vector<Update> updates{{W1, W1 - g[0] * 0.01}, {b1, b1 - g[1] * 0.01}, {W2, W2 - g[2] * 0.01},
+  std::vector<Update> updates{{W1, W1 - g[0] * 0.01},
+                              {b1, b1 - g[1] * 0.01},
+                              {W2, W2 - g[2] * 0.01},
                               {b2, b2 - g[3] * 0.01}};
   CompileOptions opts;
   opts.keepBuffers = true;

@@ -6,9 +6,8 @@
 // 2 GiB), which leaves none of the graph in any cache level: runs after it start where a graph
 // just built or loaded elsewhere starts, and the ratio of those runs is the algorithm's scaling.
 
-#include <benchmark/benchmark.h>
-
 #include <algorithm>
+#include <benchmark/benchmark.h>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -30,7 +29,8 @@ inline void evictCaches() {
     std::size_t largest = 0;
     for (const auto& cache : benchmark::CPUInfo::Get().caches)
       largest = std::max(largest, static_cast<std::size_t>(cache.size));
-    return std::vector<char>(std::clamp<std::size_t>(2 * largest, std::size_t{64} << 20, std::size_t{2} << 30));
+    return std::vector<char>(
+        std::clamp<std::size_t>(2 * largest, std::size_t{64} << 20, std::size_t{2} << 30));
   }();
   for (std::size_t i = 0; i < buffer.size(); i += 64) buffer[i] = static_cast<char>(buffer[i] + 1);
   benchmark::ClobberMemory();

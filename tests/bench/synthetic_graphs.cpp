@@ -26,7 +26,8 @@ std::vector<std::string> scopeOfLeaf(int leaf, const GraphShape& shape) {
   for (int level = shape.levels - 1; level >= 0; --level) {
     int index = level == 0 ? rest : rest % shape.fanOut;
     rest = level == 0 ? 0 : rest / shape.fanOut;
-    names[static_cast<std::size_t>(level)] = kLevelNames[level + 3 - shape.levels] + std::to_string(index);
+    names[static_cast<std::size_t>(level)] =
+        kLevelNames[level + 3 - shape.levels] + std::to_string(index);
   }
   return names;
 }
@@ -34,17 +35,21 @@ std::vector<std::string> scopeOfLeaf(int leaf, const GraphShape& shape) {
 }  // namespace
 
 std::shared_ptr<const FunctionGraph> makeGraph(const GraphShape& shape) {
-  if (shape.levels < 0 || shape.levels > 3 || shape.leafSize < 1 || shape.fanOut < 1 || shape.applies < 1 ||
-      shape.chains < 1)
-    throw std::invalid_argument("synthetic::makeGraph: expected applies >= 1, levels in 0..3, leafSize, fanOut "
-                                "and chains >= 1");
+  if (shape.levels < 0 || shape.levels > 3 || shape.leafSize < 1 || shape.fanOut < 1 ||
+      shape.applies < 1 || shape.chains < 1)
+    throw std::invalid_argument(
+        "synthetic::makeGraph: expected applies >= 1, levels in 0..3, leafSize, fanOut "
+        "and chains >= 1");
   std::mt19937 rng(shape.seed);
   std::vector<VarPtr> inputs;
   for (int i = 0; i < 4; ++i)
-    inputs.push_back(Variable::create(TensorType(DType::Float32, {kUnknownDim, kWidth}), "x" + std::to_string(i)));
+    inputs.push_back(Variable::create(TensorType(DType::Float32, {kUnknownDim, kWidth}),
+                                      "x" + std::to_string(i)));
   std::vector<std::vector<VarPtr>> chains(static_cast<std::size_t>(shape.chains), inputs);
-  static const ScalarOp kBinary[] = {ScalarOp::Add, ScalarOp::Mul, ScalarOp::Sub, ScalarOp::Maximum};
-  static const ScalarOp kUnary[] = {ScalarOp::Tanh, ScalarOp::Exp, ScalarOp::Neg, ScalarOp::Sigmoid};
+  static const ScalarOp kBinary[] = {ScalarOp::Add, ScalarOp::Mul, ScalarOp::Sub,
+                                     ScalarOp::Maximum};
+  static const ScalarOp kUnary[] = {ScalarOp::Tanh, ScalarOp::Exp, ScalarOp::Neg,
+                                    ScalarOp::Sigmoid};
 
   const int leafSize = shape.leafSize;  // flat graphs too: a weight per leaf, no hub of edges
   std::vector<VarPtr> weights;  // shared variables are graph inputs (FunctionGraph requires it)
@@ -52,7 +57,8 @@ std::shared_ptr<const FunctionGraph> makeGraph(const GraphShape& shape) {
     // Guards pop in reverse order (NameScope restores the enclosing path when it dies).
     std::vector<std::unique_ptr<NameScope>> guards;
     if (shape.levels > 0)
-      for (const std::string& name : scopeOfLeaf(leaf, shape)) guards.push_back(std::make_unique<NameScope>(name));
+      for (const std::string& name : scopeOfLeaf(leaf, shape))
+        guards.push_back(std::make_unique<NameScope>(name));
     // One weight and one constant per leaf, created at their first use: no input is left
     // unconnected and no box becomes a hub with edges across the whole graph.
     VarPtr weight, half;
@@ -64,7 +70,8 @@ std::shared_ptr<const FunctionGraph> makeGraph(const GraphShape& shape) {
       VarPtr v;
       if (i % 8 == 0) {
         if (!weight) {
-          weight = SharedVariable::create(Tensor::zeros(DType::Float32, {kWidth, kWidth}), "W" + std::to_string(leaf));
+          weight = SharedVariable::create(Tensor::zeros(DType::Float32, {kWidth, kWidth}),
+                                          "W" + std::to_string(leaf));
           weights.push_back(weight);
         }
         v = dot(previous, weight);

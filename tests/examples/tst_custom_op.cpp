@@ -20,7 +20,8 @@ class TestCustomOp : public QObject {
   void testDoubleOp() {
     QFETCH(DType, dtype);
     Tensor x = randomTensor(dtype, {2, 3, 4}, 1);
-    auto out = evaluate([](const std::vector<VarPtr>& in) { return std::vector<VarPtr>{doubleOp(in[0])}; }, {x});
+    auto out = evaluate(
+        [](const std::vector<VarPtr>& in) { return std::vector<VarPtr>{doubleOp(in[0])}; }, {x});
     std::vector<double> expected = x.toDoubles();
     for (double& v : expected) v *= 2;
     QVERIFY(closeTo(out[0], Tensor::fromDoubles(dtype, {2, 3, 4}, expected)));
@@ -34,7 +35,9 @@ class TestCustomOp : public QObject {
   void testProdOp() {
     QFETCH(DType, dtype);
     Tensor x = randomTensor(dtype, {3, 5}, 2), y = randomTensor(dtype, {3, 5}, 3);
-    auto build = [](const std::vector<VarPtr>& in) { return std::vector<VarPtr>{prodOp(in[0], in[1])}; };
+    auto build = [](const std::vector<VarPtr>& in) {
+      return std::vector<VarPtr>{prodOp(in[0], in[1])};
+    };
     auto out = evaluate(build, {x, y});
     std::vector<double> a = x.toDoubles(), b = y.toDoubles();
     for (std::size_t i = 0; i < a.size(); ++i) a[i] *= b[i];
@@ -60,8 +63,11 @@ class TestCustomOp : public QObject {
     TSCOPE_CHECK(checkInferShape(build, {x, y}));
     TSCOPE_CHECK(verifyGrad(build, {x, y}));
     // Only one output used: the other's gradient arrives as zeros.
-    TSCOPE_CHECK(verifyGrad([](const std::vector<VarPtr>& in) { return std::vector<VarPtr>{sumDiffOp(in[0], in[1])[1]}; },
-                            {x, y}));
+    TSCOPE_CHECK(verifyGrad(
+        [](const std::vector<VarPtr>& in) {
+          return std::vector<VarPtr>{sumDiffOp(in[0], in[1])[1]};
+        },
+        {x, y}));
     TSCOPE_CHECK(checkRopLop(build, {x, y}));
   }
 
@@ -71,7 +77,9 @@ class TestCustomOp : public QObject {
       doubleOp(i);
       QFAIL("expected a TypeError");
     } catch (const TypeError& e) {
-      QVERIFY2(std::string(e.what()).find("expected a float32 or float64 tensor") != std::string::npos, e.what());
+      QVERIFY2(
+          std::string(e.what()).find("expected a float32 or float64 tensor") != std::string::npos,
+          e.what());
     }
     auto a = Variable::create(TensorType(DType::Float32, {2}), "a");
     auto b = Variable::create(TensorType(DType::Float64, {2}), "b");
@@ -83,8 +91,9 @@ class TestCustomOp : public QObject {
     }
     // Shapes that only disagree at run time: a clear execution error.
     try {
-      evaluate([](const std::vector<VarPtr>& in) { return std::vector<VarPtr>{prodOp(in[0], in[1])}; },
-               {Tensor::zeros(DType::Float32, {2, 3}), Tensor::zeros(DType::Float32, {3, 2})});
+      evaluate(
+          [](const std::vector<VarPtr>& in) { return std::vector<VarPtr>{prodOp(in[0], in[1])}; },
+          {Tensor::zeros(DType::Float32, {2, 3}), Tensor::zeros(DType::Float32, {3, 2})});
       QFAIL("expected an error");
     } catch (const std::exception& e) {
       QVERIFY2(std::string(e.what()).find("(2, 3) and (3, 2)") != std::string::npos, e.what());

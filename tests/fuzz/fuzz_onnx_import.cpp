@@ -5,11 +5,10 @@
 
 #include "engine/io/onnx/onnx_import.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 namespace io = tscope::engine::io;

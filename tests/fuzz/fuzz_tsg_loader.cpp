@@ -4,11 +4,10 @@
 
 #include "engine/io/tsg.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 namespace io = tscope::engine::io;
@@ -41,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A document that loads must write out, load back and write the same bytes (exact round trip).
   try {
     io::TsgDocument back = io::readTsg(again, "fuzz-roundtrip");
-    if (io::writeTsg(back) != again) fail("round trip", "the reloaded document writes different bytes");
+    if (io::writeTsg(back) != again)
+      fail("round trip", "the reloaded document writes different bytes");
   } catch (const std::exception& e) {
     fail("the written document does not load", e.what());
   }

@@ -8,7 +8,8 @@
 
 #include <version>
 
-#if defined(__GLIBCXX__) && !defined(__cpp_lib_source_location) && !__has_builtin(__builtin_source_location)
+#if defined(__GLIBCXX__) && !defined(__cpp_lib_source_location) && \
+    !__has_builtin(__builtin_source_location)
 #include <cstdint>
 #include <source_location>  // empty here, but its include guard stops it from being read again
 

@@ -1,7 +1,7 @@
 // The command-line front end: info, print and validate on the fixtures, and clean refusals.
 
-#include "engine/io/tsg.h"
 #include "cli_test_support.h"
+#include "engine/io/tsg.h"
 #include "gui/cli/cli.h"
 #include "test_main.h"
 
@@ -94,8 +94,10 @@ class TestCli : public QObject {
     QCOMPARE(r.code, 0);
     QVERIFY(QString::fromStdString(r.out).contains("valid (7 applies"));
     const QString err = QString::fromStdString(r.err);
-    QVERIFY2(err.startsWith("tensorscope validate: warning: the original graph has ops this build cannot execute"),
-             qPrintable(err));
+    QVERIFY2(
+        err.startsWith(
+            "tensorscope validate: warning: the original graph has ops this build cannot execute"),
+        qPrintable(err));
     QVERIFY2(err.contains("VendorFusedOp (2 nodes)"), qPrintable(err));
     QCOMPARE(err.count('\n'), 1);
   }
@@ -105,11 +107,18 @@ class TestCli : public QObject {
     QTest::addColumn<QString>("content");
     QTest::addColumn<int>("code");
     QTest::addColumn<QString>("message");
-    QTest::newRow("truncated file") << "validate" << "{\"format\": \"tensorscope-graph\", \"vers" << 1 << "not valid JSON";
-    QTest::newRow("wrong format") << "info" << "{\"format\": \"x\", \"version\": 1, \"graphs\": {}}" << 1 << "/format";
-    QTest::newRow("empty file") << "print" << "" << 1 << "not valid JSON";
-    QTest::newRow("missing file") << "info" << "<none>" << 1 << "no such file";
-    QTest::newRow("wrong extension") << "info" << "<png>" << 1 << "expected a .tsg or .onnx file";
+    QTest::newRow("truncated file")
+        << "validate"
+        << "{\"format\": \"tensorscope-graph\", \"vers" << 1 << "not valid JSON";
+    QTest::newRow("wrong format") << "info"
+                                  << "{\"format\": \"x\", \"version\": 1, \"graphs\": {}}" << 1
+                                  << "/format";
+    QTest::newRow("empty file") << "print"
+                                << "" << 1 << "not valid JSON";
+    QTest::newRow("missing file") << "info"
+                                  << "<none>" << 1 << "no such file";
+    QTest::newRow("wrong extension") << "info"
+                                     << "<png>" << 1 << "expected a .tsg or .onnx file";
   }
 
   void testRefusals() {
@@ -119,9 +128,12 @@ class TestCli : public QObject {
     QFETCH(QString, message);
     QTemporaryDir dir;
     std::string path;
-    if (content == "<none>") path = dir.filePath("missing.tsg").toStdString();
-    else if (content == "<png>") path = writeTemp(dir, "picture.png", "\x89PNG");
-    else path = writeTemp(dir, "bad.tsg", content.toStdString());
+    if (content == "<none>")
+      path = dir.filePath("missing.tsg").toStdString();
+    else if (content == "<png>")
+      path = writeTemp(dir, "picture.png", "\x89PNG");
+    else
+      path = writeTemp(dir, "bad.tsg", content.toStdString());
     Result r = cli({command.toStdString(), path});
     QCOMPARE(r.code, code);
     QVERIFY(r.out.empty());
@@ -152,7 +164,8 @@ class TestCli : public QObject {
   // The real executable: exit status and streams.
   void testExecutable() {
     QProcess p;
-    p.start(QString(TSCOPE_BINARY_DIR) + "/gui/tensorscope", {"validate", QString::fromStdString(kExample)});
+    p.start(QString(TSCOPE_BINARY_DIR) + "/gui/tensorscope",
+            {"validate", QString::fromStdString(kExample)});
     QVERIFY(p.waitForFinished(30000));
     QCOMPARE(p.exitCode(), 0);
     QVERIFY(p.readAllStandardOutput().contains("valid"));

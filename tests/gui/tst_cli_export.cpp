@@ -317,7 +317,8 @@ class TestCliExport : public QObject {
     io::saveTsg(doc, file);
     Result r = cli({"export", file, "-o", dir.filePath("heat.svg").toStdString(), "--heatmap"});
     QCOMPARE(r.code, int(gui::kExitFailure));
-    QVERIFY2(contains(r.err, file + ": /profiles/0/nodes/0/seconds: expected a number"), r.err.c_str());
+    QVERIFY2(contains(r.err, file + ": /profiles/0/nodes/0/seconds: expected a number"),
+             r.err.c_str());
     QVERIFY(!exists(dir.filePath("heat.svg").toStdString()));
   }
 };

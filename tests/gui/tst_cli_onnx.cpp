@@ -17,7 +17,9 @@ namespace {
 
 const std::string kModels = TSCOPE_TEST_DATA_DIR "/onnx/models/";
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -42,7 +44,8 @@ class TestCliOnnx : public QObject {
   void printAndValidate() {
     test::CliResult r = cli({"print", kModels + "mlp.onnx"});
     QVERIFY2(r.code == gui::kExitOk, r.err.c_str());
-    QVERIFY2(contains(r.out, "Gemm") || contains(r.out, "Dot") || contains(r.out, "dot"), r.out.c_str());
+    QVERIFY2(contains(r.out, "Gemm") || contains(r.out, "Dot") || contains(r.out, "dot"),
+             r.out.c_str());
     r = cli({"validate", kModels + "mlp.onnx"});
     QVERIFY2(r.code == gui::kExitOk, r.err.c_str());
     QVERIFY(contains(r.out, ": valid ("));

@@ -18,9 +18,13 @@ namespace {
 using Result = test::CliResult;
 using test::cli;
 
-std::string example(const char* name) { return std::string(TSCOPE_SOURCE_DIR) + "/examples/graphs/" + name; }
+std::string example(const char* name) {
+  return std::string(TSCOPE_SOURCE_DIR) + "/examples/graphs/" + name;
+}
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -34,16 +38,20 @@ class TestCliOptimize : public QObject {
       const std::string out = dir.filePath("opt.tsg").toStdString();
       Result r = cli({"optimize", example(name), "-o", out});
       QVERIFY2(r.code == 0, r.err.c_str());
-      QVERIFY2(contains(r.out, "nodes: ") && contains(r.out, "phases:") && contains(r.out, "canonicalize"), r.out.c_str());
+      QVERIFY2(contains(r.out, "nodes: ") && contains(r.out, "phases:") &&
+                   contains(r.out, "canonicalize"),
+               r.out.c_str());
       QVERIFY2(contains(r.out, "top rewrites:"), r.out.c_str());
       io::TsgDocument doc = io::loadTsg(out);
       QVERIFY(doc.optimized);
       QVERIFY(!doc.rewrites.empty());
       QVERIFY(doc.optimized->nodeCount() <= doc.original->nodeCount());
       // The training graphs have duplicated subexpressions and dot + add forms to rewrite.
-      if (std::string(name) != "mlp_forward.tsg") QVERIFY(doc.optimized->nodeCount() < doc.original->nodeCount());
+      if (std::string(name) != "mlp_forward.tsg")
+        QVERIFY(doc.optimized->nodeCount() < doc.original->nodeCount());
       bool hasProfile = false;
-      for (const auto& p : doc.profiles) hasProfile = hasProfile || p.value("kind", "") == "rewriter";
+      for (const auto& p : doc.profiles)
+        hasProfile = hasProfile || p.value("kind", "") == "rewriter";
       QVERIFY(hasProfile);
       // Every logged change names a phase and a rewriter, in order.
       for (std::size_t i = 0; i < doc.rewrites.size(); ++i) {
@@ -67,19 +75,23 @@ class TestCliOptimize : public QObject {
       QVERIFY2(log.code == 0, log.err.c_str());
       const QStringList lines = QString::fromStdString(log.out).split('\n', Qt::SkipEmptyParts);
       QCOMPARE(std::size_t(lines.size()), doc.rewrites.size() + 1);
-      QVERIFY2(lines[0].contains(QString::number(doc.rewrites.size()) + " changes"), qPrintable(lines[0]));
+      QVERIFY2(lines[0].contains(QString::number(doc.rewrites.size()) + " changes"),
+               qPrintable(lines[0]));
       for (std::size_t i = 0; i < doc.rewrites.size(); ++i) {
         const RewriteRecord& rec = doc.rewrites[i];
         const QString line = lines[qsizetype(i) + 1];
-        QVERIFY2(line.startsWith(QStringLiteral("#%1 [%2] %3:").arg(i).arg(QString::fromStdString(rec.phase),
-                                                                         QString::fromStdString(rec.reason))),
+        QVERIFY2(line.startsWith(QStringLiteral("#%1 [%2] %3:")
+                                     .arg(i)
+                                     .arg(QString::fromStdString(rec.phase),
+                                          QString::fromStdString(rec.reason))),
                  qPrintable(line));
         for (const auto& [from, to] : rec.replaced)
           QVERIFY2(line.contains(QStringLiteral("%1 -> %2").arg(from).arg(to)), qPrintable(line));
         for (std::int64_t id : rec.removedNodes) {
           // A removed node of the original graph is named with its op.
           const Apply* node = doc.original->nodeById(id);
-          QVERIFY2(line.contains(node ? QStringLiteral("%1 %2").arg(id).arg(QString::fromStdString(node->op().str()))
+          QVERIFY2(line.contains(node ? QStringLiteral("%1 %2").arg(id).arg(
+                                            QString::fromStdString(node->op().str()))
                                       : QString::number(id)),
                    qPrintable(line));
         }
@@ -114,14 +126,16 @@ class TestCliOptimize : public QObject {
     Result fc = cli({"optimize", example("mlp.tsg"), "-o", out, "--mode", "fast_compile"});
     QVERIFY2(fc.code == 0, fc.err.c_str());
     for (const auto& rec : io::loadTsg(out).rewrites)
-      QVERIFY2(rec.phase == "merge" || rec.phase == "canonicalize" || rec.phase == "final_merge", rec.phase.c_str());
+      QVERIFY2(rec.phase == "merge" || rec.phase == "canonicalize" || rec.phase == "final_merge",
+               rec.phase.c_str());
 
     Result ex = cli({"optimize", example("mlp.tsg"), "-o", out, "--exclude", "canonicalize"});
     QVERIFY2(ex.code == 0, ex.err.c_str());
     for (const auto& rec : io::loadTsg(out).rewrites) QVERIFY(rec.phase != "canonicalize");
 
     // --include adds to the mode's selection: none + merge runs merge only.
-    Result in = cli({"optimize", example("mlp.tsg"), "-o", out, "--mode", "none", "--include", "merge"});
+    Result in =
+        cli({"optimize", example("mlp.tsg"), "-o", out, "--mode", "none", "--include", "merge"});
     QVERIFY2(in.code == 0, in.err.c_str());
     for (const auto& rec : io::loadTsg(out).rewrites) QCOMPARE(rec.phase, std::string("merge"));
   }
@@ -134,11 +148,13 @@ class TestCliOptimize : public QObject {
     QVERIFY2(contains(noOut.err, "-o OUT.tsg is required"), noOut.err.c_str());
     Result badMode = cli({"optimize", example("mlp.tsg"), "-o", out, "--mode", "fastest"});
     QCOMPARE(badMode.code, int(gui::kExitUsage));
-    QVERIFY2(contains(badMode.err, "fastest") && contains(badMode.err, "fast_run"), badMode.err.c_str());
+    QVERIFY2(contains(badMode.err, "fastest") && contains(badMode.err, "fast_run"),
+             badMode.err.c_str());
     Result badTag = cli({"optimize", example("mlp.tsg"), "-o", out, "--exclude", "no_such_tag"});
     QCOMPARE(badTag.code, int(gui::kExitUsage));
     QVERIFY2(contains(badTag.err, "no_such_tag"), badTag.err.c_str());
-    Result badExt = cli({"optimize", example("mlp.tsg"), "-o", dir.filePath("x.json").toStdString()});
+    Result badExt =
+        cli({"optimize", example("mlp.tsg"), "-o", dir.filePath("x.json").toStdString()});
     QCOMPARE(badExt.code, int(gui::kExitUsage));
     Result missing = cli({"optimize", dir.filePath("none.tsg").toStdString(), "-o", out});
     QCOMPARE(missing.code, int(gui::kExitFailure));

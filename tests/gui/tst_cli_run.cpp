@@ -2,12 +2,12 @@
 // .npy; clean refusals; and the example programs' saved graphs reproduce the values the programs
 // computed.
 
+#include "cli_test_support.h"
 #include "engine/compile/function.h"
 #include "engine/io/npy.h"
 #include "engine/io/tsg.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
-#include "cli_test_support.h"
 #include "gui/cli/cli.h"
 #include "test_main.h"
 
@@ -24,7 +24,8 @@ namespace {
 using Result = test::CliResult;
 using test::cli;
 
-// y = tanh(x . W) + b with x: float32[?, 3] (test value 2x3), W shared 3x4, b: float32[4] (no value).
+// y = tanh(x . W) + b with x: float32[?, 3] (test value 2x3), W shared 3x4, b: float32[4] (no
+// value).
 struct SmallGraph {
   VarPtr x, b, y;
   std::shared_ptr<SharedVariable> W;
@@ -35,7 +36,8 @@ SmallGraph buildSmall() {
   g.x = Variable::create(TensorType(DType::Float32, {kUnknownDim, 3}), "x");
   g.x->setTestValue(Tensor::fromDoubles(DType::Float32, {2, 3}, {0.1, 0.2, 0.3, -0.4, 0.5, -0.6}));
   g.b = Variable::create(TensorType(DType::Float32, {4}), "b");
-  g.W = SharedVariable::create(Tensor::fromDoubles(DType::Float32, {3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}), "W");
+  g.W = SharedVariable::create(
+      Tensor::fromDoubles(DType::Float32, {3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}), "W");
   g.y = tanh(dot(g.x, g.W) * 0.1) + g.b;
   g.y->setName("y");
   return g;
@@ -43,7 +45,8 @@ SmallGraph buildSmall() {
 
 std::string save(const QTemporaryDir& dir, const SmallGraph& g) {
   io::TsgDocument doc;
-  doc.original = std::make_unique<FunctionGraph>(std::vector<VarPtr>{g.x, g.b, g.W}, std::vector<VarPtr>{g.y});
+  doc.original =
+      std::make_unique<FunctionGraph>(std::vector<VarPtr>{g.x, g.b, g.W}, std::vector<VarPtr>{g.y});
   const std::string path = dir.filePath("small.tsg").toStdString();
   io::saveTsg(doc, path);
   return path;
@@ -68,7 +71,8 @@ class TestCliRun : public QObject {
     const Tensor bias = Tensor::fromDoubles(DType::Float32, {4}, {1, -1, 0.5, 0});
     io::saveNpy(bias, dir.filePath("b.npy").toStdString());
     const std::string outDir = dir.filePath("out").toStdString();
-    Result r = cli({"run", file, "--input", "b=" + dir.filePath("b.npy").toStdString(), "--output-dir", outDir});
+    Result r = cli({"run", file, "--input", "b=" + dir.filePath("b.npy").toStdString(),
+                    "--output-dir", outDir});
     QVERIFY2(r.code == 0, r.err.c_str());
     QVERIFY2(r.out.find("input x: test value") != std::string::npos, r.out.c_str());
     QVERIFY2(r.out.find("input b: given") != std::string::npos, r.out.c_str());
@@ -100,7 +104,8 @@ class TestCliRun : public QObject {
     io::saveNpy(Tensor::zeros(DType::Float32, {4}), dir.filePath("z.npy").toStdString());
     r = cli({"run", file, "--input", "nope=" + dir.filePath("z.npy").toStdString()});
     QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.find("no input named 'nope'; its inputs are: x, b") != std::string::npos, r.err.c_str());
+    QVERIFY2(r.err.find("no input named 'nope'; its inputs are: x, b") != std::string::npos,
+             r.err.c_str());
     r = cli({"run", file, "--input", "b"});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.find("NAME=FILE.npy") != std::string::npos, r.err.c_str());
@@ -125,12 +130,14 @@ class TestCliRun : public QObject {
     QFETCH(QString, name);
     QFETCH(int, outputs);
     QTemporaryDir dir;
-    const std::string base = std::string(TSCOPE_SOURCE_DIR) + "/examples/graphs/" + name.toStdString();
+    const std::string base =
+        std::string(TSCOPE_SOURCE_DIR) + "/examples/graphs/" + name.toStdString();
     Result r = cli({"run", base + ".tsg", "--output-dir", dir.path().toStdString()});
     QVERIFY2(r.code == 0, r.err.c_str());
     for (int i = 0; i < outputs; ++i) {
       const std::string file = "output_" + std::to_string(i) + ".npy";
-      QVERIFY2(npyClose(dir.filePath(QString::fromStdString(file)).toStdString(), base + ".expected/" + file, 1e-4),
+      QVERIFY2(npyClose(dir.filePath(QString::fromStdString(file)).toStdString(),
+                        base + ".expected/" + file, 1e-4),
                file.c_str());
     }
   }
@@ -145,11 +152,13 @@ class TestCliRun : public QObject {
     QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
     const std::string printed = p.readAllStandardOutput().toStdString();
     QVERIFY2(printed.find("cost") != std::string::npos, printed.c_str());
-    Result r = cli({"run", dir.filePath("lr.tsg").toStdString(), "--output-dir", dir.filePath("out").toStdString()});
+    Result r = cli({"run", dir.filePath("lr.tsg").toStdString(), "--output-dir",
+                    dir.filePath("out").toStdString()});
     QVERIFY2(r.code == 0, r.err.c_str());
     for (int i = 0; i < 4; ++i) {
       const QString file = QString("output_%1.npy").arg(i);
-      QVERIFY(npyClose(dir.filePath("out/" + file).toStdString(), dir.filePath("expected/" + file).toStdString(), 1e-6));
+      QVERIFY(npyClose(dir.filePath("out/" + file).toStdString(),
+                       dir.filePath("expected/" + file).toStdString(), 1e-6));
     }
   }
 };

@@ -1,8 +1,6 @@
 // Counterparts: unchanged nodes keep their id, replaced variables follow the log's chains both
 // ways, a removed Apply maps through its outputs, a cyclic log terminates, and on a real optimized
 // graph every mapping lands on a node of the other graph. counterpartNode maps ViewModel nodes.
-#include "gui_test_main.h"
-
 #include "engine/graph/apply.h"
 #include "engine/graph/function_graph.h"
 #include "engine/graph/rewrite_recorder.h"
@@ -10,6 +8,7 @@
 #include "engine/ops/elemwise/elemwise.h"
 #include "engine/session/optimize_graph.h"
 #include "gui/app/counterparts.h"
+#include "gui_test_main.h"
 #include "visualizers/model/view_model.h"
 
 #include <memory>
@@ -22,7 +21,9 @@ namespace {
 
 const TensorType kVec(DType::Float32, {3});
 
-VarPtr var(const std::string& name) { return Variable::create(kVec, name); }
+VarPtr var(const std::string& name) {
+  return Variable::create(kVec, name);
+}
 
 // left:  z = exp(log(x)) + x       right: the same after replace(exp(log(x)) -> x)
 struct ExpLog {
@@ -119,7 +120,7 @@ void TestCounterparts::testChainedReplacements() {
   const Counterparts c(left, *right, recorder->records());
   QCOMPARE(c.rightOf(b->id()), c2->id());
   QCOMPARE(c.rightOf(b->owner()->id()), c2->owner()->id());  // the Apply that now computes it
-  QCOMPARE(c.leftOf(c2->id()), b->id());                      // through c1, which left lacks
+  QCOMPARE(c.leftOf(c2->id()), b->id());                     // through c1, which left lacks
   QCOMPARE(c.leftOf(c2->owner()->id()), b->owner()->id());
   QCOMPARE(c.rightOf(out->owner()->id()), out->owner()->id());
 }
@@ -148,7 +149,8 @@ void TestCounterparts::testOptimizedDocument() {
       if (!left.variableById(oldId)) continue;  // an intermediate of the rewriting
       const std::int64_t mapped = c.rightOf(oldId);
       if (mapped < 0) continue;
-      QVERIFY2(right.variableById(mapped), qPrintable(QStringLiteral("%1 -> %2").arg(oldId).arg(mapped)));
+      QVERIFY2(right.variableById(mapped),
+               qPrintable(QStringLiteral("%1 -> %2").arg(oldId).arg(mapped)));
       ++replacedMapped;
     }
   }
@@ -184,7 +186,9 @@ void TestCounterparts::testViewModelNodes() {
   const int addRight = rightModel->nodeOfApply(g.addApply);
   QCOMPARE(gui::counterpartNode(*leftModel, addLeft, *rightModel, c, true), addRight);
   QCOMPARE(gui::counterpartNode(*rightModel, addRight, *leftModel, c, false), addLeft);
-  QCOMPARE(gui::counterpartNode(*leftModel, leftModel->nodeOfApply(g.logApply), *rightModel, c, true), -1);
+  QCOMPARE(
+      gui::counterpartNode(*leftModel, leftModel->nodeOfApply(g.logApply), *rightModel, c, true),
+      -1);
   QCOMPARE(gui::counterpartNode(*leftModel, -1, *rightModel, c, true), -1);
   QCOMPARE(gui::counterpartNode(*leftModel, 1 << 20, *rightModel, c, true), -1);
 }

@@ -1,11 +1,10 @@
 // DocumentLoader: loads .tsg and ONNX files on a worker into whole Documents (models built, the
 // optimized graph when the file has one), reports progress, refuses bad files with the reason and
 // the file's name, and a cancelled or superseded load never delivers a document.
-#include "gui_test_main.h"
-
 #include "engine/io/tsg.h"
 #include "engine/session/optimize_graph.h"
 #include "gui/app/document_loader.h"
+#include "gui_test_main.h"
 
 #include <QFile>
 #include <QSignalSpy>
@@ -17,7 +16,8 @@ using tscope::gui::DocumentLoader;
 namespace {
 
 const QString kMlp = QStringLiteral(TSCOPE_SOURCE_DIR "/examples/graphs/mlp.tsg");
-const QString kLogistic = QStringLiteral(TSCOPE_SOURCE_DIR "/examples/graphs/logistic_regression.tsg");
+const QString kLogistic =
+    QStringLiteral(TSCOPE_SOURCE_DIR "/examples/graphs/logistic_regression.tsg");
 
 std::shared_ptr<const Document> loadedDocument(const QSignalSpy& spy) {
   return spy.at(0).at(0).value<std::shared_ptr<const Document>>();
@@ -114,10 +114,15 @@ void TestDocumentLoader::testBadFile_data() {
   QTest::addColumn<QByteArray>("content");  // null: the file does not exist
   QTest::addColumn<QString>("name");
   QTest::addColumn<QString>("reason");  // a part of the message
-  QTest::newRow("missing") << QByteArray() << "missing.tsg" << "";
-  QTest::newRow("not json") << QByteArray("this is not a graph") << "garbage.tsg" << "";
-  QTest::newRow("truncated") << QByteArray("{\"format\": \"tensorscope-graph\", \"vers") << "truncated.tsg" << "";
-  QTest::newRow("wrong format") << QByteArray(R"({"format": "something-else", "version": 1})") << "other.tsg"
+  QTest::newRow("missing") << QByteArray() << "missing.tsg"
+                           << "";
+  QTest::newRow("not json") << QByteArray("this is not a graph") << "garbage.tsg"
+                            << "";
+  QTest::newRow("truncated") << QByteArray("{\"format\": \"tensorscope-graph\", \"vers")
+                             << "truncated.tsg"
+                             << "";
+  QTest::newRow("wrong format") << QByteArray(R"({"format": "something-else", "version": 1})")
+                                << "other.tsg"
                                 << "format";
 }
 

@@ -1,7 +1,6 @@
-#include "gui_test_main.h"
-
 #include "bench/synthetic_graphs.h"
 #include "gui/app/graph_pane.h"
+#include "gui_test_main.h"
 
 #include <QSignalSpy>
 
@@ -12,7 +11,8 @@ using gui::GraphPane;
 
 // A model with two scope levels: "block0".."block3", each holding "unit0".."unit2" of 10 applies.
 static std::shared_ptr<const vis::ViewModel> smallGroupedModel(unsigned seed = 42) {
-  return vis::ViewModel::build(synthetic::makeGraph({.applies = 120, .levels = 2, .leafSize = 10, .fanOut = 3, .seed = seed}));
+  return vis::ViewModel::build(synthetic::makeGraph(
+      {.applies = 120, .levels = 2, .leafSize = 10, .fanOut = 3, .seed = seed}));
 }
 
 class TestGraphPane : public QObject {
@@ -104,7 +104,10 @@ class TestGraphPane : public QObject {
     QPoint screenAfter = view->mapFromScene(after.topLeft());
     QVERIFY2((screenAfter - screenBefore).manhattanLength() <= 4,
              qPrintable(QStringLiteral("anchor moved from (%1,%2) to (%3,%4)")
-                            .arg(screenBefore.x()).arg(screenBefore.y()).arg(screenAfter.x()).arg(screenAfter.y())));
+                            .arg(screenBefore.x())
+                            .arg(screenBefore.y())
+                            .arg(screenAfter.x())
+                            .arg(screenAfter.y())));
 
     // Toggling back collapses it; unknown paths are ignored.
     pane->toggleGroup(path);
@@ -127,7 +130,8 @@ class TestGraphPane : public QObject {
     auto pane = shownPane(vis::GroupState());
     QVERIFY(pane);
     const int node = nodeInBlock2Unit1();
-    QCOMPARE(m_model->visibleItem(node, pane->groupState()).kind, vis::LevelItem::Kind::CollapsedGroup);
+    QCOMPARE(m_model->visibleItem(node, pane->groupState()).kind,
+             vis::LevelItem::Kind::CollapsedGroup);
     QCOMPARE(pane->view()->graphScene()->nodeRect(node), QRectF());
 
     QSignalSpy selected(pane.get(), &GraphPane::nodeSelected);
@@ -153,12 +157,18 @@ class TestGraphPane : public QObject {
   void search_data() {
     QTest::addColumn<QString>("query");
     QTest::addColumn<QString>("field");  // what an independent scan of the model compares
-    QTest::newRow("op, lower case") << "tanh" << "op";
-    QTest::newRow("op, upper case") << "TANH" << "op";
-    QTest::newRow("scope") << "block1/unit2" << "scope";
-    QTest::newRow("variable name") << "W1" << "name";
-    QTest::newRow("blank") << "  " << "none";
-    QTest::newRow("nothing") << "no-such-thing" << "none";
+    QTest::newRow("op, lower case") << "tanh"
+                                    << "op";
+    QTest::newRow("op, upper case") << "TANH"
+                                    << "op";
+    QTest::newRow("scope") << "block1/unit2"
+                           << "scope";
+    QTest::newRow("variable name") << "W1"
+                                   << "name";
+    QTest::newRow("blank") << "  "
+                           << "none";
+    QTest::newRow("nothing") << "no-such-thing"
+                             << "none";
   }
   void search() {
     QFETCH(QString, query);
@@ -173,8 +183,11 @@ class TestGraphPane : public QObject {
       if (field == "op" && n.apply)
         expected += QString::fromStdString(n.apply->op().str()).toLower().contains(needle);
       if (field == "scope")
-        expected += QString::fromStdString(n.apply ? n.apply->scope() : n.variable->scope()).toLower().contains(needle);
-      if (field == "name" && n.variable) expected += QString::fromStdString(n.variable->name()).toLower().contains(needle);
+        expected += QString::fromStdString(n.apply ? n.apply->scope() : n.variable->scope())
+                        .toLower()
+                        .contains(needle);
+      if (field == "name" && n.variable)
+        expected += QString::fromStdString(n.variable->name()).toLower().contains(needle);
     }
     QCOMPARE(pane->search(query), expected);
     QCOMPARE(pane->searchHitCount(), expected);
@@ -193,7 +206,10 @@ class TestGraphPane : public QObject {
       QCOMPARE(pane->currentSearchHit(), i);
       QTRY_VERIFY_WITH_TIMEOUT(pane->selectedNode() >= 0 && !pane->isLayoutPending(), 15000);
       const int node = pane->selectedNode();
-      QCOMPARE(m_model->groups()[static_cast<std::size_t>(m_model->nodes()[static_cast<std::size_t>(node)].group)].path,
+      QCOMPARE(m_model
+                   ->groups()[static_cast<std::size_t>(
+                       m_model->nodes()[static_cast<std::size_t>(node)].group)]
+                   .path,
                QStringLiteral("block3/unit0"));
       QVERIFY(std::find(order.begin(), order.end(), node) == order.end());
       order.push_back(node);
@@ -216,7 +232,8 @@ class TestGraphPane : public QObject {
     const std::int64_t id = m_model->nodes()[static_cast<std::size_t>(node)].graphId;
     QCOMPARE(pane->search(QStringLiteral("id:%1").arg(id)), 1);
     pane->findNext();
-    QTRY_COMPARE_WITH_TIMEOUT(pane->selectedNode(), node, 15000);  // revealed from a collapsed group
+    QTRY_COMPARE_WITH_TIMEOUT(pane->selectedNode(), node,
+                              15000);  // revealed from a collapsed group
     QCOMPARE(pane->search(QStringLiteral("id: %1 ").arg(id)), 1);
     QCOMPARE(pane->search(QStringLiteral("id:abc")), 0);
     QCOMPARE(pane->search(QStringLiteral("id:999999")), 0);
@@ -229,7 +246,8 @@ class TestGraphPane : public QObject {
     QVERIFY(!pane->canGoForward());
     const vis::GroupState initial = pane->groupState();
     const int a = nodeInBlock2Unit1();
-    const int b = m_model->groups()[static_cast<std::size_t>(m_model->groupByPath("block0/unit0"))].nodes.front();
+    const int b = m_model->groups()[static_cast<std::size_t>(m_model->groupByPath("block0/unit0"))]
+                      .nodes.front();
     pane->selectNode(a);
     QTRY_COMPARE_WITH_TIMEOUT(pane->selectedNode(), a, 15000);
     const vis::GroupState afterA = pane->groupState();

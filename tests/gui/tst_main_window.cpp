@@ -3,8 +3,6 @@
 // load, recent files, drag and drop, side-by-side selection through counterparts, rewrite
 // comparisons and steps, settings round trips (geometry, dock state, group state per file), the
 // search bar driving the pane, export, and `tensorscope FILE --screenshot OUT.png`.
-#include "gui_test_main.h"
-
 #include "engine/graph/source_site.h"
 #include "engine/io/tsg.h"
 #include "engine/ops/elemwise/elemwise.h"
@@ -15,6 +13,7 @@
 #include "gui/app/main_window.h"
 #include "gui/app/recent_files.h"
 #include "gui/app/search_bar.h"
+#include "gui_test_main.h"
 
 #include <QDockWidget>
 #include <QFile>
@@ -145,7 +144,8 @@ void TestMainWindow::testOpenOptimizedShowsBothTabs() {
   MainWindow window;
   window.show();
   QVERIFY(waitLoaded(window, m_scoped));
-  QCOMPARE(window.tabTitles(), (QStringList{QStringLiteral("Original"), QStringLiteral("Optimized")}));
+  QCOMPARE(window.tabTitles(),
+           (QStringList{QStringLiteral("Original"), QStringLiteral("Optimized")}));
   QCOMPARE(window.optimizedPane()->model(), window.document()->optimizedModel);
   QVERIFY(window.action("actionSideBySide")->isEnabled());
   // Opening a file without optimized graph drops the tab again.
@@ -214,7 +214,8 @@ void TestMainWindow::testCancelLoad() {
 void TestMainWindow::testRecentFiles() {
   gui::RecentFiles recent;
   QSignalSpy changed(&recent, &gui::RecentFiles::changed);
-  for (int i = 0; i < gui::RecentFiles::kMaxCount + 3; ++i) recent.add(m_dir.filePath(QStringLiteral("f%1.tsg").arg(i)));
+  for (int i = 0; i < gui::RecentFiles::kMaxCount + 3; ++i)
+    recent.add(m_dir.filePath(QStringLiteral("f%1.tsg").arg(i)));
   QCOMPARE(changed.count(), gui::RecentFiles::kMaxCount + 3);
   QStringList files = recent.files();
   QCOMPARE(files.size(), gui::RecentFiles::kMaxCount);
@@ -288,7 +289,8 @@ void TestMainWindow::testSideBySideSelectionSync() {
   // The output: the fused Composite computes it on the right.
   const std::int64_t outId = doc.original->outputs()[0]->id();
   const int outLeft = doc.originalModel->nodeShowing(outId);
-  const int expected = gui::counterpartNode(*doc.originalModel, outLeft, *doc.optimizedModel, counterparts, true);
+  const int expected =
+      gui::counterpartNode(*doc.originalModel, outLeft, *doc.optimizedModel, counterparts, true);
   QVERIFY(expected >= 0);
   left->selectNode(outLeft);
   QTRY_COMPARE_WITH_TIMEOUT(right->selectedNode(), expected, kTimeout);
@@ -320,7 +322,8 @@ void TestMainWindow::testRewriteComparisonAndStep() {
   const QString reason = QString::fromStdString(doc.rewrites.front().reason);
   bool titled = false;
   for (QLabel* label : window.findChildren<QLabel*>(QStringLiteral("sideTitle")))
-    titled = titled || (label->text().startsWith(QStringLiteral("Before")) && label->text().contains(reason));
+    titled = titled ||
+             (label->text().startsWith(QStringLiteral("Before")) && label->text().contains(reason));
   QVERIFY(titled);
   QTRY_VERIFY_WITH_TIMEOUT(!window.isBusy(), kTimeout);
 
@@ -378,8 +381,9 @@ void TestMainWindow::testGroupStatePerFile() {
   QCOMPARE(again.originalPane()->groupState(), saved);
   // Another file does not get this file's state.
   QVERIFY(!QSettings().contains(MainWindow::groupStateKey(kMlp, QStringLiteral("original"))) ||
-          QSettings().value(MainWindow::groupStateKey(kMlp, QStringLiteral("original"))).toStringList() !=
-              saved.toStringList());
+          QSettings()
+                  .value(MainWindow::groupStateKey(kMlp, QStringLiteral("original")))
+                  .toStringList() != saved.toStringList());
 }
 
 void TestMainWindow::testSearchBarDrivesPane() {
@@ -412,7 +416,8 @@ void TestMainWindow::testSearchBarDrivesPane() {
 void TestMainWindow::testExport() {
   MainWindow window;
   window.show();
-  QVERIFY_THROWS_EXCEPTION(std::runtime_error, window.exportView(m_dir.filePath(QStringLiteral("empty.svg"))));
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error,
+                           window.exportView(m_dir.filePath(QStringLiteral("empty.svg"))));
   QVERIFY(waitLoaded(window, m_scoped));
   for (const char* suffix : {"svg", "png", "dot"}) {
     const QString path = m_dir.filePath(QStringLiteral("view.%1").arg(QLatin1String(suffix)));
@@ -420,20 +425,23 @@ void TestMainWindow::testExport() {
     QVERIFY2(QFileInfo(path).size() > 100, qPrintable(path));
   }
   QVERIFY(QImage(m_dir.filePath(QStringLiteral("view.png"))).width() > 50);
-  QVERIFY_THROWS_EXCEPTION(std::runtime_error, window.exportView(m_dir.filePath(QStringLiteral("view.jpg"))));
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error,
+                           window.exportView(m_dir.filePath(QStringLiteral("view.jpg"))));
 }
 
 void TestMainWindow::testScreenshot() {
   const QString exe = QStringLiteral(TSCOPE_BINARY_DIR "/gui/tensorscope");
-  if (!QFileInfo::exists(exe)) QFAIL(qPrintable(QStringLiteral("%1 is not built (build the tensorscope target)").arg(exe)));
+  if (!QFileInfo::exists(exe))
+    QFAIL(qPrintable(QStringLiteral("%1 is not built (build the tensorscope target)").arg(exe)));
   const QString out = m_dir.filePath(QStringLiteral("shot.png"));
   QProcess process;
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
   env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
   env.insert(QStringLiteral("XDG_CONFIG_HOME"), m_dir.filePath(QStringLiteral("config")));
   process.setProcessEnvironment(env);
-  process.start(exe, {m_scoped, QStringLiteral("--screenshot"), out, QStringLiteral("--window-size"),
-                      QStringLiteral("900x600"), QStringLiteral("--side-by-side")});
+  process.start(exe,
+                {m_scoped, QStringLiteral("--screenshot"), out, QStringLiteral("--window-size"),
+                 QStringLiteral("900x600"), QStringLiteral("--side-by-side")});
   QVERIFY(process.waitForFinished(60000));
   QVERIFY2(process.exitCode() == 0, process.readAllStandardError().constData());
   QVERIFY(QString::fromUtf8(process.readAllStandardOutput()).contains(QStringLiteral("shot.png")));
@@ -446,7 +454,8 @@ void TestMainWindow::testScreenshot() {
   QVERIFY(colours.size() > 10);
 
   // A bad file: a clear message and a non-zero exit, no hang.
-  process.start(exe, {m_dir.filePath(QStringLiteral("nope.tsg")), QStringLiteral("--screenshot"), out});
+  process.start(exe,
+                {m_dir.filePath(QStringLiteral("nope.tsg")), QStringLiteral("--screenshot"), out});
   QVERIFY(process.waitForFinished(60000));
   QCOMPARE(process.exitCode(), 1);
   QVERIFY(QString::fromUtf8(process.readAllStandardError()).contains(QStringLiteral("nope.tsg")));

@@ -1,8 +1,7 @@
-#include "gui_test_main.h"
-
 #include "bench/synthetic_graphs.h"
 #include "gui/app/event_loop_probe.h"
 #include "gui/app/graph_pane.h"
+#include "gui_test_main.h"
 #include "visualizers/scene_test_support.h"
 
 #include <QElapsedTimer>
@@ -11,7 +10,6 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <thread>
-
 #include <time.h>
 
 using namespace tscope;
@@ -35,8 +33,11 @@ class TestResponsiveness : public QObject {
   // the pane; returns once the first layout is on screen and painted.
   std::shared_ptr<const vis::ViewModel> loadAndShow(synthetic::GraphShape shape, int timeoutMs) {
     QSignalSpy finished(m_pane, &GraphPane::layoutFinished);
-    QtConcurrent::run([shape] { return vis::ViewModel::build(synthetic::makeGraph(shape)); })
-        .then(m_window.get(), [pane = m_pane](std::shared_ptr<const vis::ViewModel> model) { pane->setModel(model); });
+    QtConcurrent::run([shape] {
+      return vis::ViewModel::build(synthetic::makeGraph(shape));
+    }).then(m_window.get(), [pane = m_pane](std::shared_ptr<const vis::ViewModel> model) {
+      pane->setModel(model);
+    });
     if (!finished.wait(timeoutMs)) return nullptr;
     m_pane->view()->viewport()->update();
     QTest::qWait(100);  // the paint events of the new scene
@@ -156,7 +157,8 @@ class TestResponsiveness : public QObject {
     window.resize(1280, 800);
     window.show();
     QVERIFY(QTest::qWaitForWindowExposed(&window));
-    const std::size_t items = layout->nodes.size() + layout->edges.size() + 2;  // + overview, legend
+    const std::size_t items =
+        layout->nodes.size() + layout->edges.size() + 2;  // + overview, legend
     for (bool fit : {true, false}) {
       if (!fit) {
         view->resetZoom();
@@ -174,8 +176,8 @@ class TestResponsiveness : public QObject {
       probe.stop();
       QCOMPARE(std::size_t(view->scene()->items().size()), items);
       qInfo("%zu items, %s: all created after %lld ms; probe: %s", items,
-            fit ? "fitted (overview)" : "1x, replacing a full scene", static_cast<long long>(readyMs),
-            qPrintable(probe.summary()));
+            fit ? "fitted (overview)" : "1x, replacing a full scene",
+            static_cast<long long>(readyMs), qPrintable(probe.summary()));
       QVERIFY2(probe.maxBusyStallMs() < kMaxStallMs, qPrintable(probe.summary()));
     }
     QVERIFY(!view->graphScene()->overview());
@@ -198,10 +200,12 @@ class TestResponsiveness : public QObject {
     clock.start();
     int hits = m_pane->search(QStringLiteral("stage3/block2"));
     qint64 substringMs = clock.restart();
-    int idHits = m_pane->search(QStringLiteral("id:%1").arg(m_pane->model()->nodes()[12345].graphId));
+    int idHits =
+        m_pane->search(QStringLiteral("id:%1").arg(m_pane->model()->nodes()[12345].graphId));
     qint64 idMs = clock.elapsed();
-    qInfo("search over %zu nodes: substring %lld ms (%d hits), id %lld ms", m_pane->model()->nodes().size(),
-          static_cast<long long>(substringMs), hits, static_cast<long long>(idMs));
+    qInfo("search over %zu nodes: substring %lld ms (%d hits), id %lld ms",
+          m_pane->model()->nodes().size(), static_cast<long long>(substringMs), hits,
+          static_cast<long long>(idMs));
     QVERIFY(hits > 100);
     QCOMPARE(idHits, 1);
     // A few ms on an idle machine; the bound leaves room for a loaded CI box.

@@ -141,7 +141,8 @@ class TestRewriteHistory : public QObject {
     QCOMPARE(panel.state(), gui::RewriteHistoryPanel::State::Ready);
     // The slider follows the selection to the step right after the record, without replaying it.
     QCOMPARE(panel.step(), k + 1);
-    QVERIFY2(panel.stepText().startsWith(QString("step %1 of").arg(k + 1)), qPrintable(panel.stepText()));
+    QVERIFY2(panel.stepText().startsWith(QString("step %1 of").arg(k + 1)),
+             qPrintable(panel.stepText()));
     const QList<QVariant> args = selected.takeFirst();
     QCOMPARE(args[0].toInt(), k);
     const auto before = args[1].value<std::shared_ptr<const vis::ViewModel>>();

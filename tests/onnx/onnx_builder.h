@@ -31,7 +31,9 @@ using engine::kUnknownDim;
 using engine::Shape;
 using Ints = std::vector<std::int64_t>;
 
-inline int onnxType(DType d) { return engine::io::onnx_import::dtypeToOnnx(d); }
+inline int onnxType(DType d) {
+  return engine::io::onnx_import::dtypeToOnnx(d);
+}
 
 class ModelBuilder {
  public:

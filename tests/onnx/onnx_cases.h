@@ -22,7 +22,7 @@ using fx::ModelBuilder;
 
 // --- Building on onnx_builder.h: named inputs, attributes of every kind, exact int64 values ----
 inline std::string in(ModelBuilder& m, const std::string& name, const Tensor& value,
-               std::vector<std::int64_t> dims = {}) {
+                      std::vector<std::int64_t> dims = {}) {
   m.input(name, value, std::move(dims));
   return name;
 }
@@ -43,7 +43,8 @@ inline void setAttr(::onnx::NodeProto& n, const std::string& name, double v) {
 inline void setAttr(::onnx::NodeProto& n, const std::string& name, const char* v) {
   fx::attrString(n, name, v);
 }
-inline void setAttr(::onnx::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
+inline void setAttr(::onnx::NodeProto& n, const std::string& name,
+                    const std::vector<std::int64_t>& v) {
   auto& a = fx::newAttr(n, name, ::onnx::AttributeProto::INTS);
   for (auto x : v) a.add_ints(x);
 }
@@ -104,8 +105,9 @@ inline Tensor mapped(const Tensor& x, const Ref& f) {
 
 // Imports and runs the model in modes none and fast_run: nullopt when every output matches,
 // else what went wrong and in which mode.
-inline std::optional<std::string> mismatch(const ModelBuilder& m, const std::vector<Tensor>& expected,
-                                    double rtol = 1e-5, double atol = 1e-6) {
+inline std::optional<std::string> mismatch(const ModelBuilder& m,
+                                           const std::vector<Tensor>& expected, double rtol = 1e-5,
+                                           double atol = 1e-6) {
   for (Mode mode : {Mode::None, Mode::FastRun}) {
     const std::string where = mode == Mode::None ? "mode none: " : "mode fast_run: ";
     try {
@@ -125,7 +127,7 @@ inline std::optional<std::string> mismatch(const ModelBuilder& m, const std::vec
 
 // A model of one node reading `inputs` (graph inputs in0, in1, ... in order) with one output.
 inline ModelBuilder oneNode(int opset, const std::string& type, const std::vector<Tensor>& inputs,
-                     DType out, const Attrs& attrs = {}) {
+                            DType out, const Attrs& attrs = {}) {
   ModelBuilder m(opset);
   std::vector<std::string> names;
   for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -139,8 +141,8 @@ inline ModelBuilder oneNode(int opset, const std::string& type, const std::vecto
 // One node reading the graph input x (declared with `dims` when given), then initializers c0, c1,
 // ... (an undefined Tensor omits that input); outputs y, or y0, y1, ..., of x's dtype.
 inline ModelBuilder withConstants(int opset, const std::string& type, const Tensor& x,
-                           const std::vector<Tensor>& constants, const Attrs& attrs = {},
-                           int outputs = 1, std::vector<std::int64_t> dims = {}) {
+                                  const std::vector<Tensor>& constants, const Attrs& attrs = {},
+                                  int outputs = 1, std::vector<std::int64_t> dims = {}) {
   ModelBuilder m(opset);
   std::vector<std::string> ins{in(m, "x", x, std::move(dims))};
   for (std::size_t i = 0; i < constants.size(); ++i)

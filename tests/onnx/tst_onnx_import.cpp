@@ -25,7 +25,8 @@ namespace {
 // (constant) -> y.
 ModelBuilder smallModel(int opset = 13) {
   ModelBuilder m(opset);
-  m.input("x", Tensor::fromDoubles(DType::Float32, {2, 3}, {-1, 2, -3, 4, -5, 6}), {2, kUnknownDim});
+  m.input("x", Tensor::fromDoubles(DType::Float32, {2, 3}, {-1, 2, -3, 4, -5, 6}),
+          {2, kUnknownDim});
   m.initializer("w", Tensor::fromDoubles(DType::Float32, {1, 3}, {1, 2, 3}));
   m.initializer("shape", Tensor::fromDoubles(DType::Int64, {1}, {-1}));
   m.node("Relu", {"x"}, {"r"}).set_name("/block/act/Relu");
@@ -99,7 +100,8 @@ class TestOnnxImport : public QObject {
     OnnxImportResult r = readOnnx(m.bytes(), "unordered.onnx");
     RunInputs in;
     in.byName["x"] = Tensor::fromDoubles(DType::Float32, {2}, {1, -2});
-    QCOMPARE(runGraph(*r.document.original, in).outputs.at(0).toDoubles(), (std::vector<double>{-1, -2}));
+    QCOMPARE(runGraph(*r.document.original, in).outputs.at(0).toDoubles(),
+             (std::vector<double>{-1, -2}));
   }
 
   void unsupportedOpLoadsOpaque() {
@@ -150,7 +152,8 @@ class TestOnnxImport : public QObject {
     const std::string good = smallModel().bytes();
     QVERIFY(refusal("").find("the file is empty") != std::string::npos);
     QVERIFY(refusal("{\"format\": \"tensorscope-graph\"}").find("found JSON") != std::string::npos);
-    QVERIFY(refusal(std::string("\xff\xff\xff\xff\xff\xff", 6)).find("do not parse") != std::string::npos);
+    QVERIFY(refusal(std::string("\xff\xff\xff\xff\xff\xff", 6)).find("do not parse") !=
+            std::string::npos);
     // Every truncation is refused or imports; none crashes.
     for (std::size_t n = 1; n < good.size(); n += 7) {
       try {
@@ -167,7 +170,9 @@ class TestOnnxImport : public QObject {
       m.input("x", Tensor::zeros(DType::Float32, {2}));
       m.node("Add", {"x", "missing_w"}, {"y"});
       m.output("y", DType::Float32);
-      checkRefused(m, "graph.node[0] '/Add' (Add): the input 'missing_w' is not a graph input, an initializer");
+      checkRefused(
+          m,
+          "graph.node[0] '/Add' (Add): the input 'missing_w' is not a graph input, an initializer");
     }
     {
       ModelBuilder m(13);
@@ -243,11 +248,13 @@ class TestOnnxImport : public QObject {
     model.ParseFromString(smallModel().bytes());
     auto* init = model.mutable_graph()->mutable_initializer(0);
     init->set_raw_data(init->raw_data().substr(0, 5));
-    QVERIFY2(refusal(model.SerializeAsString()).find("graph.initializer[0] 'w': raw_data has 5 bytes") !=
-                 std::string::npos,
-             refusal(model.SerializeAsString()).c_str());
+    QVERIFY2(
+        refusal(model.SerializeAsString()).find("graph.initializer[0] 'w': raw_data has 5 bytes") !=
+            std::string::npos,
+        refusal(model.SerializeAsString()).c_str());
     init->set_data_type(::onnx::TensorProto::STRING);
-    QVERIFY(refusal(model.SerializeAsString()).find("element type STRING is not supported") != std::string::npos);
+    QVERIFY(refusal(model.SerializeAsString()).find("element type STRING is not supported") !=
+            std::string::npos);
   }
 
   void externalDataResolvesNextToTheModel() {
@@ -271,10 +278,13 @@ class TestOnnxImport : public QObject {
     OnnxImportResult r = loadOnnx(base + "/model.onnx");
     const Variable* w = findVar(*r.document.original, "w");
     QVERIFY(w);
-    QCOMPARE(static_cast<const SharedVariable*>(w)->value().toDoubles(), (std::vector<double>{1, 2, 3}));
-    QVERIFY(refusal(model.SerializeAsString()).find("was not read from a file") != std::string::npos);
+    QCOMPARE(static_cast<const SharedVariable*>(w)->value().toDoubles(),
+             (std::vector<double>{1, 2, 3}));
+    QVERIFY(refusal(model.SerializeAsString()).find("was not read from a file") !=
+            std::string::npos);
     loc->set_value("../escape.bin");
-    std::ofstream(base + "/model.onnx", std::ios::binary | std::ios::trunc) << model.SerializeAsString();
+    std::ofstream(base + "/model.onnx", std::ios::binary | std::ios::trunc)
+        << model.SerializeAsString();
     try {
       loadOnnx(base + "/model.onnx");
       QFAIL("a location outside the model's directory must be refused");
@@ -307,7 +317,8 @@ class TestOnnxImport : public QObject {
     QVERIFY(in.good());
     const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     for (const std::string& op : onnx_import::defaultConverters().opTypes())
-      QVERIFY2(doc.find("`" + op + "`") != std::string::npos, ("docs/onnx.md does not list " + op).c_str());
+      QVERIFY2(doc.find("`" + op + "`") != std::string::npos,
+               ("docs/onnx.md does not list " + op).c_str());
   }
 
   void sniffing() {

@@ -8,8 +8,8 @@
 // PyTorch's module paths as scopes; and survives a round trip through export (as imported and
 // after fast_run).
 #include "engine/graph/config.h"
-#include "engine/io/onnx/onnx_export.h"
 #include "engine/io/onnx/onnx_convert.h"
+#include "engine/io/onnx/onnx_export.h"
 #include "engine/io/onnx/onnx_import.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/shape/shape_vector.h"
@@ -121,7 +121,8 @@ std::string disagreement(const Variable& v, const onnx::TypeProto& onnxType,
       onnx::TensorProto::DataType_Name(
           static_cast<onnx::TensorProto::DataType>(onnxType.tensor_type().elem_type())) +
       " " + shapeText(onnxType);
-  const std::optional<DType> dtype = tscope::engine::io::onnx_import::dtypeFromOnnx(onnxType.tensor_type().elem_type());
+  const std::optional<DType> dtype =
+      tscope::engine::io::onnx_import::dtypeFromOnnx(onnxType.tensor_type().elem_type());
   if (!dtype || *dtype != t.dtype()) return "dtype" + both;
   if (!onnxType.tensor_type().has_shape()) return {};
   const auto& shape = onnxType.tensor_type().shape();
@@ -446,7 +447,9 @@ class TestOnnxModels : public QObject {
       for (const auto& out : node.output()) {
         const auto t = typed.find(out);
         if (t != typed.end() && used.count(out) &&
-            isFloat(tscope::engine::io::onnx_import::dtypeFromOnnx(t->second->tensor_type().elem_type()).value_or(DType::Int64)))
+            isFloat(
+                tscope::engine::io::onnx_import::dtypeFromOnnx(t->second->tensor_type().elem_type())
+                    .value_or(DType::Int64)))
           required.insert(out);
       }
     }

@@ -19,7 +19,6 @@ Q_DECLARE_METATYPE(tscope::engine::Shape)
 
 namespace {
 
-
 // Integers in [-5, 5] (int dtypes) or uniform [-1, 1) values.
 Tensor values(const Shape& shape, std::uint64_t seed, DType dtype) {
   if (isFloat(dtype)) return randomTensor(shape, seed, dtype);

@@ -90,7 +90,9 @@ std::string disagreement(const TensorType& t, const onnx::TypeProto& onnxType,
         (d ? ", " : "") + (shape.dim(d).has_dim_value() ? std::to_string(shape.dim(d).dim_value())
                                                         : shape.dim(d).dim_param());
   const std::string both = ": imported " + t.str() + ", ONNX " + onnxText + ")";
-  if (tscope::engine::io::onnx_import::dtypeFromOnnx(onnxType.tensor_type().elem_type()) != t.dtype()) return "dtype" + both;
+  if (tscope::engine::io::onnx_import::dtypeFromOnnx(onnxType.tensor_type().elem_type()) !=
+      t.dtype())
+    return "dtype" + both;
   if (!onnxType.tensor_type().has_shape()) return {};
   if (shape.dim_size() != t.ndim()) return "rank" + both;
   for (int d = 0; d < shape.dim_size(); ++d) {

@@ -56,7 +56,8 @@ class TestProfileRecord : public QObject {
 
   // Files written before "kind" existed: a profile with "nodes" is read as one.
   void testRecordWithoutKind() {
-    const json value = json::parse(R"({"graph": "original", "nodes": [{"id": 4, "seconds": 2}, {"id": 5, "seconds": 6}]})");
+    const json value = json::parse(
+        R"({"graph": "original", "nodes": [{"id": 4, "seconds": 2}, {"id": 5, "seconds": 6}]})");
     QVERIFY(ProfileRecord::recognises(value));
     const ProfileRecord r = ProfileRecord::fromJson(value, "/profiles/1");
     QCOMPARE(r.graph, std::optional<std::string>("original"));
@@ -77,15 +78,23 @@ class TestProfileRecord : public QObject {
     row("kind", R"({"kind": "memory", "nodes": []})", "/profiles/2/kind: expected \"time\"");
     row("graph", R"({"graph": "both", "nodes": []})",
         "/profiles/2/graph: expected \"original\" or \"optimized\", found the string \"both\"");
-    row("call seconds", R"({"seconds": -1, "nodes": []})", "/profiles/2/seconds: expected a number of seconds (>= 0), found -1");
-    row("no nodes", R"({"graph": "original"})", "/profiles/2: a per-node time profile needs \"nodes\"");
+    row("call seconds", R"({"seconds": -1, "nodes": []})",
+        "/profiles/2/seconds: expected a number of seconds (>= 0), found -1");
+    row("no nodes", R"({"graph": "original"})",
+        "/profiles/2: a per-node time profile needs \"nodes\"");
     row("nodes not an array", R"({"nodes": {"id": 1}})", "/profiles/2/nodes: expected an array");
-    row("entry not an object", R"({"nodes": [{"id": 1, "seconds": 1}, 5]})", "/profiles/2/nodes/1: expected {\"id\": integer");
-    row("entry without id", R"({"nodes": [{"seconds": 1}]})", "/profiles/2/nodes/0: a node's time needs \"id\"");
-    row("fractional id", R"({"nodes": [{"id": 1.5, "seconds": 1}]})", "/profiles/2/nodes/0/id: expected an integer Apply id, found 1.5");
-    row("entry without seconds", R"({"nodes": [{"id": 1}]})", "/profiles/2/nodes/0: a node's time needs \"seconds\"");
-    row("seconds a string", R"({"nodes": [{"id": 1, "seconds": 0.5}, {"id": 2, "seconds": "fast"}]})",
-        "/profiles/2/nodes/1/seconds: expected a number of seconds (>= 0), found the string \"fast\"");
+    row("entry not an object", R"({"nodes": [{"id": 1, "seconds": 1}, 5]})",
+        "/profiles/2/nodes/1: expected {\"id\": integer");
+    row("entry without id", R"({"nodes": [{"seconds": 1}]})",
+        "/profiles/2/nodes/0: a node's time needs \"id\"");
+    row("fractional id", R"({"nodes": [{"id": 1.5, "seconds": 1}]})",
+        "/profiles/2/nodes/0/id: expected an integer Apply id, found 1.5");
+    row("entry without seconds", R"({"nodes": [{"id": 1}]})",
+        "/profiles/2/nodes/0: a node's time needs \"seconds\"");
+    row("seconds a string",
+        R"({"nodes": [{"id": 1, "seconds": 0.5}, {"id": 2, "seconds": "fast"}]})",
+        "/profiles/2/nodes/1/seconds: expected a number of seconds (>= 0), found the string "
+        "\"fast\"");
   }
   void testRefusedWithJsonPath() {
     QFETCH(json, value);

@@ -438,8 +438,8 @@ class TestGraphScene : public QObject {
       if (row.text.contains("view")) QCOMPARE(row.color, palette::edgeColor(EdgeKind::View));
       if (row.text.contains("destroys")) QCOMPARE(row.color, palette::edgeColor(EdgeKind::Destroy));
     }
-    for (const char* want : {"Elemwise", "graph input", "graph output", "value", "view of the input",
-                             "destroys the input (inplace)"})
+    for (const char* want : {"Elemwise", "graph input", "graph output", "value",
+                             "view of the input", "destroys the input (inplace)"})
       QVERIFY2(texts.contains(want), qPrintable(texts.join(", ")));
     QVERIFY(!texts.contains("constant"));
     const QRectF withLegend = scene.sceneRect();

@@ -169,18 +169,29 @@ class TestGraphView : public QObject {
     const auto layout = gridLayout(*model, columns);
     GraphView view;
     showContent(view, model, layout);
-    QVERIFY2(view.zoom() >= GraphView::kReadableZoom && view.zoom() <= 1.0, qPrintable(QString::number(view.zoom())));
+    QVERIFY2(view.zoom() >= GraphView::kReadableZoom && view.zoom() <= 1.0,
+             qPrintable(QString::number(view.zoom())));
     const QRectF visible = view.mapToScene(view.viewport()->rect()).boundingRect();
     const QRectF first = layout->nodes.front().rect;  // the input, top left
-    QVERIFY2(visible.contains(first), qPrintable(QStringLiteral("first node %1,%2 not in %3,%4 %5x%6")
-                                                     .arg(first.x()).arg(first.y()).arg(visible.x())
-                                                     .arg(visible.y()).arg(visible.width()).arg(visible.height())));
+    QVERIFY2(visible.contains(first),
+             qPrintable(QStringLiteral("first node %1,%2 not in %3,%4 %5x%6")
+                            .arg(first.x())
+                            .arg(first.y())
+                            .arg(visible.x())
+                            .arg(visible.y())
+                            .arg(visible.width())
+                            .arg(visible.height())));
     const QRectF content = view.graphScene()->sceneRect();
-    QVERIFY2(visible.top() < content.top() && visible.top() > content.top() - 40,
-             qPrintable(QStringLiteral("view top %1, content top %2").arg(visible.top()).arg(content.top())));
+    QVERIFY2(
+        visible.top() < content.top() && visible.top() > content.top() - 40,
+        qPrintable(
+            QStringLiteral("view top %1, content top %2").arg(visible.top()).arg(content.top())));
     // The view never shows an empty band left of a graph wider than it.
     if (content.width() * view.zoom() > view.viewport()->width())
-      QVERIFY2(visible.left() >= content.left() - 1, qPrintable(QStringLiteral("view left %1, content left %2").arg(visible.left()).arg(content.left())));
+      QVERIFY2(visible.left() >= content.left() - 1,
+               qPrintable(QStringLiteral("view left %1, content left %2")
+                              .arg(visible.left())
+                              .arg(content.left())));
     view.zoomToFit();
     QVERIFY(view.zoom() < GraphView::kReadableZoom);
 

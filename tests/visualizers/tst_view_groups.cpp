@@ -344,8 +344,7 @@ class TestViewGroups : public QObject {
         QVERIFY(edge.value);
       }
       for (const Apply* node : graph->nodes()) QVERIFY(model->nodeOfApply(node->id()) >= 0);
-      for (const VarPtr& input : graph->inputs())
-        QVERIFY(model->nodeOfVariable(input->id()) >= 0);
+      for (const VarPtr& input : graph->inputs()) QVERIFY(model->nodeOfVariable(input->id()) >= 0);
     }
   }
 

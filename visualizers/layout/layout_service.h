@@ -18,9 +18,9 @@
 namespace tscope::vis {
 
 struct LayoutOptions {
-  QFont font;                   // node sizes come from this font's metrics (fixedsize in dot)
-  double nodeSep = 18;          // points
-  double rankSep = 28;          // points
+  QFont font;           // node sizes come from this font's metrics (fixedsize in dot)
+  double nodeSep = 18;  // points
+  double rankSep = 28;  // points
   // Levels with more items than this use dot's fast settings (Note [Fast settings for big levels]
   // in graphviz_level.cpp) so a 2,000-node flat graph lays out in about half a second.
   int fastAbove = 600;
@@ -28,11 +28,11 @@ struct LayoutOptions {
 };
 
 struct LayoutStats {
-  std::uint64_t levelsLaidOut = 0;   // dot runs
+  std::uint64_t levelsLaidOut = 0;  // dot runs
   std::uint64_t cacheHits = 0;
-  std::uint64_t jobsDropped = 0;     // stale jobs dropped unrun or not emitted
-  double dotSeconds = 0;             // total time inside Graphviz
-  std::thread::id graphvizThread;    // the worker that makes every Graphviz call of the process
+  std::uint64_t jobsDropped = 0;   // stale jobs dropped unrun or not emitted
+  double dotSeconds = 0;           // total time inside Graphviz
+  std::thread::id graphvizThread;  // the worker that makes every Graphviz call of the process
 };
 
 class LayoutService : public QObject {

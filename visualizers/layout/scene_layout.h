@@ -35,25 +35,25 @@ struct PlacedGroup {
   int depth = 0;          // nesting depth (root children: 1)
 };
 struct PlacedPort {
-  int group = -1;         // the expanded group whose border it sits on
-  int outsideNode = -1;   // the ViewModel node outside the group it connects to
+  int group = -1;        // the expanded group whose border it sits on
+  int outsideNode = -1;  // the ViewModel node outside the group it connects to
   bool input = true;
   QRectF rect;
 };
 struct PlacedEdge {
-  int level = 0;              // the group whose layout holds it
-  std::vector<int> edges;     // ViewModel edges it draws
+  int level = 0;           // the group whose layout holds it
+  std::vector<int> edges;  // ViewModel edges it draws
   EdgeKind kind = EdgeKind::Plain;
-  QPainterPath path;          // the cubic bezier spline from Graphviz, in scene coordinates
-  QPointF arrowTip;           // where the arrow head ends
-  QPointF arrowBase;          // the head's base centre (direction = tip - base)
+  QPainterPath path;  // the cubic bezier spline from Graphviz, in scene coordinates
+  QPointF arrowTip;   // where the arrow head ends
+  QPointF arrowBase;  // the head's base centre (direction = tip - base)
   QString label;
-  QPointF labelPos;           // centre of the label
+  QPointF labelPos;  // centre of the label
 };
 
 struct SceneLayout {
   std::vector<PlacedNode> nodes;
-  std::vector<PlacedGroup> groups;   // shown groups except the root, parents before children
+  std::vector<PlacedGroup> groups;  // shown groups except the root, parents before children
   std::vector<PlacedPort> ports;
   std::vector<PlacedEdge> edges;
   QRectF bounds;

@@ -18,11 +18,12 @@ QColor opFamilyColor(const QString& opName);
 // The family word of the first rule that matches ("Elemwise", "Subtensor", ...; a Composite is
 // "Elemwise"), or an empty string for the ops drawn white. The legend names families with it.
 QString opFamily(const QString& opName);
-QColor variableColor(VariableRole role);   // limegreen, SpringGreen, YellowGreen, dodgerblue, lightgrey
-QColor edgeColor(EdgeKind kind);           // black, dodgerblue, red
+QColor variableColor(
+    VariableRole role);           // limegreen, SpringGreen, YellowGreen, dodgerblue, lightgrey
+QColor edgeColor(EdgeKind kind);  // black, dodgerblue, red
 // Eight reds from #fff5f0 to #a50f15; share in [0, 1] of the slowest node's time.
 QColor heatColor(double shareOfMax);
-QColor clusterFill(int depth);             // shaded cluster backgrounds, darker with depth
+QColor clusterFill(int depth);  // shaded cluster backgrounds, darker with depth
 QColor clusterBorder();
 QColor collapsedGroupFill(GroupKind kind);
 QColor selectionColor();

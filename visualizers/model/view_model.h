@@ -7,7 +7,8 @@
 //
 // What is drawn (d3viz):
 //   - every Apply is an ellipse coloured by its op family (palette.h);
-//   - graph inputs, constants, shared variables and graph outputs are boxes coloured by role, and so
+//   - graph inputs, constants, shared variables and graph outputs are boxes coloured by role, and
+//   so
 //     is every output of an Apply that nobody uses (lightgrey); intermediate values are not boxes:
 //     they are the edges between applies;
 //   - an edge is drawn per (producer, consumer input): dodgerblue when the consumer's viewMap lists
@@ -47,33 +48,33 @@ QString roleText(VariableRole role);
 
 struct ViewNode {
   NodeKind kind = NodeKind::Apply;
-  VariableRole role = VariableRole::Input;          // variables only
-  const engine::Apply* apply = nullptr;             // Apply nodes
-  const engine::Variable* variable = nullptr;       // variable boxes
-  const engine::FunctionGraph* graph = nullptr;     // the graph it belongs to (inner for OFG bodies)
-  std::int64_t graphId = -1;                        // its id in that graph
-  int group = 0;                                    // the innermost group holding it
-  QString label;                                    // may hold '\n'
-  QString tooltip;                                  // type, shape, scope, creation site
+  VariableRole role = VariableRole::Input;       // variables only
+  const engine::Apply* apply = nullptr;          // Apply nodes
+  const engine::Variable* variable = nullptr;    // variable boxes
+  const engine::FunctionGraph* graph = nullptr;  // the graph it belongs to (inner for OFG bodies)
+  std::int64_t graphId = -1;                     // its id in that graph
+  int group = 0;                                 // the innermost group holding it
+  QString label;                                 // may hold '\n'
+  QString tooltip;                               // type, shape, scope, creation site
   QColor fill;
 };
 
 struct ViewEdge {
   int from = -1, to = -1;  // indices into ViewModel::nodes()
   EdgeKind kind = EdgeKind::Plain;
-  int inputIndex = -1;                       // the consumer input; -1 for an Apply -> output box
-  const engine::Variable* value = nullptr;   // the value that flows
+  int inputIndex = -1;                      // the consumer input; -1 for an Apply -> output box
+  const engine::Variable* value = nullptr;  // the value that flows
   QString label;
 };
 
 struct Group {
   GroupKind kind = GroupKind::Root;
-  QString name;                  // last scope component, or the OpFromGraph node's label
-  QString path;                  // stable key (Note [View groups]); "" for the root
+  QString name;  // last scope component, or the OpFromGraph node's label
+  QString path;  // stable key (Note [View groups]); "" for the root
   int parent = -1;
-  std::vector<int> children;     // child groups, in order of first appearance
-  std::vector<int> nodes;        // direct member nodes
-  int totalNodes = 0;            // members of the whole subtree
+  std::vector<int> children;               // child groups, in order of first appearance
+  std::vector<int> nodes;                  // direct member nodes
+  int totalNodes = 0;                      // members of the whole subtree
   const engine::Apply* ofgNode = nullptr;  // OpFromGraph groups: the outer application
   int ofgViewNode = -1;                    // ... and its ViewNode (drawn when collapsed)
 };
@@ -86,7 +87,7 @@ class GroupState {
   void setExpanded(const QString& path, bool expanded);
   void toggle(const QString& path) { setExpanded(path, !isExpanded(path)); }
   const QSet<QString>& expanded() const { return m_expanded; }
-  QStringList toStringList() const;                       // sorted, for QSettings
+  QStringList toStringList() const;  // sorted, for QSettings
   static GroupState fromStringList(const QStringList& paths);
   friend bool operator==(const GroupState&, const GroupState&) = default;
 
@@ -102,10 +103,10 @@ struct LevelItem {
   QString key;     // unique within the level and stable across states: "n12", "g3", "i7", "o9"
 };
 struct LevelEdge {
-  int from = -1, to = -1;      // indices into LevelGraph::items
-  std::vector<int> edges;      // the ViewModel edges this one stands for (several when lifted)
+  int from = -1, to = -1;           // indices into LevelGraph::items
+  std::vector<int> edges;           // the ViewModel edges this one stands for (several when lifted)
   EdgeKind kind = EdgeKind::Plain;  // the edges' kind when they agree, else Plain
-  QString label;               // the edge's label, or "×N" for N merged edges
+  QString label;                    // the edge's label, or "×N" for N merged edges
 };
 struct LevelGraph {
   int group = 0;

@@ -16,7 +16,9 @@ using engine::FunctionGraph;
 using engine::Variable;
 
 // The inner graph of a node whose op has one (an OpFromGraph body); null for every other op.
-const FunctionGraph* innerGraphOf(const engine::Op& op) { return op.innerGraph(); }
+const FunctionGraph* innerGraphOf(const engine::Op& op) {
+  return op.innerGraph();
+}
 
 // The group's name: the user's label of the subgraph, else the op's str().
 QString ofgName(const engine::Op& op) {

@@ -86,8 +86,8 @@ void GraphScene::setContentAsync(std::shared_ptr<const ViewModel> model,
   if (layout && layout->bounds.isValid())
     for (QGraphicsView* view : views()) {
       const QSizeF vp = view->viewport()->size() * view->devicePixelRatioF();
-      const double fit = std::min(vp.width() / layout->bounds.width(),
-                                  vp.height() / layout->bounds.height());
+      const double fit =
+          std::min(vp.width() / layout->bounds.width(), vp.height() / layout->bounds.height());
       if (fit < GraphView::kTextScale) overviewScale = std::max(overviewScale, fit);
     }
   QtConcurrent::run([model = std::move(model), layout = std::move(layout), font = font(),
@@ -95,21 +95,20 @@ void GraphScene::setContentAsync(std::shared_ptr<const ViewModel> model,
     // A second, finer image serves zooming in while still zoomed out (up to the text threshold).
     const double detail = overviewScale > 0 ? GraphView::kTextScale / 2 : 0;
     return SceneContent::build(model, layout, font, overviewScale, detail);
-  })
-      .then(this, [this, generation](std::shared_ptr<const SceneContent> content) {
-        // then() runs a continuation at once when the worker has already finished; the switch is
-        // always queued, so a newer request made in the same event-loop turn supersedes this one
-        // and the old content stays until the loop turns.
-        QMetaObject::invokeMethod(
-            this,
-            [this, generation, content = std::move(content)]() mutable {
-              if (generation != m_generation) return;  // superseded
-              m_preparing = false;
-              switchTo(std::move(content), false);
-              m_slices.start();
-            },
-            Qt::QueuedConnection);
-      });
+  }).then(this, [this, generation](std::shared_ptr<const SceneContent> content) {
+    // then() runs a continuation at once when the worker has already finished; the switch is
+    // always queued, so a newer request made in the same event-loop turn supersedes this one
+    // and the old content stays until the loop turns.
+    QMetaObject::invokeMethod(
+        this,
+        [this, generation, content = std::move(content)]() mutable {
+          if (generation != m_generation) return;  // superseded
+          m_preparing = false;
+          switchTo(std::move(content), false);
+          m_slices.start();
+        },
+        Qt::QueuedConnection);
+  });
 }
 
 bool GraphScene::isBuilding() const {

@@ -40,7 +40,8 @@ class GraphScene : public QGraphicsScene {
   ~GraphScene() override;
 
   // Replaces all items. Keeps the selection of nodes that are still shown.
-  void setContent(std::shared_ptr<const ViewModel> model, std::shared_ptr<const SceneLayout> layout);
+  void setContent(std::shared_ptr<const ViewModel> model,
+                  std::shared_ptr<const SceneLayout> layout);
   // The same without blocking (see above). Keeps the selection and highlight like setContent.
   void setContentAsync(std::shared_ptr<const ViewModel> model,
                        std::shared_ptr<const SceneLayout> layout);
@@ -54,7 +55,7 @@ class GraphScene : public QGraphicsScene {
 
   // Selection in model terms (ViewModel node indices); -1 / empty when none.
   int selectedNode() const;
-  void selectNode(int node);            // selects (and emits nodeSelected); -1 clears
+  void selectNode(int node);  // selects (and emits nodeSelected); -1 clears
   // Highlights (search hits, rewrite-history removed/added nodes): drawn with an outline colour.
   void setHighlight(const QSet<int>& nodes, const QColor& color);
   void clearHighlight();
@@ -92,8 +93,8 @@ class GraphScene : public QGraphicsScene {
   std::shared_ptr<const SceneLayout> m_layout;
   std::shared_ptr<Items> m_items;
   std::vector<std::shared_ptr<Items>> m_retired;  // replaced content whose items await deletion
-  quint64 m_generation = 0;                        // the content requested last
-  bool m_preparing = false;                        // a worker prepares the latest request
+  quint64 m_generation = 0;                       // the content requested last
+  bool m_preparing = false;                       // a worker prepares the latest request
   bool m_switching = false;
   QTimer m_slices;
 };

@@ -225,8 +225,10 @@ void GraphView::showOpening() {
   const double halfWidth = vp.width() / zoom() / 2, halfHeight = vp.height() / zoom() / 2;
   double x = top ? top->center().x() : content.center().x();
   // No empty band at the sides when the content is wider than the view.
-  if (content.width() > 2 * halfWidth) x = std::clamp(x, content.left() + halfWidth, content.right() - halfWidth);
-  else x = content.center().x();
+  if (content.width() > 2 * halfWidth)
+    x = std::clamp(x, content.left() + halfWidth, content.right() - halfWidth);
+  else
+    x = content.center().x();
   centerOn(x, content.top() - 12 / zoom() + halfHeight);
 }
 

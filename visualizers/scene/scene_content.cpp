@@ -168,15 +168,17 @@ std::shared_ptr<const SceneContent> SceneContent::build(std::shared_ptr<const Vi
     if (pg.expanded) {
       ContentCluster& cl = c.clusters.emplace_back();
       cl.rect = pg.rect;
-      cl.titleRect = pg.titleRect.isEmpty() ? QRectF(pg.rect.left(), pg.rect.top(), pg.rect.width(), 20)
-                                            : pg.titleRect;
+      cl.titleRect = pg.titleRect.isEmpty()
+                         ? QRectF(pg.rect.left(), pg.rect.top(), pg.rect.width(), 20)
+                         : pg.titleRect;
       cl.depth = pg.depth;
       cl.group = pg.group;
       cl.fill = QBrush(palette::clusterFill(pg.depth));
       cl.title = QStringLiteral("\u2212  ") + g.name;
       cl.path = g.path;
       cl.tooltip =
-          g.path + QStringLiteral("\n%1 nodes (double-click the title to collapse)").arg(g.totalNodes);
+          g.path +
+          QStringLiteral("\n%1 nodes (double-click the title to collapse)").arg(g.totalNodes);
       c.groupCluster[std::size_t(pg.group)] = int(c.clusters.size()) - 1;
       continue;
     }
@@ -194,7 +196,8 @@ std::shared_ptr<const SceneContent> SceneContent::build(std::shared_ptr<const Vi
       // A collapsed OpFromGraph is its outer node: selectable in model terms, same tooltip.
       box.node = g.ofgViewNode;
       box.selectable = true;
-      if (c.nodeShape[std::size_t(g.ofgViewNode)] < 0) c.nodeShape[std::size_t(g.ofgViewNode)] = index;
+      if (c.nodeShape[std::size_t(g.ofgViewNode)] < 0)
+        c.nodeShape[std::size_t(g.ofgViewNode)] = index;
       box.tooltip = vm.nodes()[std::size_t(g.ofgViewNode)].tooltip +
                     QStringLiteral("\n(double-click to expand)");
     }
@@ -263,8 +266,8 @@ std::shared_ptr<const SceneContent> SceneContent::build(std::shared_ptr<const Vi
     scale = std::min(scale, kMaxImageSide / longest);
     if (longest * scale < 1) continue;
     if (!c.overviewImages.empty() && scale < 1.5 * c.overviewImages.back().scale) continue;
-    QImage image(int(std::ceil(c.bounds.width() * scale)), int(std::ceil(c.bounds.height() * scale)),
-                 QImage::Format_ARGB32_Premultiplied);
+    QImage image(int(std::ceil(c.bounds.width() * scale)),
+                 int(std::ceil(c.bounds.height() * scale)), QImage::Format_ARGB32_Premultiplied);
     image.fill(Qt::transparent);
     QPainter painter(&image);
     painter.scale(scale, scale);

@@ -147,7 +147,7 @@ void ShapeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option,
     }
     return;
   }
-  painter->setPen(m_hovered               ? m_style->hoverPen
+  painter->setPen(m_hovered              ? m_style->hoverPen
                   : shape == Shape::Port ? m_style->portPen
                                          : m_style->nodePen);
   painter->setBrush(m_data->fill);
@@ -273,8 +273,8 @@ void ClusterItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* optio
   const QRectF title = m_data->titleRect.adjusted(6, 0, -4, 0);
   painter->setPen(m_style->textPen);
   painter->setFont(m_style->font);
-  painter->drawStaticText(QPointF(title.left(), title.center().y() - m_titleText.size().height() / 2),
-                          m_titleText);
+  painter->drawStaticText(
+      QPointF(title.left(), title.center().y() - m_titleText.size().height() / 2), m_titleText);
 }
 
 }  // namespace tscope::vis

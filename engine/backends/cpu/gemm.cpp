@@ -1,7 +1,6 @@
 #include "engine/backends/cpu/gemm.h"
 
 #include <Eigen/Core>
-
 #include <cctype>
 #include <string>
 
@@ -28,11 +27,13 @@ template <class T>
 using ColMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>,
                           Eigen::Unaligned, Eigen::OuterStride<>>;
 template <class T>
-using OutMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, Eigen::Unaligned,
-                          Eigen::OuterStride<>>;
+using OutMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>,
+                          Eigen::Unaligned, Eigen::OuterStride<>>;
 
 // Eigen refuses an outer stride of 0; a matrix with one row (or column) never uses it.
-Eigen::Index stride(std::int64_t ld) { return static_cast<Eigen::Index>(ld > 0 ? ld : 1); }
+Eigen::Index stride(std::int64_t ld) {
+  return static_cast<Eigen::Index>(ld > 0 ? ld : 1);
+}
 
 template <class T, class AMap, class BMap>
 void product(const AMap& a, const BMap& b, T alpha, T beta, OutMap<T>& c) {
@@ -46,13 +47,16 @@ void product(const AMap& a, const BMap& b, T alpha, T beta, OutMap<T>& c) {
 }
 
 template <class T>
-void gemmImpl(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* A,
-              std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C, std::int64_t ldc) {
+void gemmImpl(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+              const T* A, std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C,
+              std::int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   OutMap<T> c(C, m, n, Eigen::OuterStride<>(stride(ldc)));
   if (k <= 0) {
-    if (beta == T(0)) c.setZero();
-    else if (beta != T(1)) c *= beta;
+    if (beta == T(0))
+      c.setZero();
+    else if (beta != T(1))
+      c *= beta;
     return;
   }
   if (!transA && !transB)
@@ -81,7 +85,9 @@ void selectBlasKernels() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
-    if (const char* off = std::getenv("TSCOPE_OPENBLAS_AUTOCORE"); off && std::string_view(off) == "0") return;
+    if (const char* off = std::getenv("TSCOPE_OPENBLAS_AUTOCORE");
+        off && std::string_view(off) == "0")
+      return;
     if (gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr) return;
     const char* core = openblas_get_corename();
     if (core == nullptr) return;
@@ -104,14 +110,16 @@ void selectBlasKernels() {}
 
 }  // namespace
 
-void gemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* A,
-          std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+void gemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+          const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+          std::int64_t ldc) {
   selectBlasKernels();
   gemmImpl(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-void gemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* A,
-          std::int64_t lda, const double* B, std::int64_t ldb, double beta, double* C, std::int64_t ldc) {
+void gemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+          const double* A, std::int64_t lda, const double* B, std::int64_t ldb, double beta,
+          double* C, std::int64_t ldc) {
   selectBlasKernels();
   gemmImpl(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }

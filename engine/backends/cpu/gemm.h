@@ -22,8 +22,8 @@ void gemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t
           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
           std::int64_t ldc);
 void gemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
-          const double* A, std::int64_t lda, const double* B, std::int64_t ldb, double beta, double* C,
-          std::int64_t ldc);
+          const double* A, std::int64_t lda, const double* B, std::int64_t ldb, double beta,
+          double* C, std::int64_t ldc);
 
 // Note [GEMM backend figures] (tests/bench/bench_gemm.cpp, float32, one thread, Xeon with
 // AVX-512 under load; ms per product, lower is better):

@@ -11,10 +11,9 @@
 #include "engine/graph/variable.h"
 #include "engine/io/onnx/onnx_import.h"
 
-#include <onnx/onnx_pb.h>
-
 #include <cstdint>
 #include <map>
+#include <onnx/onnx_pb.h>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,7 +41,8 @@ class Importer;
 
 class NodeContext {
  public:
-  NodeContext(Importer& importer, const onnx::NodeProto& node, int index, std::vector<VarPtr> inputs);
+  NodeContext(Importer& importer, const onnx::NodeProto& node, int index,
+              std::vector<VarPtr> inputs);
 
   const onnx::NodeProto& proto() const { return m_node; }
   const std::string& opType() const { return m_node.op_type(); }
@@ -75,11 +75,14 @@ class NodeContext {
   // --- attributes (a missing attribute takes the default; without one it is an error, as is a
   // present attribute of the wrong kind) ---
   bool hasAttr(std::string_view name) const;
-  std::int64_t attrInt(std::string_view name, std::optional<std::int64_t> fallback = std::nullopt) const;
+  std::int64_t attrInt(std::string_view name,
+                       std::optional<std::int64_t> fallback = std::nullopt) const;
   double attrFloat(std::string_view name, std::optional<double> fallback = std::nullopt) const;
-  std::string attrString(std::string_view name, std::optional<std::string> fallback = std::nullopt) const;
-  std::vector<std::int64_t> attrInts(std::string_view name,
-                                     std::optional<std::vector<std::int64_t>> fallback = std::nullopt) const;
+  std::string attrString(std::string_view name,
+                         std::optional<std::string> fallback = std::nullopt) const;
+  std::vector<std::int64_t> attrInts(
+      std::string_view name,
+      std::optional<std::vector<std::int64_t>> fallback = std::nullopt) const;
   std::vector<double> attrFloats(std::string_view name,
                                  std::optional<std::vector<double>> fallback = std::nullopt) const;
   Tensor attrTensor(std::string_view name) const;
@@ -118,11 +121,11 @@ class ConverterTable {
 };
 
 // Each family registers its converters (onnx_ops_*.cpp).
-void registerMathConverters(ConverterTable& table);    // elementwise, logic, cast, reductions
-void registerShapeConverters(ConverterTable& table);   // reshape, transpose, slice, gather, pad, ...
-void registerNnConverters(ConverterTable& table);      // matmul, gemm, conv, pool, norms, softmax
-void registerRnnConverters(ConverterTable& table);     // LSTM, GRU, RNN (unrolled)
-void registerMiscConverters(ConverterTable& table);    // Pad, Resize, TopK
+void registerMathConverters(ConverterTable& table);   // elementwise, logic, cast, reductions
+void registerShapeConverters(ConverterTable& table);  // reshape, transpose, slice, gather, pad, ...
+void registerNnConverters(ConverterTable& table);     // matmul, gemm, conv, pool, norms, softmax
+void registerRnnConverters(ConverterTable& table);    // LSTM, GRU, RNN (unrolled)
+void registerMiscConverters(ConverterTable& table);   // Pad, Resize, TopK
 
 const ConverterTable& defaultConverters();
 

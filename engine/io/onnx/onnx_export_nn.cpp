@@ -208,7 +208,8 @@ std::string oneHotMask(NodeExport& n, const std::string& targets, DType targetDT
 
 void emitOneHot(NodeExport& n) {
   const std::string mask = oneHotMask(n, n.input(0), n.inType(0).dtype(), n.input(1, DType::Int64));
-  attrInt(n.add("Cast", {mask}, {n.output(0)}), "to", onnx_import::dtypeToOnnx(n.op<OneHot>().dtype()));
+  attrInt(n.add("Cast", {mask}, {n.output(0)}), "to",
+          onnx_import::dtypeToOnnx(n.op<OneHot>().dtype()));
 }
 
 // The class count of a 2-d (N, K) value: a 0-d int64.

@@ -536,7 +536,8 @@ void emitTopK(NodeExport& n) {
   attrInt(node, "axis", op.axis());
   attrInt(node, "largest", op.largest() ? 1 : 0);
   attrInt(node, "sorted", 1);
-  if (!direct) attrInt(n.add("Cast", {node.output(0)}, {n.output(0)}), "to", onnx_import::dtypeToOnnx(dtype));
+  if (!direct)
+    attrInt(n.add("Cast", {node.output(0)}, {n.output(0)}), "to", onnx_import::dtypeToOnnx(dtype));
 }
 
 // NonZero: ONNX's NonZero (every dtype).

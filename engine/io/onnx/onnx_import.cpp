@@ -1,18 +1,16 @@
 // The importer: model checks, initializers, inputs, node order, conversion, scopes and sites.
 // Note [ONNX import] in onnx_import.h.
-#include "engine/io/onnx/onnx_importer.h"
-
 #include "engine/compile/function.h"
 #include "engine/graph/errors.h"
+#include "engine/io/onnx/onnx_importer.h"
 #include "engine/ops/basic.h"
-
-#include <onnx/checker.h>
-#include <onnx/defs/schema.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
 #include <sstream>
 
 namespace tscope::engine::io {
@@ -23,7 +21,8 @@ OnnxError::OnnxError(std::string source, std::string where, std::string message)
     : std::runtime_error(onnx_import::safeText(source) + ": " +
                          (where.empty() ? std::string() : onnx_import::safeText(where) + ": ") +
                          onnx_import::safeText(message)),
-      m_source(onnx_import::safeText(source)), m_where(onnx_import::safeText(where)),
+      m_source(onnx_import::safeText(source)),
+      m_where(onnx_import::safeText(where)),
       m_message(onnx_import::safeText(message)) {}
 
 namespace onnx_import {
@@ -37,7 +36,9 @@ int libraryMaxOpset() {
   return it == map.end() ? 0 : it->second.second;
 }
 
-std::string quoted(const std::string& name) { return "'" + safeText(name) + "'"; }
+std::string quoted(const std::string& name) {
+  return "'" + safeText(name) + "'";
+}
 
 // "layer1/layer1.0/conv1" from PyTorch's "/layer1/layer1.0/conv1/Conv"; "" for a flat name.
 std::string scopeOfNodeName(const std::string& name) {
@@ -62,7 +63,9 @@ Importer::Importer(std::string source, std::string baseDir, OnnxImportOptions op
 std::string Importer::nodeWhere(const onnx::NodeProto& node, int index) {
   std::string where = "graph.node[" + std::to_string(index) + "]";
   if (!node.name().empty()) where += " " + quoted(node.name());
-  where += " (" + (node.domain().empty() || node.domain() == "ai.onnx" ? std::string() : safeText(node.domain()) + "::") +
+  where += " (" +
+           (node.domain().empty() || node.domain() == "ai.onnx" ? std::string()
+                                                                : safeText(node.domain()) + "::") +
            safeText(node.op_type()) + ")";
   return where;
 }
@@ -91,11 +94,13 @@ void Importer::readOpsets(const onnx::ModelProto& model) {
   }
   if (!found) {
     // IR version 1-2 models carry no opset_import: they are opset 1, which we cannot read.
-    fail("model.opset_import", "expected an import of the default domain (\"\" or \"ai.onnx\"), found none");
+    fail("model.opset_import",
+         "expected an import of the default domain (\"\" or \"ai.onnx\"), found none");
   }
   if (m_opset < kOnnxMinOpset || m_opset > kOnnxMaxOpset)
-    fail("model.opset_import", "expected a default-domain opset from " + std::to_string(kOnnxMinOpset) + " to " +
-                                   std::to_string(kOnnxMaxOpset) + ", found " + std::to_string(m_opset));
+    fail("model.opset_import",
+         "expected a default-domain opset from " + std::to_string(kOnnxMinOpset) + " to " +
+             std::to_string(kOnnxMaxOpset) + ", found " + std::to_string(m_opset));
   m_result.opset = m_opset;
 }
 
@@ -114,10 +119,12 @@ void Importer::precheckConvLike(const onnx::GraphProto& graph) const {
   for (const auto& vi : graph.input()) note(vi);
   for (const auto& vi : graph.value_info()) note(vi);
   for (const auto& init : graph.initializer()) ranks[init.name()] = init.dims_size();
-  static const std::unordered_set<std::string> convs = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv"};
-  static const std::unordered_set<std::string> pools = {"MaxPool", "AveragePool", "LpPool", "MaxUnpool",
-                                                        "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool",
-                                                        "MaxRoiPool", "InstanceNormalization"};
+  static const std::unordered_set<std::string> convs = {"Conv", "ConvTranspose", "ConvInteger",
+                                                        "QLinearConv"};
+  static const std::unordered_set<std::string> pools = {
+      "MaxPool",      "AveragePool",       "LpPool",
+      "MaxUnpool",    "GlobalAveragePool", "GlobalMaxPool",
+      "GlobalLpPool", "MaxRoiPool",        "InstanceNormalization"};
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
     if (!(node.domain().empty() || node.domain() == "ai.onnx")) continue;
@@ -133,9 +140,11 @@ void Importer::precheckConvLike(const onnx::GraphProto& graph) const {
     const int wRank = conv ? rankOf(wIndex) : -1;
     if (node.input_size() == 0) fail(nodeWhere(node, i), "expected an input, found none");
     if (xRank >= 0 && xRank < 3)
-      fail(nodeWhere(node, i), "expected an input of rank >= 3 (N, C, spatial...), found rank " + std::to_string(xRank));
+      fail(nodeWhere(node, i), "expected an input of rank >= 3 (N, C, spatial...), found rank " +
+                                   std::to_string(xRank));
     if (conv && wRank >= 0 && wRank < 3)
-      fail(nodeWhere(node, i), "expected a weight of rank >= 3, found rank " + std::to_string(wRank));
+      fail(nodeWhere(node, i),
+           "expected a weight of rank >= 3, found rank " + std::to_string(wRank));
     if (conv && xRank >= 0 && wRank >= 0 && xRank != wRank)
       fail(nodeWhere(node, i), "expected the input and the weight to have the same rank, found " +
                                    std::to_string(xRank) + " and " + std::to_string(wRank));
@@ -150,13 +159,15 @@ void Importer::precheckConvLike(const onnx::GraphProto& graph) const {
       else if (a.name() == "pads")
         expected = spatial >= 0 ? 2 * spatial : -1;
       if (expected >= 0 && n != expected && !(a.name() == "output_shape" && n == spatial + 2))
-        fail(nodeWhere(node, i), "attribute '" + a.name() + "': expected " + std::to_string(expected) +
-                                     " values for " + std::to_string(spatial) + " spatial axes, found " +
-                                     std::to_string(n));
+        fail(nodeWhere(node, i),
+             "attribute '" + a.name() + "': expected " + std::to_string(expected) + " values for " +
+                 std::to_string(spatial) + " spatial axes, found " + std::to_string(n));
       for (std::int64_t v : a.ints())
-        if (v < 0 || v > (std::int64_t{1} << 31) || (v == 0 && (a.name() == "kernel_shape" || a.name() == "strides" ||
-                                                                 a.name() == "dilations")))
-          fail(nodeWhere(node, i), "attribute '" + a.name() + "': value " + std::to_string(v) + " is out of range");
+        if (v < 0 || v > (std::int64_t{1} << 31) ||
+            (v == 0 &&
+             (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations")))
+          fail(nodeWhere(node, i),
+               "attribute '" + a.name() + "': value " + std::to_string(v) + " is out of range");
     }
   }
 }
@@ -164,8 +175,9 @@ void Importer::precheckConvLike(const onnx::GraphProto& graph) const {
 void Importer::checkAndInfer(onnx::ModelProto& model) {
   const int known = libraryMaxOpset();
   if (m_opset > known) {
-    m_result.warnings.push_back("opset " + std::to_string(m_opset) + " is newer than the ONNX library's " +
-                                std::to_string(known) + ": the checker and shape inference were skipped");
+    m_result.warnings.push_back("opset " + std::to_string(m_opset) +
+                                " is newer than the ONNX library's " + std::to_string(known) +
+                                ": the checker and shape inference were skipped");
     return;
   }
   if (m_options.runChecker) {
@@ -194,7 +206,8 @@ void Importer::readInitializers(const onnx::GraphProto& graph) {
     fail("graph.sparse_initializer", "sparse initializers are not supported yet");
   for (int i = 0; i < graph.initializer_size(); ++i) {
     const auto& proto = graph.initializer(i);
-    const std::string where = "graph.initializer[" + std::to_string(i) + "] " + quoted(proto.name());
+    const std::string where =
+        "graph.initializer[" + std::to_string(i) + "] " + quoted(proto.name());
     if (proto.name().empty()) fail(where, "expected a name, found an empty one");
     if (m_values.count(proto.name())) fail(where, "the name is defined twice");
     Tensor value;
@@ -226,7 +239,9 @@ void Importer::readInputs(const onnx::GraphProto& graph) {
     if (m_values.count(vi.name())) {
       // IR < 4 lists initializers as inputs too (a default the caller may override): the
       // initializer is the value.
-      if (m_values[vi.name()]->owner() == nullptr && m_values[vi.name()]->kind() != Variable::Kind::Regular) continue;
+      if (m_values[vi.name()]->owner() == nullptr &&
+          m_values[vi.name()]->kind() != Variable::Kind::Regular)
+        continue;
       fail(where, "the name is defined twice");
     }
     std::optional<TensorType> type = typeFromOnnx(vi.type());
@@ -264,8 +279,9 @@ std::vector<int> Importer::nodeOrder(const onnx::GraphProto& graph) const {
       if (in.empty() || m_values.count(in)) continue;
       auto it = producer.find(in);
       if (it == producer.end())
-        fail(nodeWhere(graph.node(i), i), "the input " + quoted(in) +
-                                              " is not a graph input, an initializer or any node's output");
+        fail(nodeWhere(graph.node(i), i),
+             "the input " + quoted(in) +
+                 " is not a graph input, an initializer or any node's output");
       ++pending[static_cast<std::size_t>(i)];
       users[it->second].push_back(i);
     }
@@ -280,7 +296,8 @@ std::vector<int> Importer::nodeOrder(const onnx::GraphProto& graph) const {
   if (order.size() != static_cast<std::size_t>(n)) {
     for (int i = 0; i < n; ++i)
       if (pending[static_cast<std::size_t>(i)] != 0)
-        fail(nodeWhere(graph.node(i), i), "the node is on a cycle (its inputs depend on its own outputs)");
+        fail(nodeWhere(graph.node(i), i),
+             "the node is on a cycle (its inputs depend on its own outputs)");
   }
   return order;
 }
@@ -319,8 +336,10 @@ std::optional<Tensor> Importer::constantValue(const VarPtr& v) {
     for (const VarPtr& in : node->inputs()) {
       if (!foldable) break;
       if (in->kind() == Variable::Kind::Constant) continue;
-      if (!in->owner()) foldable = false;
-      else if (seen.insert(in->owner()).second) stack.push_back(in->owner());
+      if (!in->owner())
+        foldable = false;
+      else if (seen.insert(in->owner()).second)
+        stack.push_back(in->owner());
     }
   }
   if (foldable) {
@@ -335,13 +354,15 @@ std::optional<Tensor> Importer::constantValue(const VarPtr& v) {
   return result;
 }
 
-void Importer::adoptNewNodes(const std::vector<VarPtr>& outputs, const onnx::NodeProto& node, int index) {
+void Importer::adoptNewNodes(const std::vector<VarPtr>& outputs, const onnx::NodeProto& node,
+                             int index) {
   const std::string scope = scopeOfNodeName(node.name());
   const SourceSite site{m_source, static_cast<std::uint32_t>(index + 1),
                         node.name().empty() ? safeText(node.op_type()) : safeText(node.name())};
   std::vector<Apply*> stack;
   for (const VarPtr& out : outputs)
-    if (out && out->owner() && !m_known.count(out->owner()) && !m_existing.count(out.get())) stack.push_back(out->owner());
+    if (out && out->owner() && !m_known.count(out->owner()) && !m_existing.count(out.get()))
+      stack.push_back(out->owner());
   while (!stack.empty()) {
     Apply* a = stack.back();
     stack.pop_back();
@@ -353,8 +374,10 @@ void Importer::adoptNewNodes(const std::vector<VarPtr>& outputs, const onnx::Nod
       a->outputRef(k).setSite(site);
     }
     for (const VarPtr& in : a->inputs()) {
-      if (in->owner() && !m_known.count(in->owner())) stack.push_back(in->owner());
-      else if (!in->owner() && in->kind() == Variable::Kind::Constant && !m_existing.count(in.get())) {
+      if (in->owner() && !m_known.count(in->owner()))
+        stack.push_back(in->owner());
+      else if (!in->owner() && in->kind() == Variable::Kind::Constant &&
+               !m_existing.count(in.get())) {
         // Constants the converter made (1.0 in Reciprocal, axes) belong to this node too.
         in->setScope(scope);
         in->setSite(site);
@@ -363,34 +386,39 @@ void Importer::adoptNewNodes(const std::vector<VarPtr>& outputs, const onnx::Nod
   }
 }
 
-void Importer::checkOutputType(const VarPtr& out, const std::string& name, const onnx::NodeProto& node,
-                               int index) const {
+void Importer::checkOutputType(const VarPtr& out, const std::string& name,
+                               const onnx::NodeProto& node, int index) const {
   std::optional<TensorType> expected = inferredType(name);
   if (!expected) return;
   const TensorType& got = out->type();
   bool ok = got.dtype() == expected->dtype() && got.ndim() == expected->ndim();
   for (int d = 0; ok && d < got.ndim(); ++d)
-    ok = !got.isDimKnown(d) || !expected->isDimKnown(d) || got.shape()[static_cast<std::size_t>(d)] ==
-                                                               expected->shape()[static_cast<std::size_t>(d)];
+    ok = !got.isDimKnown(d) || !expected->isDimKnown(d) ||
+         got.shape()[static_cast<std::size_t>(d)] == expected->shape()[static_cast<std::size_t>(d)];
   if (!ok)
     fail(nodeWhere(node, index), "the output " + quoted(name) + " was converted to " + got.str() +
                                      ", but ONNX shape inference says " + expected->str());
 }
 
-std::vector<VarPtr> Importer::convertOpaque(const onnx::NodeProto& node, int index, const std::vector<VarPtr>& inputs,
+std::vector<VarPtr> Importer::convertOpaque(const onnx::NodeProto& node, int index,
+                                            const std::vector<VarPtr>& inputs,
                                             const std::string& why) {
   const std::string where = nodeWhere(node, index);
   if (!m_options.allowOpaque) fail(where, why);
   std::vector<TensorType> types;
   for (int k = 0; k < node.output_size(); ++k) {
-    std::optional<TensorType> t = node.output(k).empty() ? std::nullopt : inferredType(node.output(k));
+    std::optional<TensorType> t =
+        node.output(k).empty() ? std::nullopt : inferredType(node.output(k));
     if (!t) {
       if (node.output(k).empty()) {
         types.push_back(TensorType::ofRank(DType::Float32, 0));
         continue;
       }
-      fail(where, why + "; it cannot load as an opaque node either, because ONNX shape inference gave no "
-                        "tensor type for its output " + quoted(node.output(k)));
+      fail(where,
+           why +
+               "; it cannot load as an opaque node either, because ONNX shape inference gave no "
+               "tensor type for its output " +
+               quoted(node.output(k)));
     }
     types.push_back(*t);
   }
@@ -404,12 +432,14 @@ std::vector<VarPtr> Importer::convertOpaque(const onnx::NodeProto& node, int ind
     if (inputs[static_cast<std::size_t>(k)]) present.push_back(inputs[static_cast<std::size_t>(k)]);
   }
   props["onnx_inputs"] = std::move(inputNames);
-  std::string opName = (node.domain().empty() || node.domain() == "ai.onnx" ? "" : safeText(node.domain()) + "::") +
-                       safeText(node.op_type());
+  std::string opName =
+      (node.domain().empty() || node.domain() == "ai.onnx" ? "" : safeText(node.domain()) + "::") +
+      safeText(node.op_type());
   auto op = std::make_shared<OpaqueOp>(opName, std::move(props), why + " (" + where + ")");
   ApplyPtr apply = Apply::create(op, std::move(present), std::move(types));
   const std::string type = safeText(node.op_type());
-  if (std::find(m_result.opaqueOps.begin(), m_result.opaqueOps.end(), type) == m_result.opaqueOps.end())
+  if (std::find(m_result.opaqueOps.begin(), m_result.opaqueOps.end(), type) ==
+      m_result.opaqueOps.end())
     m_result.opaqueOps.push_back(type);
   return apply->outputs();
 }
@@ -428,9 +458,10 @@ void Importer::convertNode(const onnx::NodeProto& node, int index) {
   Converter fn = defaultDomain ? defaultConverters().find(node.op_type()) : nullptr;
   std::vector<VarPtr> outputs;
   if (!fn) {
-    std::string why = defaultDomain ? "the ONNX op " + safeText(node.op_type()) + " (opset " + std::to_string(m_opset) +
-                                          ") has no Tensorscope converter yet"
-                                    : "ops of the domain '" + safeText(node.domain()) + "' are not supported";
+    std::string why = defaultDomain
+                          ? "the ONNX op " + safeText(node.op_type()) + " (opset " +
+                                std::to_string(m_opset) + ") has no Tensorscope converter yet"
+                          : "ops of the domain '" + safeText(node.domain()) + "' are not supported";
     outputs = convertOpaque(node, index, inputs, why);
   } else {
     NodeContext ctx(*this, node, index, inputs);
@@ -443,8 +474,8 @@ void Importer::convertNode(const onnx::NodeProto& node, int index) {
     }
   }
   if (outputs.size() > static_cast<std::size_t>(node.output_size()))
-    fail(where, "the converter returned " + std::to_string(outputs.size()) + " outputs for a node with " +
-                    std::to_string(node.output_size()));
+    fail(where, "the converter returned " + std::to_string(outputs.size()) +
+                    " outputs for a node with " + std::to_string(node.output_size()));
   outputs.resize(static_cast<std::size_t>(node.output_size()));
   for (int k = 0; k < node.output_size(); ++k) {
     const std::string& name = node.output(k);
@@ -453,7 +484,8 @@ void Importer::convertNode(const onnx::NodeProto& node, int index) {
     if (!out) fail(where, "the converter gave no value for the output " + quoted(name));
     // A converter that passes a value through (Identity, inference Dropout) still gets a node of
     // its own, so the ONNX node shows and the input keeps its name.
-    if (m_existing.count(out.get()) || (!out->owner() && out->kind() != Variable::Kind::Constant)) out = identity(out);
+    if (m_existing.count(out.get()) || (!out->owner() && out->kind() != Variable::Kind::Constant))
+      out = identity(out);
   }
   adoptNewNodes(outputs, node, index);
   for (int k = 0; k < node.output_size(); ++k) {
@@ -481,15 +513,16 @@ OnnxImportResult Importer::run(onnx::ModelProto& model) {
     const std::string& name = graph.output(i).name();
     auto it = m_values.find(name);
     if (it == m_values.end())
-      fail("graph.output[" + std::to_string(i) + "] " + quoted(name), "no node, input or initializer defines it");
+      fail("graph.output[" + std::to_string(i) + "] " + quoted(name),
+           "no node, input or initializer defines it");
     outputs.push_back(it->second);
   }
   if (outputs.empty()) fail("graph.output", "expected at least one graph output, found none");
   std::vector<VarPtr> inputs = m_graphInputs;
   inputs.insert(inputs.end(), m_shared.begin(), m_shared.end());
   try {
-    m_result.document.original = std::make_unique<FunctionGraph>(std::move(inputs), std::move(outputs),
-                                                                 FunctionGraph::Ownership::Adopt);
+    m_result.document.original = std::make_unique<FunctionGraph>(
+        std::move(inputs), std::move(outputs), FunctionGraph::Ownership::Adopt);
   } catch (const std::exception& e) {
     fail("graph", std::string("cannot build the graph: ") + e.what());
   }
@@ -499,8 +532,8 @@ OnnxImportResult Importer::run(onnx::ModelProto& model) {
   return std::move(m_result);
 }
 
-OnnxImportResult readOnnxFrom(std::string_view bytes, const std::string& source, const std::string& baseDir,
-                              const OnnxImportOptions& options) {
+OnnxImportResult readOnnxFrom(std::string_view bytes, const std::string& source,
+                              const std::string& baseDir, const OnnxImportOptions& options) {
   onnx::ModelProto model;
   if (bytes.empty()) throw OnnxError(source, "", "the file is empty, expected an ONNX model");
   if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
@@ -509,8 +542,9 @@ OnnxImportResult readOnnxFrom(std::string_view bytes, const std::string& source,
     std::size_t first = bytes.find_first_not_of(" \t\r\n");
     if (first != std::string_view::npos && bytes[first] == '{')
       throw OnnxError(source, "", "expected an ONNX model (protobuf), found JSON (a .tsg graph?)");
-    throw OnnxError(source, "", "expected an ONNX model, found bytes that do not parse as a ModelProto "
-                                "(truncated or not an ONNX file)");
+    throw OnnxError(source, "",
+                    "expected an ONNX model, found bytes that do not parse as a ModelProto "
+                    "(truncated or not an ONNX file)");
   }
   Importer importer(source, baseDir, options);
   try {
@@ -525,15 +559,16 @@ OnnxImportResult readOnnxFrom(std::string_view bytes, const std::string& source,
 }  // namespace onnx_import
 
 bool looksLikeOnnx(std::string_view bytes) {
-  // A ModelProto starts with a field tag: ir_version (0x08), producer_name (0x12), ... graph (0x3a),
-  // opset_import (0x42). JSON (.tsg) starts with '{' or whitespace.
+  // A ModelProto starts with a field tag: ir_version (0x08), producer_name (0x12), ... graph
+  // (0x3a), opset_import (0x42). JSON (.tsg) starts with '{' or whitespace.
   if (bytes.empty()) return false;
   auto c = static_cast<unsigned char>(bytes[0]);
-  return c == 0x08 || c == 0x12 || c == 0x1a || c == 0x22 || c == 0x2a || c == 0x32 || c == 0x3a || c == 0x42 ||
-         c == 0x52 || c == 0x62 || c == 0x72;
+  return c == 0x08 || c == 0x12 || c == 0x1a || c == 0x22 || c == 0x2a || c == 0x32 || c == 0x3a ||
+         c == 0x42 || c == 0x52 || c == 0x62 || c == 0x72;
 }
 
-OnnxImportResult readOnnx(std::string_view bytes, std::string_view source, const OnnxImportOptions& options) {
+OnnxImportResult readOnnx(std::string_view bytes, std::string_view source,
+                          const OnnxImportOptions& options) {
   return onnx_import::readOnnxFrom(bytes, std::string(source), std::string(), options);
 }
 

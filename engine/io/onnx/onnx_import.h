@@ -36,16 +36,17 @@ class OnnxError : public std::runtime_error {
 };
 
 struct OnnxImportOptions {
-  bool runChecker = true;       // onnx::checker::check_model
-  bool inferShapes = true;      // onnx::shape_inference::InferShapes (types of opaque nodes, checks)
-  bool allowOpaque = true;      // false: an unsupported op is an error instead of an OpaqueOp
+  bool runChecker = true;   // onnx::checker::check_model
+  bool inferShapes = true;  // onnx::shape_inference::InferShapes (types of opaque nodes, checks)
+  bool allowOpaque = true;  // false: an unsupported op is an error instead of an OpaqueOp
 };
 
 struct OnnxImportResult {
-  TsgDocument document;               // document.original is the model's graph
-  std::vector<std::string> warnings;  // checker/shape-inference problems that did not stop the import
-  int opset = 0;                      // the default domain's opset version
-  std::vector<std::string> opaqueOps; // distinct op types loaded as OpaqueOps
+  TsgDocument document;  // document.original is the model's graph
+  std::vector<std::string>
+      warnings;   // checker/shape-inference problems that did not stop the import
+  int opset = 0;  // the default domain's opset version
+  std::vector<std::string> opaqueOps;  // distinct op types loaded as OpaqueOps
 };
 
 // The lowest and highest default-domain opset the importer accepts.

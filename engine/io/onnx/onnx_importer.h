@@ -32,10 +32,11 @@ class Importer {
   void readInputs(const onnx::GraphProto& graph);
   std::vector<int> nodeOrder(const onnx::GraphProto& graph) const;
   void convertNode(const onnx::NodeProto& node, int index);
-  std::vector<VarPtr> convertOpaque(const onnx::NodeProto& node, int index, const std::vector<VarPtr>& inputs,
-                                    const std::string& why);
+  std::vector<VarPtr> convertOpaque(const onnx::NodeProto& node, int index,
+                                    const std::vector<VarPtr>& inputs, const std::string& why);
   void adoptNewNodes(const std::vector<VarPtr>& outputs, const onnx::NodeProto& node, int index);
-  void checkOutputType(const VarPtr& out, const std::string& name, const onnx::NodeProto& node, int index) const;
+  void checkOutputType(const VarPtr& out, const std::string& name, const onnx::NodeProto& node,
+                       int index) const;
 
   std::string m_source;
   std::string m_baseDir;
@@ -52,7 +53,7 @@ class Importer {
 };
 
 // Parses and imports; `baseDir` resolves external data ("" for models read from memory).
-OnnxImportResult readOnnxFrom(std::string_view bytes, const std::string& source, const std::string& baseDir,
-                              const OnnxImportOptions& options);
+OnnxImportResult readOnnxFrom(std::string_view bytes, const std::string& source,
+                              const std::string& baseDir, const OnnxImportOptions& options);
 
 }  // namespace tscope::engine::io::onnx_import

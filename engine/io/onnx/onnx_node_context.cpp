@@ -10,16 +10,20 @@ namespace {
 using AP = onnx::AttributeProto;
 
 std::string attrTypeName(int type) {
-  if (AP::AttributeType_IsValid(type)) return AP::AttributeType_Name(static_cast<AP::AttributeType>(type));
+  if (AP::AttributeType_IsValid(type))
+    return AP::AttributeType_Name(static_cast<AP::AttributeType>(type));
   return "attribute type " + std::to_string(type);
 }
 
 }  // namespace
 
-NodeContext::NodeContext(Importer& importer, const onnx::NodeProto& node, int index, std::vector<VarPtr> inputs)
+NodeContext::NodeContext(Importer& importer, const onnx::NodeProto& node, int index,
+                         std::vector<VarPtr> inputs)
     : m_importer(importer), m_node(node), m_index(index), m_inputs(std::move(inputs)) {}
 
-int NodeContext::opset() const { return m_importer.opset(); }
+int NodeContext::opset() const {
+  return m_importer.opset();
+}
 
 bool NodeContext::hasInput(int i) const {
   return i >= 0 && i < nInputs() && m_inputs[static_cast<std::size_t>(i)] != nullptr;
@@ -28,7 +32,8 @@ bool NodeContext::hasInput(int i) const {
 const VarPtr& NodeContext::input(int i) const {
   if (!hasInput(i))
     fail("expected input " + std::to_string(i) + ", found " +
-         (i < nInputs() ? std::string("it omitted (empty name)") : "only " + std::to_string(nInputs()) + " inputs"));
+         (i < nInputs() ? std::string("it omitted (empty name)")
+                        : "only " + std::to_string(nInputs()) + " inputs"));
   return m_inputs[static_cast<std::size_t>(i)];
 }
 
@@ -40,11 +45,12 @@ std::optional<Tensor> NodeContext::constantInput(int i) const {
 std::vector<std::int64_t> NodeContext::constantInts(int i, std::string_view what) const {
   std::optional<Tensor> value = constantInput(i);
   if (!value)
-    fail("expected " + std::string(what) + " (input " + std::to_string(i) + ") to be a constant or an initializer, "
+    fail("expected " + std::string(what) + " (input " + std::to_string(i) +
+         ") to be a constant or an initializer, "
          "found a value computed at run time");
   if (isFloat(value->dtype()))
-    fail("expected " + std::string(what) + " (input " + std::to_string(i) + ") to hold integers, found " +
-         std::string(dtypeName(value->dtype())));
+    fail("expected " + std::string(what) + " (input " + std::to_string(i) +
+         ") to hold integers, found " + std::string(dtypeName(value->dtype())));
   std::vector<std::int64_t> out;
   for (double v : value->toDoubles()) out.push_back(static_cast<std::int64_t>(v));
   // int64 values beyond 2^53 (INT64_MAX as "to the end" in Slice) lose precision through double:
@@ -60,7 +66,8 @@ std::vector<std::int64_t> NodeContext::constantInts(int i, std::string_view what
 std::vector<double> NodeContext::constantDoubles(int i, std::string_view what) const {
   std::optional<Tensor> value = constantInput(i);
   if (!value)
-    fail("expected " + std::string(what) + " (input " + std::to_string(i) + ") to be a constant or an initializer, "
+    fail("expected " + std::string(what) + " (input " + std::to_string(i) +
+         ") to be a constant or an initializer, "
          "found a value computed at run time");
   return value->toDoubles();
 }
@@ -80,26 +87,30 @@ const AP* NodeContext::attr(std::string_view name) const {
   return nullptr;
 }
 
-bool NodeContext::hasAttr(std::string_view name) const { return attr(name) != nullptr; }
+bool NodeContext::hasAttr(std::string_view name) const {
+  return attr(name) != nullptr;
+}
 
 namespace {
 
-const AP* expectAttr(const NodeContext& ctx, const AP* a, std::string_view name, AP::AttributeType type,
-                     bool hasFallback) {
+const AP* expectAttr(const NodeContext& ctx, const AP* a, std::string_view name,
+                     AP::AttributeType type, bool hasFallback) {
   if (!a) {
     if (hasFallback) return nullptr;
-    ctx.fail("expected the attribute '" + std::string(name) + "' (" + attrTypeName(type) + "), found none");
+    ctx.fail("expected the attribute '" + std::string(name) + "' (" + attrTypeName(type) +
+             "), found none");
   }
   // Old exporters leave `type` unset; accept the attribute when the matching field is filled.
   if (a->type() != AP::UNDEFINED && a->type() != type)
-    ctx.fail("expected the attribute '" + std::string(name) + "' to be " + attrTypeName(type) + ", found " +
-             attrTypeName(a->type()));
+    ctx.fail("expected the attribute '" + std::string(name) + "' to be " + attrTypeName(type) +
+             ", found " + attrTypeName(a->type()));
   return a;
 }
 
 }  // namespace
 
-std::int64_t NodeContext::attrInt(std::string_view name, std::optional<std::int64_t> fallback) const {
+std::int64_t NodeContext::attrInt(std::string_view name,
+                                  std::optional<std::int64_t> fallback) const {
   const AP* a = expectAttr(*this, attr(name), name, AP::INT, fallback.has_value());
   return a ? a->i() : *fallback;
 }
@@ -109,19 +120,21 @@ double NodeContext::attrFloat(std::string_view name, std::optional<double> fallb
   return a ? static_cast<double>(a->f()) : *fallback;
 }
 
-std::string NodeContext::attrString(std::string_view name, std::optional<std::string> fallback) const {
+std::string NodeContext::attrString(std::string_view name,
+                                    std::optional<std::string> fallback) const {
   const AP* a = expectAttr(*this, attr(name), name, AP::STRING, fallback.has_value());
   return a ? a->s() : *fallback;
 }
 
-std::vector<std::int64_t> NodeContext::attrInts(std::string_view name,
-                                                std::optional<std::vector<std::int64_t>> fallback) const {
+std::vector<std::int64_t> NodeContext::attrInts(
+    std::string_view name, std::optional<std::vector<std::int64_t>> fallback) const {
   const AP* a = expectAttr(*this, attr(name), name, AP::INTS, fallback.has_value());
   if (!a) return *fallback;
   return {a->ints().begin(), a->ints().end()};
 }
 
-std::vector<double> NodeContext::attrFloats(std::string_view name, std::optional<std::vector<double>> fallback) const {
+std::vector<double> NodeContext::attrFloats(std::string_view name,
+                                            std::optional<std::vector<double>> fallback) const {
   const AP* a = expectAttr(*this, attr(name), name, AP::FLOATS, fallback.has_value());
   if (!a) return *fallback;
   return {a->floats().begin(), a->floats().end()};
@@ -141,13 +154,22 @@ nlohmann::json NodeContext::attrsJson() const {
   for (const AP& a : m_node.attribute()) {
     nlohmann::json v;
     switch (a.type()) {
-      case AP::INT: v = a.i(); break;
-      case AP::FLOAT: v = std::isfinite(a.f()) ? nlohmann::json(a.f()) : nlohmann::json(std::to_string(a.f())); break;
-      case AP::STRING: v = safeText(a.s()); break;
-      case AP::INTS: v = std::vector<std::int64_t>(a.ints().begin(), a.ints().end()); break;
+      case AP::INT:
+        v = a.i();
+        break;
+      case AP::FLOAT:
+        v = std::isfinite(a.f()) ? nlohmann::json(a.f()) : nlohmann::json(std::to_string(a.f()));
+        break;
+      case AP::STRING:
+        v = safeText(a.s());
+        break;
+      case AP::INTS:
+        v = std::vector<std::int64_t>(a.ints().begin(), a.ints().end());
+        break;
       case AP::FLOATS: {
         v = nlohmann::json::array();
-        for (float f : a.floats()) v.push_back(std::isfinite(f) ? nlohmann::json(f) : nlohmann::json(std::to_string(f)));
+        for (float f : a.floats())
+          v.push_back(std::isfinite(f) ? nlohmann::json(f) : nlohmann::json(std::to_string(f)));
         break;
       }
       case AP::STRINGS: {
@@ -161,8 +183,11 @@ nlohmann::json NodeContext::attrsJson() const {
              {"shape", std::vector<std::int64_t>(a.t().dims().begin(), a.t().dims().end())}};
         break;
       }
-      case AP::GRAPH: v = {{"graph", a.g().name()}, {"nodes", a.g().node_size()}}; break;
-      default: v = attrTypeName(a.type());
+      case AP::GRAPH:
+        v = {{"graph", a.g().name()}, {"nodes", a.g().node_size()}};
+        break;
+      default:
+        v = attrTypeName(a.type());
     }
     out[safeText(a.name())] = std::move(v);
   }
@@ -178,14 +203,19 @@ void NodeContext::unsupported(const std::string& what) const {
 }
 
 int NodeContext::axis(std::int64_t axis, int rank, std::string_view what) const {
-  if (rank <= 0) fail("expected " + std::string(what) + " of a tensor with at least one axis, found a 0-d tensor");
+  if (rank <= 0)
+    fail("expected " + std::string(what) +
+         " of a tensor with at least one axis, found a 0-d tensor");
   if (axis < -rank || axis >= rank)
-    fail("expected " + std::string(what) + " in [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) +
-         "] for rank " + std::to_string(rank) + ", found " + std::to_string(axis));
+    fail("expected " + std::string(what) + " in [" + std::to_string(-rank) + ", " +
+         std::to_string(rank - 1) + "] for rank " + std::to_string(rank) + ", found " +
+         std::to_string(axis));
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
-int NodeContext::rank(int i) const { return input(i)->type().ndim(); }
+int NodeContext::rank(int i) const {
+  return input(i)->type().ndim();
+}
 
 std::string safeText(std::string_view text) {
   // Note [Text from models]: names and string attributes come from the file and are not
@@ -217,7 +247,9 @@ std::string safeText(std::string_view text) {
 
 // --- the table ---
 
-void ConverterTable::add(std::string opType, Converter fn) { m_table[std::move(opType)] = fn; }
+void ConverterTable::add(std::string opType, Converter fn) {
+  m_table[std::move(opType)] = fn;
+}
 
 Converter ConverterTable::find(const std::string& opType) const {
   auto it = m_table.find(opType);

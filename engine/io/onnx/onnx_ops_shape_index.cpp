@@ -274,8 +274,9 @@ std::vector<VarPtr> convertGatherND(NodeContext& ctx) {
     ctx.unsupported("GatherND with indices whose last dimension is not static (input 1 " +
                     it.str() + ")");
   if (k < 1 || b + k > rank)
-    ctx.fail("input 1 (indices): expected a last dimension in [1, " + str(rank - b) + "] for data " +
-             data->type().str() + " and batch_dims " + str(b) + ", found " + it.str());
+    ctx.fail("input 1 (indices): expected a last dimension in [1, " + str(rank - b) +
+             "] for data " + data->type().str() + " and batch_dims " + str(b) + ", found " +
+             it.str());
   const VarPtr idx = asInt64(indices);
   std::vector<AdvIdx> index;
   for (std::int64_t a = 0; a < b; ++a) {

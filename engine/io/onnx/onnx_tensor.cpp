@@ -31,18 +31,23 @@ std::string readExternal(const TP& proto, const std::string& baseDir, std::size_
   std::int64_t offset = 0, length = -1;
   for (const auto& entry : proto.external_data()) {
     try {
-      if (entry.key() == "location") location = entry.value();
-      else if (entry.key() == "offset") offset = std::stoll(entry.value());
-      else if (entry.key() == "length") length = std::stoll(entry.value());
+      if (entry.key() == "location")
+        location = entry.value();
+      else if (entry.key() == "offset")
+        offset = std::stoll(entry.value());
+      else if (entry.key() == "length")
+        length = std::stoll(entry.value());
     } catch (const std::exception&) {
-      throw std::invalid_argument("external data entry '" + entry.key() + "' is not a number: '" + entry.value() + "'");
+      throw std::invalid_argument("external data entry '" + entry.key() + "' is not a number: '" +
+                                  entry.value() + "'");
     }
   }
   if (location.empty()) throw std::invalid_argument("external data without a location");
   namespace fs = std::filesystem;
   fs::path path(location);
   if (path.is_absolute() || location.find("..") != std::string::npos)
-    throw std::invalid_argument("external data location '" + location + "' leaves the model's directory");
+    throw std::invalid_argument("external data location '" + location +
+                                "' leaves the model's directory");
   if (baseDir.empty())
     throw std::invalid_argument("the tensor's data is in the external file '" + location +
                                 "', but the model was not read from a file");
@@ -50,14 +55,15 @@ std::string readExternal(const TP& proto, const std::string& baseDir, std::size_
   std::ifstream in(full, std::ios::binary);
   if (!in) throw std::invalid_argument("cannot open the external data file " + full.string());
   if (length >= 0 && static_cast<std::size_t>(length) != nbytes)
-    throw std::invalid_argument("external data length " + std::to_string(length) + " does not match the " +
-                                std::to_string(nbytes) + " bytes the shape needs");
+    throw std::invalid_argument("external data length " + std::to_string(length) +
+                                " does not match the " + std::to_string(nbytes) +
+                                " bytes the shape needs");
   in.seekg(0, std::ios::end);
   auto size = static_cast<std::int64_t>(in.tellg());
   if (offset < 0 || offset + static_cast<std::int64_t>(nbytes) > size)
-    throw std::invalid_argument("external data file " + full.string() + " has " + std::to_string(size) +
-                                " bytes, fewer than offset " + std::to_string(offset) + " + " +
-                                std::to_string(nbytes));
+    throw std::invalid_argument("external data file " + full.string() + " has " +
+                                std::to_string(size) + " bytes, fewer than offset " +
+                                std::to_string(offset) + " + " + std::to_string(nbytes));
   std::string bytes(nbytes, '\0');
   in.seekg(offset);
   in.read(bytes.data(), static_cast<std::streamsize>(nbytes));
@@ -75,30 +81,49 @@ void checkCount(const Field& field, std::size_t numel, const char* name) {
 
 std::optional<DType> dtypeFromOnnx(int onnxType) {
   switch (onnxType) {
-    case TP::FLOAT: return DType::Float32;
-    case TP::DOUBLE: return DType::Float64;
-    case TP::FLOAT16: return DType::Float16;
-    case TP::INT8: return DType::Int8;
-    case TP::INT16: return DType::Int16;
-    case TP::INT32: return DType::Int32;
-    case TP::INT64: return DType::Int64;
-    case TP::UINT8: return DType::UInt8;
-    case TP::BOOL: return DType::Bool;
-    default: return std::nullopt;
+    case TP::FLOAT:
+      return DType::Float32;
+    case TP::DOUBLE:
+      return DType::Float64;
+    case TP::FLOAT16:
+      return DType::Float16;
+    case TP::INT8:
+      return DType::Int8;
+    case TP::INT16:
+      return DType::Int16;
+    case TP::INT32:
+      return DType::Int32;
+    case TP::INT64:
+      return DType::Int64;
+    case TP::UINT8:
+      return DType::UInt8;
+    case TP::BOOL:
+      return DType::Bool;
+    default:
+      return std::nullopt;
   }
 }
 
 int dtypeToOnnx(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return TP::FLOAT;
-    case DType::Float64: return TP::DOUBLE;
-    case DType::Float16: return TP::FLOAT16;
-    case DType::Int8: return TP::INT8;
-    case DType::Int16: return TP::INT16;
-    case DType::Int32: return TP::INT32;
-    case DType::Int64: return TP::INT64;
-    case DType::UInt8: return TP::UINT8;
-    case DType::Bool: return TP::BOOL;
+    case DType::Float32:
+      return TP::FLOAT;
+    case DType::Float64:
+      return TP::DOUBLE;
+    case DType::Float16:
+      return TP::FLOAT16;
+    case DType::Int8:
+      return TP::INT8;
+    case DType::Int16:
+      return TP::INT16;
+    case DType::Int32:
+      return TP::INT32;
+    case DType::Int64:
+      return TP::INT64;
+    case DType::UInt8:
+      return TP::UINT8;
+    case DType::Bool:
+      return TP::BOOL;
   }
   return TP::UNDEFINED;
 }
@@ -111,25 +136,35 @@ std::string onnxTypeName(int onnxType) {
 Tensor tensorFromOnnx(const TP& proto, const std::string& baseDir) {
   std::optional<DType> dtype = dtypeFromOnnx(proto.data_type());
   if (!dtype)
-    throw std::invalid_argument("element type " + onnxTypeName(proto.data_type()) + " is not supported");
+    throw std::invalid_argument("element type " + onnxTypeName(proto.data_type()) +
+                                " is not supported");
   if (proto.has_segment()) throw std::invalid_argument("segmented tensors are not supported");
   std::vector<std::int64_t> shape(proto.dims().begin(), proto.dims().end());
   const std::size_t numel = checkedNumel(shape);
   const std::size_t nbytes = numel * dtypeSize(*dtype);
   auto fromBytes = [&](const std::string& raw) {
     if (raw.size() != nbytes)
-      throw std::invalid_argument("raw_data has " + std::to_string(raw.size()) + " bytes, the shape " +
-                                  "and element type need " + std::to_string(nbytes));
-    return Tensor::fromBytes(*dtype, shape, std::span(reinterpret_cast<const std::byte*>(raw.data()), raw.size()));
+      throw std::invalid_argument("raw_data has " + std::to_string(raw.size()) +
+                                  " bytes, the shape " + "and element type need " +
+                                  std::to_string(nbytes));
+    return Tensor::fromBytes(*dtype, shape,
+                             std::span(reinterpret_cast<const std::byte*>(raw.data()), raw.size()));
   };
   if (proto.data_location() == TP::EXTERNAL) return fromBytes(readExternal(proto, baseDir, nbytes));
   if (proto.has_raw_data()) return fromBytes(proto.raw_data());
   // Count the typed values before allocating: a bogus shape must not allocate gigabytes.
   switch (proto.data_type()) {
-    case TP::FLOAT: checkCount(proto.float_data(), numel, "float_data"); break;
-    case TP::DOUBLE: checkCount(proto.double_data(), numel, "double_data"); break;
-    case TP::INT64: checkCount(proto.int64_data(), numel, "int64_data"); break;
-    default: checkCount(proto.int32_data(), numel, "int32_data");
+    case TP::FLOAT:
+      checkCount(proto.float_data(), numel, "float_data");
+      break;
+    case TP::DOUBLE:
+      checkCount(proto.double_data(), numel, "double_data");
+      break;
+    case TP::INT64:
+      checkCount(proto.int64_data(), numel, "int64_data");
+      break;
+    default:
+      checkCount(proto.int32_data(), numel, "int32_data");
   }
   Tensor t(*dtype, shape);
   // An empty repeated field's data() is null, and memcpy from null is undefined even for 0 bytes.

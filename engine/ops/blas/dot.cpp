@@ -15,11 +15,14 @@
 namespace tscope::engine {
 
 namespace {
-std::string dimStr(std::int64_t d) { return d == kUnknownDim ? "?" : std::to_string(d); }
+std::string dimStr(std::int64_t d) {
+  return d == kUnknownDim ? "?" : std::to_string(d);
+}
 
 // Walks the batch axes of a (batch..., m, k), b (batch..., k, n) (both broadcast to one batch
 // shape, stride 0 where broadcast) in row-major order and calls f(aOffset, bOffset, index).
-template <class F> void forEachBatch(const Tensor& a, const Tensor& b, int nb, F&& f) {
+template <class F>
+void forEachBatch(const Tensor& a, const Tensor& b, int nb, F&& f) {
   std::int64_t total = 1;
   for (int i = 0; i < nb; ++i) total *= a.shape()[static_cast<std::size_t>(i)];
   std::vector<std::int64_t> idx(static_cast<std::size_t>(nb), 0);
@@ -43,7 +46,9 @@ template <class F> void forEachBatch(const Tensor& a, const Tensor& b, int nb, F
 bool foldsIntoRows(const Tensor& a, const Tensor& b, int nb) {
   if (nb == 0) return false;
   for (int i = 0; i < nb; ++i)
-    if (b.strides()[static_cast<std::size_t>(i)] != 0 && b.shape()[static_cast<std::size_t>(i)] != 1) return false;
+    if (b.strides()[static_cast<std::size_t>(i)] != 0 &&
+        b.shape()[static_cast<std::size_t>(i)] != 1)
+      return false;
   for (int i = nb - 1; i >= 0; --i) {
     const auto u = static_cast<std::size_t>(i);
     if (a.strides()[u] != a.strides()[u + 1] * a.shape()[u + 1]) return false;
@@ -51,33 +56,43 @@ bool foldsIntoRows(const Tensor& a, const Tensor& b, int nb) {
   return true;
 }
 
-template <class T> void batchedFloat(const Tensor& a, const Tensor& b, Tensor& c, int nb) {
-  const std::int64_t m = c.shape()[static_cast<std::size_t>(nb)], n = c.shape()[static_cast<std::size_t>(nb) + 1];
+template <class T>
+void batchedFloat(const Tensor& a, const Tensor& b, Tensor& c, int nb) {
+  const std::int64_t m = c.shape()[static_cast<std::size_t>(nb)],
+                     n = c.shape()[static_cast<std::size_t>(nb) + 1];
   const std::int64_t k = a.shape()[static_cast<std::size_t>(nb) + 1];
-  const std::int64_t sar = a.strides()[static_cast<std::size_t>(nb)], sac = a.strides()[static_cast<std::size_t>(nb) + 1];
-  const std::int64_t sbr = b.strides()[static_cast<std::size_t>(nb)], sbc = b.strides()[static_cast<std::size_t>(nb) + 1];
+  const std::int64_t sar = a.strides()[static_cast<std::size_t>(nb)],
+                     sac = a.strides()[static_cast<std::size_t>(nb) + 1];
+  const std::int64_t sbr = b.strides()[static_cast<std::size_t>(nb)],
+                     sbc = b.strides()[static_cast<std::size_t>(nb) + 1];
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   T* pc = c.data<T>();
   if (foldsIntoRows(a, b, nb)) {
     // One GEMM for the whole stack: (batch*m, k) . (k, n), the common (N, T, D) . (D, H) case.
     const std::int64_t rows = c.numel() / std::max<std::int64_t>(n, 1);
-    matmulStrided<T>({pa, rows, k, sar, sac}, {pb, k, n, sbr, sbc}, {pc, rows, n, n, 1}, T(1), T(0));
+    matmulStrided<T>({pa, rows, k, sar, sac}, {pb, k, n, sbr, sbc}, {pc, rows, n, n, 1}, T(1),
+                     T(0));
     return;
   }
   forEachBatch(a, b, nb, [&](std::int64_t oa, std::int64_t ob, std::int64_t it) {
-    matmulStrided<T>({pa + oa, m, k, sar, sac}, {pb + ob, k, n, sbr, sbc}, {pc + it * m * n, m, n, n, 1}, T(1), T(0));
+    matmulStrided<T>({pa + oa, m, k, sar, sac}, {pb + ob, k, n, sbr, sbc},
+                     {pc + it * m * n, m, n, n, 1}, T(1), T(0));
   });
 }
 
 // Integer products: i-k-j loops (the inner one contiguous in b and c when b is row-major), in
 // unsigned arithmetic so overflow wraps (numpy) instead of being undefined.
-template <class T> void batchedInt(const Tensor& a, const Tensor& b, Tensor& c, int nb) {
+template <class T>
+void batchedInt(const Tensor& a, const Tensor& b, Tensor& c, int nb) {
   using U = std::make_unsigned_t<T>;
-  const std::int64_t m = c.shape()[static_cast<std::size_t>(nb)], n = c.shape()[static_cast<std::size_t>(nb) + 1];
+  const std::int64_t m = c.shape()[static_cast<std::size_t>(nb)],
+                     n = c.shape()[static_cast<std::size_t>(nb) + 1];
   const std::int64_t k = a.shape()[static_cast<std::size_t>(nb) + 1];
-  const std::int64_t sar = a.strides()[static_cast<std::size_t>(nb)], sac = a.strides()[static_cast<std::size_t>(nb) + 1];
-  const std::int64_t sbr = b.strides()[static_cast<std::size_t>(nb)], sbc = b.strides()[static_cast<std::size_t>(nb) + 1];
+  const std::int64_t sar = a.strides()[static_cast<std::size_t>(nb)],
+                     sac = a.strides()[static_cast<std::size_t>(nb) + 1];
+  const std::int64_t sbr = b.strides()[static_cast<std::size_t>(nb)],
+                     sbc = b.strides()[static_cast<std::size_t>(nb) + 1];
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   T* pc = c.data<T>();
@@ -90,7 +105,8 @@ template <class T> void batchedInt(const Tensor& a, const Tensor& b, Tensor& c, 
         const U aik = static_cast<U>(pa[oa + i * sar + kk * sac]);
         const T* brow = pb + ob + kk * sbr;
         if (sbc == 1)
-          for (std::int64_t j = 0; j < n; ++j) row[j] = static_cast<U>(row[j] + static_cast<U>(aik * static_cast<U>(brow[j])));
+          for (std::int64_t j = 0; j < n; ++j)
+            row[j] = static_cast<U>(row[j] + static_cast<U>(aik * static_cast<U>(brow[j])));
         else
           for (std::int64_t j = 0; j < n; ++j)
             row[j] = static_cast<U>(row[j] + static_cast<U>(aik * static_cast<U>(brow[j * sbc])));
@@ -123,7 +139,8 @@ VarPtr sumToBatch(const VarPtr& g, const TensorType& target) {
   const int extra = g->type().ndim() - target.ndim();
   std::vector<int> keep;
   for (int i = 0; i + 2 < target.ndim(); ++i)
-    if (target.shape()[static_cast<std::size_t>(i)] == 1 && g->type().shape()[static_cast<std::size_t>(extra + i)] != 1)
+    if (target.shape()[static_cast<std::size_t>(i)] == 1 &&
+        g->type().shape()[static_cast<std::size_t>(extra + i)] != 1)
       keep.push_back(extra + i);
   VarPtr r = g;
   if (!keep.empty()) r = sum(r, keep, true);
@@ -140,11 +157,14 @@ std::vector<TensorType> Dot::outputTypes(std::span<const VarPtr> inputs) const {
   checkInputCount(inputs, 2);
   const TensorType& a = inputs[0]->type();
   const TensorType& b = inputs[1]->type();
-  if (a.ndim() == 0) throwInputError(inputs, 0, "a tensor of rank 1 or more (use Elemwise{mul} for scalars)");
-  if (b.ndim() == 0) throwInputError(inputs, 1, "a tensor of rank 1 or more (use Elemwise{mul} for scalars)");
+  if (a.ndim() == 0)
+    throwInputError(inputs, 0, "a tensor of rank 1 or more (use Elemwise{mul} for scalars)");
+  if (b.ndim() == 0)
+    throwInputError(inputs, 1, "a tensor of rank 1 or more (use Elemwise{mul} for scalars)");
   if (a.dtype() == DType::Bool) throwInputError(inputs, 0, "a numeric tensor");
   if (b.dtype() == DType::Bool) throwInputError(inputs, 1, "a numeric tensor");
-  if (a.device() != b.device()) throwInputError(inputs, 1, "a tensor on " + std::string(deviceName(a.device())));
+  if (a.device() != b.device())
+    throwInputError(inputs, 1, "a tensor on " + std::string(deviceName(a.device())));
   // Promote vectors to matrices as numpy does, then drop the added axes again.
   std::vector<std::int64_t> sa = a.shape(), sb = b.shape();
   bool aVector = sa.size() == 1, bVector = sb.size() == 1;
@@ -152,20 +172,24 @@ std::vector<TensorType> Dot::outputTypes(std::span<const VarPtr> inputs) const {
   if (bVector) sb.push_back(1);
   std::int64_t ka = sa.back(), kb = sb[sb.size() - 2];
   if (ka != kUnknownDim && kb != kUnknownDim && ka != kb)
-    throw TypeError(str() + ": the inner dimensions differ: " + a.str() + " . " + b.str() + " (" + dimStr(ka) +
-                    " vs " + dimStr(kb) + ")" +
-                    (inputs[0]->site().empty() ? "" : "; input 0 was created at " + inputs[0]->site().str()));
+    throw TypeError(
+        str() + ": the inner dimensions differ: " + a.str() + " . " + b.str() + " (" + dimStr(ka) +
+        " vs " + dimStr(kb) + ")" +
+        (inputs[0]->site().empty() ? "" : "; input 0 was created at " + inputs[0]->site().str()));
   std::vector<std::int64_t> batchA(sa.begin(), sa.end() - 2), batchB(sb.begin(), sb.end() - 2);
   std::vector<std::vector<std::int64_t>> batches{batchA, batchB};
   auto batch = broadcastStaticShapes(batches);
-  if (!batch) throw TypeError(str() + ": the batch dimensions cannot be broadcast: " + a.str() + " . " + b.str());
+  if (!batch)
+    throw TypeError(str() + ": the batch dimensions cannot be broadcast: " + a.str() + " . " +
+                    b.str());
   std::vector<std::int64_t> shape = *batch;
   if (!aVector) shape.push_back(sa[sa.size() - 2]);
   if (!bVector) shape.push_back(sb.back());
   return {TensorType(promoteTypes(a.dtype(), b.dtype()), std::move(shape), a.device())};
 }
 
-void Dot::perform(const Apply& node, std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const {
+void Dot::perform(const Apply& node, std::span<const Tensor* const> inputs,
+                  std::span<Tensor* const> outputs) const {
   const DType outDtype = node.outputRef(0).type().dtype();
   const DType work = outDtype == DType::Float16 ? DType::Float32 : outDtype;
   Tensor a = inputs[0]->dtype() == work ? *inputs[0] : inputs[0]->astype(work);
@@ -174,12 +198,14 @@ void Dot::perform(const Apply& node, std::span<const Tensor* const> inputs, std:
   if (aVector) a = a.expandDims(0);
   if (bVector) b = b.expandDims(1);
   const std::size_t ra = a.shape().size(), rb = b.shape().size();
-  const std::int64_t m = a.shape()[ra - 2], k = a.shape()[ra - 1], kb = b.shape()[rb - 2], n = b.shape()[rb - 1];
+  const std::int64_t m = a.shape()[ra - 2], k = a.shape()[ra - 1], kb = b.shape()[rb - 2],
+                     n = b.shape()[rb - 1];
   const auto fail = [&](const std::string& what) {
-    throw std::invalid_argument(str() + ": " + what + ": " + shapeToString(inputs[0]->shape()) + " . " +
-                                shapeToString(inputs[1]->shape()));
+    throw std::invalid_argument(str() + ": " + what + ": " + shapeToString(inputs[0]->shape()) +
+                                " . " + shapeToString(inputs[1]->shape()));
   };
-  if (k != kb) fail("the inner dimensions differ (" + std::to_string(k) + " vs " + std::to_string(kb) + ")");
+  if (k != kb)
+    fail("the inner dimensions differ (" + std::to_string(k) + " vs " + std::to_string(kb) + ")");
   const int nb = static_cast<int>(std::max(ra, rb)) - 2;
   Shape batch(static_cast<std::size_t>(nb));
   for (int i = 0; i < nb; ++i) {
@@ -202,14 +228,18 @@ void Dot::perform(const Apply& node, std::span<const Tensor* const> inputs, std:
   b = b.broadcastTo(fb);
   dispatchDType(work, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) batchedFloat<T>(a, b, c, nb);
-    else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) batchedInt<T>(a, b, c, nb);
-    else throw std::logic_error(str() + ": no kernel for " + std::string(dtypeName(work)));
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+      batchedFloat<T>(a, b, c, nb);
+    else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      batchedInt<T>(a, b, c, nb);
+    else
+      throw std::logic_error(str() + ": no kernel for " + std::string(dtypeName(work)));
   });
   if (work != outDtype) out.copyFrom(c.reshape(outShape));
 }
 
-std::vector<ShapeExpr> Dot::inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const {
+std::vector<ShapeExpr> Dot::inferShape(const Apply& node,
+                                       std::span<const ShapeExpr> inputShapes) const {
   const TensorType& ta = node.input(0)->type();
   const TensorType& tb = node.input(1)->type();
   const TensorType& to = node.outputRef(0).type();
@@ -253,9 +283,12 @@ std::vector<Grad> Dot::pullback(const Apply& node, std::span<const VarPtr> outpu
   const int gnd = G->type().ndim();
   std::vector<int> order;
   for (int i = 0; i < gnd; ++i) order.push_back(i);
-  if (aVector && bVector) order = {x, x};
-  else if (aVector) order.insert(order.end() - 1, x);
-  else if (bVector) order.push_back(x);
+  if (aVector && bVector)
+    order = {x, x};
+  else if (aVector)
+    order.insert(order.end() - 1, x);
+  else if (bVector)
+    order.push_back(x);
   if (aVector || bVector) G = dimshuffle(G, order);
   VarPtr gA = sumToBatch(dot(G, swapLast(B)), A->type());
   VarPtr gB = sumToBatch(dot(swapLast(A), G), B->type());
@@ -264,7 +297,8 @@ std::vector<Grad> Dot::pullback(const Apply& node, std::span<const VarPtr> outpu
   return {inDtype(gA, a), inDtype(gB, b)};
 }
 
-std::optional<std::vector<VarPtr>> Dot::pushforward(const Apply& node, std::span<const VarPtr> tangents) const {
+std::optional<std::vector<VarPtr>> Dot::pushforward(const Apply& node,
+                                                    std::span<const VarPtr> tangents) const {
   const VarPtr &a = node.input(0), &b = node.input(1);
   VarPtr r;
   if (tangents[0]) r = dot(tangents[0], b);
@@ -289,8 +323,10 @@ VarPtr matmul(const VarPtr& a, const VarPtr& b, std::source_location site) {
 
 VarPtr outer(const VarPtr& a, const VarPtr& b, std::source_location site) {
   if (a->type().ndim() != 1 || b->type().ndim() != 1)
-    throw TypeError("outer: expected two vectors, found " + a->type().str() + " and " + b->type().str());
-  return dot(dimshuffle(a, {0, DimShuffle::kNewAxis}, site), dimshuffle(b, {DimShuffle::kNewAxis, 0}, site), site);
+    throw TypeError("outer: expected two vectors, found " + a->type().str() + " and " +
+                    b->type().str());
+  return dot(dimshuffle(a, {0, DimShuffle::kNewAxis}, site),
+             dimshuffle(b, {DimShuffle::kNewAxis, 0}, site), site);
 }
 
 void registerBlasOps(OpRegistry& registry) {

@@ -18,17 +18,22 @@ class Dot final : public Op {
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
-  std::vector<ShapeExpr> inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const override;
+  std::vector<ShapeExpr> inferShape(const Apply& node,
+                                    std::span<const ShapeExpr> inputShapes) const override;
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
-  std::optional<std::vector<VarPtr>> pushforward(const Apply& node, std::span<const VarPtr> tangents) const override;
+  std::optional<std::vector<VarPtr>> pushforward(const Apply& node,
+                                                 std::span<const VarPtr> tangents) const override;
   static OpPtr fromProps(const nlohmann::json& props);
 };
 
-VarPtr dot(const VarPtr& a, const VarPtr& b, std::source_location site = std::source_location::current());
+VarPtr dot(const VarPtr& a, const VarPtr& b,
+           std::source_location site = std::source_location::current());
 // numpy's name for the same product.
-VarPtr matmul(const VarPtr& a, const VarPtr& b, std::source_location site = std::source_location::current());
+VarPtr matmul(const VarPtr& a, const VarPtr& b,
+              std::source_location site = std::source_location::current());
 // outer(a, b)[i, j] = a[i] * b[j] for vectors a and b (a matrix).
-VarPtr outer(const VarPtr& a, const VarPtr& b, std::source_location site = std::source_location::current());
+VarPtr outer(const VarPtr& a, const VarPtr& b,
+             std::source_location site = std::source_location::current());
 
 // Registers Dot, Gemm, Gemv and Ger.
 void registerBlasOps(OpRegistry& registry);

@@ -24,7 +24,8 @@ class BlasOp : public Op {
   // "Gemm{inplace}" / "Gemm{no_inplace}" (Theano's spelling).
   std::string str() const override { return name() + (m_inplace ? "{inplace}" : "{no_inplace}"); }
   DestroyMap destroyMap() const override;
-  std::vector<ShapeExpr> inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const override;
+  std::vector<ShapeExpr> inferShape(const Apply& node,
+                                    std::span<const ShapeExpr> inputShapes) const override;
 
  protected:
   // Checks the common rules (count, one float dtype, 0-d scalars at scalarInputs, ranks) and
@@ -72,27 +73,31 @@ class Ger final : public BlasOp {
   static OpPtr fromProps(const nlohmann::json& props);
 };
 
-VarPtr gemm(const VarPtr& z, const VarPtr& alpha, const VarPtr& x, const VarPtr& y, const VarPtr& beta,
-            bool inplace = false, std::source_location site = std::source_location::current());
-VarPtr gemv(const VarPtr& y, const VarPtr& alpha, const VarPtr& a, const VarPtr& x, const VarPtr& beta,
-            bool inplace = false, std::source_location site = std::source_location::current());
-VarPtr ger(const VarPtr& a, const VarPtr& alpha, const VarPtr& x, const VarPtr& y, bool inplace = false,
-           std::source_location site = std::source_location::current());
+VarPtr gemm(const VarPtr& z, const VarPtr& alpha, const VarPtr& x, const VarPtr& y,
+            const VarPtr& beta, bool inplace = false,
+            std::source_location site = std::source_location::current());
+VarPtr gemv(const VarPtr& y, const VarPtr& alpha, const VarPtr& a, const VarPtr& x,
+            const VarPtr& beta, bool inplace = false,
+            std::source_location site = std::source_location::current());
+VarPtr ger(const VarPtr& a, const VarPtr& alpha, const VarPtr& x, const VarPtr& y,
+           bool inplace = false, std::source_location site = std::source_location::current());
 
 // --- The strided matrix product the BLAS ops and Dot share --------------------------------------
 // A 2-d matrix inside a tensor: its first element and its strides in elements.
-template <class T> struct MatrixView {
+template <class T>
+struct MatrixView {
   T* data;
   std::int64_t rows, cols, rowStride, colStride;
 };
 // c = alpha * x . y + beta * c (x: m x k, y: k x n, c: m x n) for float and double. Row- or
 // column-major operands (a transposed view) go to the GEMM kernel as they are; other strides are
 // copied to a contiguous buffer first; beta == 0 ignores c's old contents.
-template <class T> void matmulStrided(MatrixView<const T> x, MatrixView<const T> y, MatrixView<T> c, T alpha, T beta);
-extern template void matmulStrided<float>(MatrixView<const float>, MatrixView<const float>, MatrixView<float>,
-                                          float, float);
-extern template void matmulStrided<double>(MatrixView<const double>, MatrixView<const double>, MatrixView<double>,
-                                           double, double);
+template <class T>
+void matmulStrided(MatrixView<const T> x, MatrixView<const T> y, MatrixView<T> c, T alpha, T beta);
+extern template void matmulStrided<float>(MatrixView<const float>, MatrixView<const float>,
+                                          MatrixView<float>, float, float);
+extern template void matmulStrided<double>(MatrixView<const double>, MatrixView<const double>,
+                                           MatrixView<double>, double, double);
 
 void registerGemmOps(OpRegistry& registry);
 

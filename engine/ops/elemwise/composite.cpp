@@ -106,7 +106,9 @@ Composite::Composite(std::vector<DType> inputDTypes, std::vector<CompositeInstru
   m_plan = buildPlan(*this);
 }
 
-OpPtr Composite::outOfPlace() const { return inplacePattern().empty() ? nullptr : withInplace({}); }
+OpPtr Composite::outOfPlace() const {
+  return inplacePattern().empty() ? nullptr : withInplace({});
+}
 
 std::shared_ptr<const Composite> Composite::withInplace(std::map<int, int> inplace) const {
   return std::make_shared<Composite>(m_inputDTypes, m_program, m_outputs, std::move(inplace));

@@ -18,13 +18,17 @@ Elemwise::Elemwise(ScalarOp scalar, std::map<int, int> inplace, DType target)
   const ScalarOpInfo& info = scalarOpInfo(scalar);
   for (const auto& [out, in] : m_inplace) {
     // The messages name the "inplace" prop: the registry reports them for bad props.
-    if (out != 0) throw std::invalid_argument("Elemwise{" + std::string(info.name) + "}: inplace output " +
-                                              std::to_string(out) + " does not exist (Elemwise has one output)");
+    if (out != 0)
+      throw std::invalid_argument("Elemwise{" + std::string(info.name) + "}: inplace output " +
+                                  std::to_string(out) +
+                                  " does not exist (Elemwise has one output)");
     if (in < 0 || (info.arity >= 0 && in >= info.arity))
-      throw std::invalid_argument("Elemwise{" + std::string(info.name) + "}: inplace input " + std::to_string(in) +
+      throw std::invalid_argument("Elemwise{" + std::string(info.name) + "}: inplace input " +
+                                  std::to_string(in) +
                                   " does not exist; cannot write in place into it");
   }
-  for (int d = 0; d < kDTypeCount; ++d) m_kernels[static_cast<std::size_t>(d)] = elemwiseRowKernel(scalar, static_cast<DType>(d));
+  for (int d = 0; d < kDTypeCount; ++d)
+    m_kernels[static_cast<std::size_t>(d)] = elemwiseRowKernel(scalar, static_cast<DType>(d));
   const bool flat = scalar != ScalarOp::Cast && scalar != ScalarOp::Second && info.arity != 3;
   m_flatArity = flat ? (info.arity == 1 ? 1 : 2) : 0;
 }
@@ -74,8 +78,10 @@ std::optional<std::vector<std::int64_t>> broadcastShapes(std::size_t n, ShapeOf 
 }
 }  // namespace
 
-std::optional<std::vector<std::int64_t>> broadcastStaticShapes(std::span<const std::vector<std::int64_t>> shapes) {
-  return broadcastShapes(shapes.size(), [&](std::size_t k) -> const std::vector<std::int64_t>& { return shapes[k]; });
+std::optional<std::vector<std::int64_t>> broadcastStaticShapes(
+    std::span<const std::vector<std::int64_t>> shapes) {
+  return broadcastShapes(
+      shapes.size(), [&](std::size_t k) -> const std::vector<std::int64_t>& { return shapes[k]; });
 }
 
 std::vector<TensorType> Elemwise::outputTypes(std::span<const VarPtr> inputs) const {
@@ -83,7 +89,8 @@ std::vector<TensorType> Elemwise::outputTypes(std::span<const VarPtr> inputs) co
   if (info.arity >= 0) {
     checkInputCount(inputs, static_cast<std::size_t>(info.arity));
   } else if (inputs.size() < 2) {
-    throw TypeError(str() + ": expected two or more inputs, found " + std::to_string(inputs.size()));
+    throw TypeError(str() + ": expected two or more inputs, found " +
+                    std::to_string(inputs.size()));
   }
   // Typing runs for every node built or loaded: no copies of the input shapes, and the dtypes
   // on the stack for the usual few inputs.
@@ -95,13 +102,15 @@ std::vector<TensorType> Elemwise::outputTypes(std::span<const VarPtr> inputs) co
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const TensorType& t = inputs[i]->type();
     if (t.device() != device)
-      throwInputError(inputs, static_cast<int>(i), "a tensor on " + std::string(deviceName(device)));
+      throwInputError(inputs, static_cast<int>(i),
+                      "a tensor on " + std::string(deviceName(device)));
     dtypes[i] = t.dtype();
   }
-  DType dtype = scalarOpOutputDType(m_scalar, std::span<const DType>(dtypes, inputs.size()), m_target);
-  auto shape = broadcastShapes(inputs.size(), [&](std::size_t k) -> const std::vector<std::int64_t>& {
-    return inputs[k]->type().shape();
-  });
+  DType dtype =
+      scalarOpOutputDType(m_scalar, std::span<const DType>(dtypes, inputs.size()), m_target);
+  auto shape = broadcastShapes(
+      inputs.size(),
+      [&](std::size_t k) -> const std::vector<std::int64_t>& { return inputs[k]->type().shape(); });
   if (!shape) {
     std::string found;
     for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -115,28 +124,33 @@ std::vector<TensorType> Elemwise::outputTypes(std::span<const VarPtr> inputs) co
                       std::to_string(inputs.size()) + " inputs");
     if (!out.isSubtypeOf(inputs[static_cast<std::size_t>(in)]->type()) ||
         inputs[static_cast<std::size_t>(in)]->type().ndim() != out.ndim())
-      throwInputError(inputs, in, "the output's type " + out.str() + " to write the result in place");
+      throwInputError(inputs, in,
+                      "the output's type " + out.str() + " to write the result in place");
     out = inputs[static_cast<std::size_t>(in)]->type();
   }
   return {out};
 }
 
-// --- Execution -------------------------------------------------------------------------------------
+// --- Execution
+// -------------------------------------------------------------------------------------
 
 namespace {
 // May the output be written into input k's buffer? It must have the output's shape and no two
 // elements in one place (a stride-0 axis), and every other input that reads the same storage must
 // read it through exactly the same view, so that each element is read before it is overwritten.
-bool canWriteInto(std::span<const Tensor* const> inputs, std::size_t k, std::span<const std::int64_t> shape) {
+bool canWriteInto(std::span<const Tensor* const> inputs, std::size_t k,
+                  std::span<const std::int64_t> shape) {
   const Tensor& t = *inputs[k];
-  if (t.device() != Device::Cpu || !std::equal(t.shape().begin(), t.shape().end(), shape.begin(), shape.end()))
+  if (t.device() != Device::Cpu ||
+      !std::equal(t.shape().begin(), t.shape().end(), shape.begin(), shape.end()))
     return false;
   for (std::size_t a = 0; a < t.shape().size(); ++a)
     if (t.shape()[a] > 1 && t.strides()[a] == 0) return false;
   for (std::size_t j = 0; j < inputs.size(); ++j) {
     const Tensor& u = *inputs[j];
     if (j == k || !u.sharesStorageWith(t)) continue;
-    if (u.offset() != t.offset() || u.shape() != t.shape() || u.strides() != t.strides() || u.dtype() != t.dtype())
+    if (u.offset() != t.offset() || u.shape() != t.shape() || u.strides() != t.strides() ||
+        u.dtype() != t.dtype())
       return false;
   }
   return true;
@@ -147,17 +161,24 @@ bool canWriteInto(std::span<const Tensor* const> inputs, std::size_t k, std::spa
 // int16), the promoted input dtype for comparisons and logic (whose output is bool). Inputs of
 // another dtype are converted first (Tensor::astype, numpy semantics). float16 has no kernel: it
 // computes in float32 and rounds the result once, as numpy's half loops do.
-DType kernelDType(DType d) { return d == DType::Float16 ? DType::Float32 : d; }
+DType kernelDType(DType d) {
+  return d == DType::Float16 ? DType::Float32 : d;
+}
 
-inline bool flatLayout(const Tensor& t) { return t.ndim() == 0 || t.isContiguous(); }
-inline std::int64_t elementCount(const Tensor& t) { return t.ndim() == 0 ? 1 : t.numel(); }
+inline bool flatLayout(const Tensor& t) {
+  return t.ndim() == 0 || t.isContiguous();
+}
+inline std::int64_t elementCount(const Tensor& t) {
+  return t.ndim() == 0 ? 1 : t.numel();
+}
 inline const char* firstByte(const Tensor& t) {
-  return reinterpret_cast<const char*>(t.storage()->data()) + t.offset() * static_cast<std::int64_t>(t.itemSize());
+  return reinterpret_cast<const char*>(t.storage()->data()) +
+         t.offset() * static_cast<std::int64_t>(t.itemSize());
 }
 // reuseOrAllocate's test for keeping the buffer, inline for the fast path.
 inline bool reusable(const Tensor& t, DType dtype, const Shape& shape) {
-  return t.defined() && t.dtype() == dtype && t.offset() == 0 && t.storage().use_count() == 1 && t.shape() == shape &&
-         t.storage()->device() == Device::Cpu && flatLayout(t);
+  return t.defined() && t.dtype() == dtype && t.offset() == 0 && t.storage().use_count() == 1 &&
+         t.shape() == shape && t.storage()->device() == Device::Cpu && flatLayout(t);
 }
 }  // namespace
 
@@ -179,7 +200,8 @@ void Elemwise::perform(const Apply& node, std::span<const Tensor* const> inputs,
     const ElemwiseRowFn fn = m_kernels[static_cast<std::size_t>(d)];
     // A bool output is right only for the comparisons and logic, whose kernels write bool.
     if (flat && fn && (outDType == d || scalarOpInfo(m_scalar).rule == DTypeRule::Bool)) {
-      Tensor& dest = reusable(*out, outDType, a.shape()) ? *out : reuseOrAllocate(out, outDType, a.shape());
+      Tensor& dest =
+          reusable(*out, outDType, a.shape()) ? *out : reuseOrAllocate(out, outDType, a.shape());
       const char* ptrs[2] = {firstByte(a), m_flatArity == 2 ? firstByte(*inputs[1]) : nullptr};
       const std::int64_t ones[2] = {1, 1};
       fn(reinterpret_cast<char*>(dest.storage()->data()), 1, ptrs, ones, elementCount(a));
@@ -188,13 +210,15 @@ void Elemwise::perform(const Apply& node, std::span<const Tensor* const> inputs,
   }
   const Shape& first = inputs[0]->shape();
   bool sameShape = true;
-  for (std::size_t i = 1; i < inputs.size(); ++i) sameShape = sameShape && inputs[i]->shape() == first;
+  for (std::size_t i = 1; i < inputs.size(); ++i)
+    sameShape = sameShape && inputs[i]->shape() == first;
   Shape broadcast;  // empty (no allocation) unless the shapes differ
   std::span<const std::int64_t> shape(first);
   if (!sameShape) {
     if (!broadcastRuntimeShapes(inputs, broadcast)) {
       std::string found;
-      for (std::size_t i = 0; i < inputs.size(); ++i) found += (i ? ", " : "") + shapeToString(inputs[i]->shape());
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        found += (i ? ", " : "") + shapeToString(inputs[i]->shape());
       std::string msg = str() + ": the input shapes cannot be broadcast together: " + found;
       if (!node.site().empty()) msg += "; the node was created at " + node.site().str();
       throw std::invalid_argument(msg);
@@ -221,7 +245,8 @@ void Elemwise::compute(Tensor& dest, std::span<const Tensor* const> inputs) cons
   DType computeDType = dest.dtype();
   if (info.rule == DTypeRule::Bool) {
     computeDType = inputs[0]->dtype();
-    for (std::size_t i = 1; i < inputs.size(); ++i) computeDType = promoteTypes(computeDType, inputs[i]->dtype());
+    for (std::size_t i = 1; i < inputs.size(); ++i)
+      computeDType = promoteTypes(computeDType, inputs[i]->dtype());
   }
   const DType k = kernelDType(computeDType);
   const DType kernelOut = info.rule == DTypeRule::Bool ? DType::Bool : k;
@@ -229,7 +254,8 @@ void Elemwise::compute(Tensor& dest, std::span<const Tensor* const> inputs) cons
   // place), compute into a temporary first.
   bool foldClobbers = false;
   if (info.arity < 0)
-    for (std::size_t j = 2; j < inputs.size(); ++j) foldClobbers = foldClobbers || inputs[j]->sharesStorageWith(dest);
+    for (std::size_t j = 2; j < inputs.size(); ++j)
+      foldClobbers = foldClobbers || inputs[j]->sharesStorageWith(dest);
   if (dest.dtype() != kernelOut || foldClobbers) {
     Tensor tmp = Tensor::empty(kernelOut, dest.shape());
     compute(tmp, inputs);
@@ -250,7 +276,8 @@ void Elemwise::compute(Tensor& dest, std::span<const Tensor* const> inputs) cons
     const std::array<const Tensor*, 1> ops{operand(1, k, h1)};
     runElemwiseKernel(fn, dest, ops);
   } else if (m_scalar == ScalarOp::Switch) {
-    const std::array<const Tensor*, 3> ops{operand(0, DType::Bool, h0), operand(1, k, h1), operand(2, k, h2)};
+    const std::array<const Tensor*, 3> ops{operand(0, DType::Bool, h0), operand(1, k, h1),
+                                           operand(2, k, h2)};
     runElemwiseKernel(fn, dest, ops);
   } else if (info.arity == 1) {
     const std::array<const Tensor*, 1> ops{operand(0, k, h0)};
@@ -269,7 +296,8 @@ void Elemwise::compute(Tensor& dest, std::span<const Tensor* const> inputs) cons
   }
 }
 
-// --- Shapes ----------------------------------------------------------------------------------------
+// --- Shapes
+// ----------------------------------------------------------------------------------------
 
 ShapeExpr broadcastShapeExpr(const TensorType& outType, std::span<const ShapeExpr> shapes,
                              std::span<const std::vector<std::int64_t>* const> staticShapes) {
@@ -285,7 +313,8 @@ ShapeExpr broadcastShapeExpr(const TensorType& outType, std::span<const ShapeExp
       const VarPtr& d = s[axis + s.size() - ndim];
       const std::vector<std::int64_t>& typeShape = *staticShapes[k];
       std::int64_t value = constantIntValue(d).value_or(kUnknownDim);
-      if (value == kUnknownDim && typeShape.size() == s.size()) value = typeShape[axis + s.size() - ndim];
+      if (value == kUnknownDim && typeShape.size() == s.size())
+        value = typeShape[axis + s.size() - ndim];
       if (value == 1) continue;
       if (value != kUnknownDim) {
         known = value;
@@ -306,7 +335,8 @@ ShapeExpr broadcastShapeExpr(const TensorType& outType, std::span<const ShapeExp
   return out;
 }
 
-std::vector<ShapeExpr> Elemwise::inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const {
+std::vector<ShapeExpr> Elemwise::inferShape(const Apply& node,
+                                            std::span<const ShapeExpr> inputShapes) const {
   std::vector<const std::vector<std::int64_t>*> staticShapes;
   staticShapes.reserve(inputShapes.size());
   for (std::size_t k = 0; k < inputShapes.size(); ++k)
@@ -321,31 +351,39 @@ DestroyMap Elemwise::destroyMap() const {
 }
 
 OpPtr Elemwise::outOfPlace() const {
-  return m_inplace.empty() ? nullptr : std::make_shared<Elemwise>(m_scalar, std::map<int, int>{}, m_target);
+  return m_inplace.empty() ? nullptr
+                           : std::make_shared<Elemwise>(m_scalar, std::map<int, int>{}, m_target);
 }
 
 OpPtr Elemwise::fromProps(const nlohmann::json& props) {
   if (!props.contains("scalar_op") || !props["scalar_op"].is_string())
     throw std::invalid_argument("Elemwise: props need \"scalar_op\" (a string such as \"add\")");
   auto scalar = scalarOpFromName(props["scalar_op"].get<std::string>());
-  if (!scalar) throw std::invalid_argument("Elemwise: unknown scalar_op \"" + props["scalar_op"].get<std::string>() + "\"");
+  if (!scalar)
+    throw std::invalid_argument("Elemwise: unknown scalar_op \"" +
+                                props["scalar_op"].get<std::string>() + "\"");
   DType target = DType::Float32;
   if (*scalar == ScalarOp::Cast) {
     if (!props.contains("dtype") || !props["dtype"].is_string())
       throw std::invalid_argument("Elemwise{cast}: props need \"dtype\" (a dtype name)");
     auto d = dtypeFromName(props["dtype"].get<std::string>());
-    if (!d) throw std::invalid_argument("Elemwise{cast}: unknown dtype \"" + props["dtype"].get<std::string>() + "\"");
+    if (!d)
+      throw std::invalid_argument("Elemwise{cast}: unknown dtype \"" +
+                                  props["dtype"].get<std::string>() + "\"");
     target = *d;
   }
   std::map<int, int> inplace;
   if (props.contains("inplace")) {
     const auto& p = props["inplace"];
-    if (!p.is_object()) throw std::invalid_argument("Elemwise: \"inplace\" must be an object {\"output\": input}");
+    if (!p.is_object())
+      throw std::invalid_argument("Elemwise: \"inplace\" must be an object {\"output\": input}");
     for (const auto& [key, value] : p.items()) {
       if (key != "0" || !value.is_number_integer())
-        throw std::invalid_argument("Elemwise: \"inplace\" must map output \"0\" to an input index");
+        throw std::invalid_argument(
+            "Elemwise: \"inplace\" must map output \"0\" to an input index");
       std::int64_t in = value.get<std::int64_t>();
-      if (in < 0 || in > 1'000'000) throw std::invalid_argument("Elemwise: inplace input index out of range");
+      if (in < 0 || in > 1'000'000)
+        throw std::invalid_argument("Elemwise: inplace input index out of range");
       inplace[0] = static_cast<int>(in);
     }
   }
@@ -356,14 +394,17 @@ VarPtr elemwise(ScalarOp op, std::vector<VarPtr> inputs, std::source_location si
   // Ops are immutable values: every node of one scalar op shares one Elemwise.
   static const std::array<OpPtr, kScalarOpCount> kShared = [] {
     std::array<OpPtr, kScalarOpCount> ops;
-    for (int i = 0; i < kScalarOpCount; ++i) ops[i] = std::make_shared<Elemwise>(static_cast<ScalarOp>(i));
+    for (int i = 0; i < kScalarOpCount; ++i)
+      ops[i] = std::make_shared<Elemwise>(static_cast<ScalarOp>(i));
     return ops;
   }();
   return kShared[static_cast<std::size_t>(op)]->operator()(std::move(inputs), site);
 }
 
 VarPtr cast(const VarPtr& x, DType dtype, std::source_location site) {
-  return std::make_shared<Elemwise>(ScalarOp::Cast, std::map<int, int>{}, dtype)->operator()({x}, site);
+  return std::make_shared<Elemwise>(ScalarOp::Cast, std::map<int, int>{}, dtype)
+      ->
+      operator()({x}, site);
 }
 
 void registerElemwiseOps(OpRegistry& registry) {

@@ -18,7 +18,8 @@ class OpRegistry;
 class Elemwise final : public Op {
  public:
   // inplace: output index -> the input it overwrites. target: the dtype of a Cast.
-  explicit Elemwise(ScalarOp scalar, std::map<int, int> inplace = {}, DType target = DType::Float32);
+  explicit Elemwise(ScalarOp scalar, std::map<int, int> inplace = {},
+                    DType target = DType::Float32);
 
   ScalarOp scalarOp() const { return m_scalar; }
   const std::map<int, int>& inplacePattern() const { return m_inplace; }
@@ -36,10 +37,12 @@ class Elemwise final : public Op {
                std::span<Tensor* const> outputs) const override;
   // Per axis: a static size != 1 when an input has one, 1 when every input is statically 1, else
   // the maximum of the candidate sizes (numpy's rule: the size that is not 1 wins).
-  std::vector<ShapeExpr> inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const override;
+  std::vector<ShapeExpr> inferShape(const Apply& node,
+                                    std::span<const ShapeExpr> inputShapes) const override;
   // Note [Elemwise gradient conventions] in elemwise_grad.cpp.
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
-  std::optional<std::vector<VarPtr>> pushforward(const Apply& node, std::span<const VarPtr> tangents) const override;
+  std::optional<std::vector<VarPtr>> pushforward(const Apply& node,
+                                                 std::span<const VarPtr> tangents) const override;
   DestroyMap destroyMap() const override;
   OpPtr outOfPlace() const override;
 
@@ -61,7 +64,8 @@ class Elemwise final : public Op {
 
 // The broadcast of static shapes (kUnknownDim where unknown); nullopt when two known sizes other
 // than 1 disagree on an axis.
-std::optional<std::vector<std::int64_t>> broadcastStaticShapes(std::span<const std::vector<std::int64_t>> shapes);
+std::optional<std::vector<std::int64_t>> broadcastStaticShapes(
+    std::span<const std::vector<std::int64_t>> shapes);
 
 // Elemwise::inferShape's rule for one output of type outType over operands whose symbolic shapes
 // are `shapes` and whose static shapes are *staticShapes[k] (Composite applies it per output).
@@ -71,7 +75,8 @@ ShapeExpr broadcastShapeExpr(const TensorType& outType, std::span<const ShapeExp
 // Builders: elemwise(ScalarOp::Add, {x, y}) == Elemwise(Add)({x, y}).
 VarPtr elemwise(ScalarOp op, std::vector<VarPtr> inputs,
                 std::source_location site = std::source_location::current());
-VarPtr cast(const VarPtr& x, DType dtype, std::source_location site = std::source_location::current());
+VarPtr cast(const VarPtr& x, DType dtype,
+            std::source_location site = std::source_location::current());
 
 void registerElemwiseOps(OpRegistry& registry);
 

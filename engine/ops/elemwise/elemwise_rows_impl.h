@@ -360,14 +360,14 @@ template <class T>
 using EigenIn = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T>
 using EigenOut = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-#define TSCOPE_VECTOR_MATH(Fn, T, expr)                                      \
-  template <>                                                                \
-  struct VectorMath<Fn, T> {                                                 \
-    static bool apply(const T* a, T* o, std::int64_t n) {                    \
-      EigenOut<T>(o, static_cast<Eigen::Index>(n)) =                         \
-          EigenIn<T>(a, static_cast<Eigen::Index>(n)).expr;                  \
-      return true;                                                           \
-    }                                                                        \
+#define TSCOPE_VECTOR_MATH(Fn, T, expr)                     \
+  template <>                                               \
+  struct VectorMath<Fn, T> {                                \
+    static bool apply(const T* a, T* o, std::int64_t n) {   \
+      EigenOut<T>(o, static_cast<Eigen::Index>(n)) =        \
+          EigenIn<T>(a, static_cast<Eigen::Index>(n)).expr; \
+      return true;                                          \
+    }                                                       \
   };
 TSCOPE_VECTOR_MATH(FnTanh, float, tanh())
 TSCOPE_VECTOR_MATH(FnExp, float, exp())

@@ -11,21 +11,61 @@ namespace tscope::engine {
 
 enum class ScalarOp : std::uint8_t {
   // arithmetic (numpy promotion)
-  Add, Sub, Mul, TrueDiv, IntDiv, Mod, Pow, Minimum, Maximum, Neg, Abs, Sign, Sqr,
+  Add,
+  Sub,
+  Mul,
+  TrueDiv,
+  IntDiv,
+  Mod,
+  Pow,
+  Minimum,
+  Maximum,
+  Neg,
+  Abs,
+  Sign,
+  Sqr,
   // transcendental (integer inputs upgrade to a float)
-  Exp, Expm1, Log, Log1p, Log2, Log10, Sqrt, Tanh, Sigmoid, Softplus, Sin, Cos, Erf,
+  Exp,
+  Expm1,
+  Log,
+  Log1p,
+  Log2,
+  Log10,
+  Sqrt,
+  Tanh,
+  Sigmoid,
+  Softplus,
+  Sin,
+  Cos,
+  Erf,
   // rounding and piecewise (keep the dtype)
-  Floor, Ceil, Round, Relu, Clip,
+  Floor,
+  Ceil,
+  Round,
+  Relu,
+  Clip,
   // comparisons and logic (bool result)
-  Eq, Neq, Lt, Le, Gt, Ge, And, Or, Xor, Not,
+  Eq,
+  Neq,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or,
+  Xor,
+  Not,
   // selection and conversion
-  Switch, Cast, Identity,
+  Switch,
+  Cast,
+  Identity,
   // second(a, b): b broadcast to the shape of a and b (Theano's fill/second; zeros_like)
   Second,
 };
 inline constexpr int kScalarOpCount = static_cast<int>(ScalarOp::Second) + 1;
 
-// How the output dtype follows from the input dtypes (Note [Elemwise dtype rules] in scalar_op.cpp).
+// How the output dtype follows from the input dtypes (Note [Elemwise dtype rules] in
+// scalar_op.cpp).
 enum class DTypeRule : std::uint8_t {
   Promote,         // numpy promotion of all inputs
   PromoteToFloat,  // promotion, then integers/bool upgrade to a float (true_div, exp, ...)

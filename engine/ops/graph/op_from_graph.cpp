@@ -190,7 +190,8 @@ void OpFromGraph::perform(const Apply&, std::span<const Tensor* const> inputs,
     for (const VarPtr& in : node->inputs()) ins.push_back(valueOf(*in));
     for (const auto& [output, destroyed] : node->op().destroyMap())
       for (int i : destroyed)
-        if (i >= 0 && i < node->nInputs()) ins[static_cast<std::size_t>(i)] = ins[static_cast<std::size_t>(i)].clone();
+        if (i >= 0 && i < node->nInputs())
+          ins[static_cast<std::size_t>(i)] = ins[static_cast<std::size_t>(i)].clone();
     outs.assign(static_cast<std::size_t>(node->nOutputs()), Tensor());
     inPtrs.clear();
     outPtrs.clear();

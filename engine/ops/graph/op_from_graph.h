@@ -16,8 +16,8 @@
 //   reference]); DebugMode and test values use it. The op holds no execution state.
 // - inferShape and the gradient come from the inner graph rebuilt on the outer variables (expand).
 // - An inline op is replaced by its inner graph in the canonicalize phase
-//   (engine/rewrite/inline_op_from_graph.cpp); a non-inline one stays one node through fast_run,
-//   which is what the viewer draws as a collapsible group.
+//   (engine/rewrite/rules/inline_op_from_graph.cpp); a non-inline one stays one node through
+//   fast_run, which is what the viewer draws as a collapsible group.
 // - props: {"label", "inline", "graph": the inner graph in the .tsg GRAPH schema
 //   (engine/io/graph_json.h)}, so .tsg files round-trip it exactly. Equal props, equal ops.
 

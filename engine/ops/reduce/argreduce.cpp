@@ -10,13 +10,17 @@ namespace tscope::engine {
 
 namespace {
 
-template <class T> inline auto widen(T v) {
-  if constexpr (std::is_same_v<T, Half>) return halfToFloat(v);
-  else return v;
+template <class T>
+inline auto widen(T v) {
+  if constexpr (std::is_same_v<T, Half>)
+    return halfToFloat(v);
+  else
+    return v;
 }
 
 // The index of the first extreme of n elements p[0], p[s], ...; the first NaN wins (numpy).
-template <bool kMax, class T> std::int64_t argRun(const T* p, std::int64_t n, std::int64_t s) {
+template <bool kMax, class T>
+std::int64_t argRun(const T* p, std::int64_t n, std::int64_t s) {
   using W = decltype(widen(T{}));
   W best = widen(p[0]);
   std::int64_t at = 0;
@@ -36,7 +40,8 @@ template <bool kMax, class T> std::int64_t argRun(const T* p, std::int64_t n, st
   return at;
 }
 
-template <bool kMax, class T> void argReduce(const Tensor& x, std::optional<int> axis, std::int64_t* out) {
+template <bool kMax, class T>
+void argReduce(const Tensor& x, std::optional<int> axis, std::int64_t* out) {
   if (!axis) {
     // Flat index in row-major order: walk a contiguous copy when x is a strided view.
     const Tensor flat = x.contiguous();
@@ -73,7 +78,8 @@ template <bool kMax, class T> void argReduce(const Tensor& x, std::optional<int>
 
 ArgReduce::ArgReduce(Kind kind, std::optional<int> axis) : m_kind(kind), m_axis(axis) {
   if (m_axis && (*m_axis < 0 || *m_axis >= 64))
-    throw std::invalid_argument(name() + ": axis " + std::to_string(*m_axis) + " is out of range 0..63");
+    throw std::invalid_argument(name() + ": axis " + std::to_string(*m_axis) +
+                                " is out of range 0..63");
 }
 
 nlohmann::json ArgReduce::props() const {
@@ -83,7 +89,8 @@ nlohmann::json ArgReduce::props() const {
 std::vector<TensorType> ArgReduce::outputTypes(std::span<const VarPtr> inputs) const {
   checkInputCount(inputs, 1);
   const TensorType& t = inputs[0]->type();
-  if (m_axis && *m_axis >= t.ndim()) throwInputError(inputs, 0, "a tensor with an axis " + std::to_string(*m_axis));
+  if (m_axis && *m_axis >= t.ndim())
+    throwInputError(inputs, 0, "a tensor with an axis " + std::to_string(*m_axis));
   std::vector<std::int64_t> shape;
   if (m_axis)
     for (int a = 0; a < t.ndim(); ++a)
@@ -91,7 +98,8 @@ std::vector<TensorType> ArgReduce::outputTypes(std::span<const VarPtr> inputs) c
   return {TensorType(DType::Int64, std::move(shape), t.device())};
 }
 
-void ArgReduce::perform(const Apply&, std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) const {
+void ArgReduce::perform(const Apply&, std::span<const Tensor* const> inputs,
+                        std::span<Tensor* const> outputs) const {
   const Tensor& x = *inputs[0];
   Shape shape;
   if (m_axis)
@@ -106,12 +114,15 @@ void ArgReduce::perform(const Apply&, std::span<const Tensor* const> inputs, std
   if (out.numel() == 0) return;
   dispatchDType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if (m_kind == Kind::Max) argReduce<true, T>(x, m_axis, out.data<std::int64_t>());
-    else argReduce<false, T>(x, m_axis, out.data<std::int64_t>());
+    if (m_kind == Kind::Max)
+      argReduce<true, T>(x, m_axis, out.data<std::int64_t>());
+    else
+      argReduce<false, T>(x, m_axis, out.data<std::int64_t>());
   });
 }
 
-std::vector<ShapeExpr> ArgReduce::inferShape(const Apply&, std::span<const ShapeExpr> inputShapes) const {
+std::vector<ShapeExpr> ArgReduce::inferShape(const Apply&,
+                                             std::span<const ShapeExpr> inputShapes) const {
   ShapeExpr out;
   if (m_axis)
     for (std::size_t a = 0; a < inputShapes[0].size(); ++a)
@@ -119,9 +130,12 @@ std::vector<ShapeExpr> ArgReduce::inferShape(const Apply&, std::span<const Shape
   return {out};
 }
 
-std::vector<Grad> ArgReduce::pullback(const Apply&, std::span<const VarPtr>) const { return {Grad::disconnected()}; }
+std::vector<Grad> ArgReduce::pullback(const Apply&, std::span<const VarPtr>) const {
+  return {Grad::disconnected()};
+}
 
-std::optional<std::vector<VarPtr>> ArgReduce::pushforward(const Apply&, std::span<const VarPtr>) const {
+std::optional<std::vector<VarPtr>> ArgReduce::pushforward(const Apply&,
+                                                          std::span<const VarPtr>) const {
   return std::vector<VarPtr>{nullptr};
 }
 
@@ -135,14 +149,19 @@ OpPtr argFromProps(ArgReduce::Kind kind, const nlohmann::json& props) {
   if (props.contains("axis") && !props["axis"].is_null()) {
     const auto& a = props["axis"];
     if (!a.is_number_integer() || a.get<std::int64_t>() < 0 || a.get<std::int64_t>() >= 64)
-      throw std::invalid_argument(what + ": \"axis\" must be null or an integer in 0..63, found " + a.dump());
+      throw std::invalid_argument(what + ": \"axis\" must be null or an integer in 0..63, found " +
+                                  a.dump());
     axis = static_cast<int>(a.get<std::int64_t>());
   }
   return std::make_shared<ArgReduce>(kind, axis);
 }
 }  // namespace
 
-OpPtr ArgReduce::fromPropsMax(const nlohmann::json& props) { return argFromProps(Kind::Max, props); }
-OpPtr ArgReduce::fromPropsMin(const nlohmann::json& props) { return argFromProps(Kind::Min, props); }
+OpPtr ArgReduce::fromPropsMax(const nlohmann::json& props) {
+  return argFromProps(Kind::Max, props);
+}
+OpPtr ArgReduce::fromPropsMin(const nlohmann::json& props) {
+  return argFromProps(Kind::Min, props);
+}
 
 }  // namespace tscope::engine

@@ -24,9 +24,11 @@ class ArgReduce final : public Op {
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
-  std::vector<ShapeExpr> inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const override;
+  std::vector<ShapeExpr> inferShape(const Apply& node,
+                                    std::span<const ShapeExpr> inputShapes) const override;
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
-  std::optional<std::vector<VarPtr>> pushforward(const Apply& node, std::span<const VarPtr> tangents) const override;
+  std::optional<std::vector<VarPtr>> pushforward(const Apply& node,
+                                                 std::span<const VarPtr> tangents) const override;
 
   static OpPtr fromPropsMax(const nlohmann::json& props);
   static OpPtr fromPropsMin(const nlohmann::json& props);

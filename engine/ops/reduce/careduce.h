@@ -31,7 +31,8 @@ class CAReduce final : public Op {
   // sorted); nullopt or empty: every axis. dtype/accDtype: Note [Reduction dtypes], for Add and
   // Mul only. Throws std::invalid_argument for anything else.
   explicit CAReduce(ScalarOp scalar, std::optional<std::vector<int>> axes = std::nullopt,
-                    std::optional<DType> dtype = std::nullopt, std::optional<DType> accDtype = std::nullopt);
+                    std::optional<DType> dtype = std::nullopt,
+                    std::optional<DType> accDtype = std::nullopt);
 
   ScalarOp scalarOp() const { return m_scalar; }
   // The axes as given (sorted); nullopt: every axis.
@@ -51,9 +52,11 @@ class CAReduce final : public Op {
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
-  std::vector<ShapeExpr> inferShape(const Apply& node, std::span<const ShapeExpr> inputShapes) const override;
+  std::vector<ShapeExpr> inferShape(const Apply& node,
+                                    std::span<const ShapeExpr> inputShapes) const override;
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
-  std::optional<std::vector<VarPtr>> pushforward(const Apply& node, std::span<const VarPtr> tangents) const override;
+  std::optional<std::vector<VarPtr>> pushforward(const Apply& node,
+                                                 std::span<const VarPtr> tangents) const override;
 
   static OpPtr fromProps(const nlohmann::json& props);
 
@@ -67,7 +70,7 @@ class CAReduce final : public Op {
 // The kernel behind CAReduce::perform: folds `scalar` over the axes marked in `reduced` (one flag
 // per axis of x) into *out (reuseOrAllocate'd with outDtype and the kept axes' shape), accumulating
 // in accDtype. Contiguous runs are tight loops the compiler vectorizes; any strides work.
-void reduceKernel(ScalarOp scalar, const Tensor& x, const std::vector<bool>& reduced, DType accDtype,
-                  DType outDtype, Tensor* out);
+void reduceKernel(ScalarOp scalar, const Tensor& x, const std::vector<bool>& reduced,
+                  DType accDtype, DType outDtype, Tensor* out);
 
 }  // namespace tscope::engine

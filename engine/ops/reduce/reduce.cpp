@@ -37,13 +37,15 @@ VarPtr countAs(const VarPtr& x, const std::vector<int>& axes, DType dtype, Site 
   return cast(n, dtype, site);
 }
 
-// The float dtype statistics are computed in (numpy's mean: integers -> float64; float16 in float32).
+// The float dtype statistics are computed in (numpy's mean: integers -> float64; float16 in
+// float32).
 DType statDtype(DType in) {
   if (!isFloat(in)) return DType::Float64;
   return in == DType::Float16 ? DType::Float32 : in;
 }
 
-VarPtr argReduce(ArgReduce::Kind kind, const VarPtr& x, std::optional<int> axis, bool keepdims, Site site) {
+VarPtr argReduce(ArgReduce::Kind kind, const VarPtr& x, std::optional<int> axis, bool keepdims,
+                 Site site) {
   const int nd = x->type().ndim();
   const char* what = kind == ArgReduce::Kind::Max ? "argmax" : "argmin";
   std::vector<int> restored;
@@ -59,7 +61,8 @@ VarPtr argReduce(ArgReduce::Kind kind, const VarPtr& x, std::optional<int> axis,
 
 }  // namespace
 
-std::vector<int> normalizeAxes(const Axes& axes, int ndim, const std::string& what, const TensorType& type) {
+std::vector<int> normalizeAxes(const Axes& axes, int ndim, const std::string& what,
+                               const TensorType& type) {
   std::vector<int> out;
   if (axes.empty()) {
     for (int i = 0; i < ndim; ++i) out.push_back(i);
@@ -69,14 +72,15 @@ std::vector<int> normalizeAxes(const Axes& axes, int ndim, const std::string& wh
     const int b = a < 0 ? a + ndim : a;
     if (b < 0 || b >= ndim)
       throw TypeError(what + ": axis " + std::to_string(a) + " is out of range for " + type.str() +
-                      " (valid axes: " + std::to_string(-ndim) + ".." + std::to_string(ndim - 1) + ")");
+                      " (valid axes: " + std::to_string(-ndim) + ".." + std::to_string(ndim - 1) +
+                      ")");
     out.push_back(b);
   }
   std::sort(out.begin(), out.end());
   for (std::size_t i = 1; i < out.size(); ++i)
     if (out[i] == out[i - 1])
-      throw TypeError(what + ": axis " + std::to_string(out[i]) + " is repeated in " + axesStr(axes) + " for " +
-                      type.str());
+      throw TypeError(what + ": axis " + std::to_string(out[i]) + " is repeated in " +
+                      axesStr(axes) + " for " + type.str());
   return out;
 }
 
@@ -88,7 +92,8 @@ VarPtr restoreAxes(const VarPtr& x, const std::vector<int>& axes, int outNdim, S
   std::vector<int> order;
   int next = 0;
   for (int i = 0; i < outNdim; ++i)
-    order.push_back(std::binary_search(axes.begin(), axes.end(), i) ? DimShuffle::kNewAxis : next++);
+    order.push_back(std::binary_search(axes.begin(), axes.end(), i) ? DimShuffle::kNewAxis
+                                                                    : next++);
   return dimshuffle(x, std::move(order), site);
 }
 
@@ -169,7 +174,8 @@ VarPtr logsumexp(const VarPtr& x, Axes axes, bool keepdims, Site site) {
   // Shift by the max so exp never overflows; where the max is infinite (all -inf, or a +inf) the
   // shift would make inf - inf = NaN, so shift by 0 there (scipy does the same).
   const VarPtr m = max(xf, ax, true, site);
-  const VarPtr finite = lt(abs(m, site), constant(std::numeric_limits<double>::infinity(), dt, site), site);
+  const VarPtr finite =
+      lt(abs(m, site), constant(std::numeric_limits<double>::infinity(), dt, site), site);
   const VarPtr shift = where(finite, m, constant(0.0, dt, site), site);
   const VarPtr s = sum(exp(sub(xf, shift, site), site), ax, keepdims, std::nullopt, site);
   VarPtr base = shift;

@@ -24,9 +24,11 @@ class OpRegistry;
 using Axes = std::vector<int>;
 
 // Sum and product; dtype overrides the output dtype (Note [Reduction dtypes]).
-VarPtr sum(const VarPtr& x, Axes axes = {}, bool keepdims = false, std::optional<DType> dtype = std::nullopt,
+VarPtr sum(const VarPtr& x, Axes axes = {}, bool keepdims = false,
+           std::optional<DType> dtype = std::nullopt,
            std::source_location site = std::source_location::current());
-VarPtr prod(const VarPtr& x, Axes axes = {}, bool keepdims = false, std::optional<DType> dtype = std::nullopt,
+VarPtr prod(const VarPtr& x, Axes axes = {}, bool keepdims = false,
+            std::optional<DType> dtype = std::nullopt,
             std::source_location site = std::source_location::current());
 VarPtr max(const VarPtr& x, Axes axes = {}, bool keepdims = false,
            std::source_location site = std::source_location::current());
@@ -61,7 +63,8 @@ VarPtr logsumexp(const VarPtr& x, Axes axes = {}, bool keepdims = false,
 
 // The axes normalised for a rank-ndim input: negative ones wrapped, sorted; empty -> every axis.
 // Throws TypeError naming `what` (the builder) for an axis out of range or repeated.
-std::vector<int> normalizeAxes(const Axes& axes, int ndim, const std::string& what, const TensorType& type);
+std::vector<int> normalizeAxes(const Axes& axes, int ndim, const std::string& what,
+                               const TensorType& type);
 // x with a broadcastable axis inserted at each of `axes` (sorted; positions in the result): the
 // inverse of reducing over those axes. x must have rank outNdim - axes.size().
 VarPtr restoreAxes(const VarPtr& x, const std::vector<int>& axes, int outNdim,

@@ -13,7 +13,6 @@
 // and an odometer walks the outer axes. Strided views take the same loops with their strides.
 
 #include "engine/ops/reduce/careduce.h"
-
 #include "engine/tensor/tensor.h"
 
 #include <algorithm>
@@ -28,10 +27,17 @@ namespace tscope::engine {
 namespace {
 
 // Arithmetic type of an element: float for half, else the type itself.
-template <class T> struct Widen { using type = T; };
-template <> struct Widen<Half> { using type = float; };
+template <class T>
+struct Widen {
+  using type = T;
+};
+template <>
+struct Widen<Half> {
+  using type = float;
+};
 
-template <class A, class T> inline A load(T v) {
+template <class A, class T>
+inline A load(T v) {
   if constexpr (std::is_same_v<T, Half>) {
     return static_cast<A>(halfToFloat(v));  // to bool: NaN and nonzero are true
   } else if constexpr (std::is_same_v<A, bool>) {
@@ -41,7 +47,8 @@ template <class A, class T> inline A load(T v) {
   }
 }
 
-template <class A> struct AddF {
+template <class A>
+struct AddF {
   static A identity() { return A(0); }
   static A apply(A a, A x) {
     if constexpr (std::is_integral_v<A>) {
@@ -53,7 +60,8 @@ template <class A> struct AddF {
     }
   }
 };
-template <class A> struct MulF {
+template <class A>
+struct MulF {
   static A identity() { return A(1); }
   static A apply(A a, A x) {
     if constexpr (std::is_integral_v<A>) {
@@ -65,25 +73,35 @@ template <class A> struct MulF {
   }
 };
 // NaN wins: once the accumulator is NaN no comparison replaces it, and a NaN operand replaces it.
-template <class A> struct MaxF {
+template <class A>
+struct MaxF {
   static A identity() {
-    if constexpr (std::numeric_limits<A>::has_infinity) return -std::numeric_limits<A>::infinity();
-    else return std::numeric_limits<A>::lowest();
+    if constexpr (std::numeric_limits<A>::has_infinity)
+      return -std::numeric_limits<A>::infinity();
+    else
+      return std::numeric_limits<A>::lowest();
   }
   static A apply(A a, A x) {
     // Branch-free (| not ||) so the lanes vectorize into compares and a blend.
-    if constexpr (std::is_floating_point_v<A>) return ((x > a) | (x != x)) ? x : a;
-    else return x > a ? x : a;
+    if constexpr (std::is_floating_point_v<A>)
+      return ((x > a) | (x != x)) ? x : a;
+    else
+      return x > a ? x : a;
   }
 };
-template <class A> struct MinF {
+template <class A>
+struct MinF {
   static A identity() {
-    if constexpr (std::numeric_limits<A>::has_infinity) return std::numeric_limits<A>::infinity();
-    else return std::numeric_limits<A>::max();
+    if constexpr (std::numeric_limits<A>::has_infinity)
+      return std::numeric_limits<A>::infinity();
+    else
+      return std::numeric_limits<A>::max();
   }
   static A apply(A a, A x) {
-    if constexpr (std::is_floating_point_v<A>) return ((x < a) | (x != x)) ? x : a;
-    else return x < a ? x : a;
+    if constexpr (std::is_floating_point_v<A>)
+      return ((x < a) | (x != x)) ? x : a;
+    else
+      return x < a ? x : a;
   }
 };
 struct AndF {
@@ -98,7 +116,8 @@ struct OrF {
 constexpr int kLanes = 8;
 constexpr std::int64_t kBlock = 2048;
 
-template <class F, class A, class T> A foldRun(const T* __restrict p, std::int64_t n, std::int64_t stride) {
+template <class F, class A, class T>
+A foldRun(const T* __restrict p, std::int64_t n, std::int64_t stride) {
   A r = F::identity();
   if (stride != 1) {
     for (std::int64_t j = 0; j < n; ++j) r = F::apply(r, load<A>(p[j * stride]));
@@ -121,8 +140,8 @@ template <class F, class A, class T> A foldRun(const T* __restrict p, std::int64
 }
 
 template <class F, class A, class T>
-void accumulateRun(A* __restrict o, std::int64_t outStride, const T* __restrict p, std::int64_t inStride,
-                   std::int64_t n) {
+void accumulateRun(A* __restrict o, std::int64_t outStride, const T* __restrict p,
+                   std::int64_t inStride, std::int64_t n) {
   if (outStride == 1 && inStride == 1) {
     // Fixed-length blocks: GCC's -O2 cost model vectorizes these without a runtime trip count.
     std::int64_t j = 0;
@@ -130,7 +149,8 @@ void accumulateRun(A* __restrict o, std::int64_t outStride, const T* __restrict 
       for (int l = 0; l < kLanes; ++l) o[j + l] = F::apply(o[j + l], load<A>(p[j + l]));
     for (; j < n; ++j) o[j] = F::apply(o[j], load<A>(p[j]));
   } else {
-    for (std::int64_t j = 0; j < n; ++j) o[j * outStride] = F::apply(o[j * outStride], load<A>(p[j * inStride]));
+    for (std::int64_t j = 0; j < n; ++j)
+      o[j * outStride] = F::apply(o[j * outStride], load<A>(p[j * inStride]));
   }
 }
 
@@ -207,7 +227,8 @@ void reduceInto(const Tensor& x, const std::vector<bool>& reduced, A* acc, std::
 }
 
 template <class T>
-void dispatchReduce(ScalarOp scalar, const Tensor& x, const std::vector<bool>& reduced, Tensor& acc) {
+void dispatchReduce(ScalarOp scalar, const Tensor& x, const std::vector<bool>& reduced,
+                    Tensor& acc) {
   const std::int64_t n = acc.numel();
   using W = typename Widen<T>::type;
   switch (scalar) {
@@ -215,56 +236,80 @@ void dispatchReduce(ScalarOp scalar, const Tensor& x, const std::vector<bool>& r
     case ScalarOp::Mul: {
       auto run = [&](auto accTag) {
         using A = decltype(accTag);
-        if (scalar == ScalarOp::Add) reduceInto<AddF<A>, A, T>(x, reduced, acc.data<A>(), n);
-        else reduceInto<MulF<A>, A, T>(x, reduced, acc.data<A>(), n);
+        if (scalar == ScalarOp::Add)
+          reduceInto<AddF<A>, A, T>(x, reduced, acc.data<A>(), n);
+        else
+          reduceInto<MulF<A>, A, T>(x, reduced, acc.data<A>(), n);
       };
       switch (acc.dtype()) {
-        case DType::Int64: run(std::int64_t{}); return;
-        case DType::Float32: run(float{}); return;
-        case DType::Float64: run(double{}); return;
-        default: break;
+        case DType::Int64:
+          run(std::int64_t{});
+          return;
+        case DType::Float32:
+          run(float{});
+          return;
+        case DType::Float64:
+          run(double{});
+          return;
+        default:
+          break;
       }
-      throw std::logic_error("reduceKernel: unsupported accumulator dtype " + std::string(dtypeName(acc.dtype())));
+      throw std::logic_error("reduceKernel: unsupported accumulator dtype " +
+                             std::string(dtypeName(acc.dtype())));
     }
-    case ScalarOp::Maximum: reduceInto<MaxF<W>, W, T>(x, reduced, acc.data<W>(), n); return;
-    case ScalarOp::Minimum: reduceInto<MinF<W>, W, T>(x, reduced, acc.data<W>(), n); return;
-    case ScalarOp::And: reduceInto<AndF, bool, T>(x, reduced, acc.data<bool>(), n); return;
-    case ScalarOp::Or: reduceInto<OrF, bool, T>(x, reduced, acc.data<bool>(), n); return;
-    default: break;
+    case ScalarOp::Maximum:
+      reduceInto<MaxF<W>, W, T>(x, reduced, acc.data<W>(), n);
+      return;
+    case ScalarOp::Minimum:
+      reduceInto<MinF<W>, W, T>(x, reduced, acc.data<W>(), n);
+      return;
+    case ScalarOp::And:
+      reduceInto<AndF, bool, T>(x, reduced, acc.data<bool>(), n);
+      return;
+    case ScalarOp::Or:
+      reduceInto<OrF, bool, T>(x, reduced, acc.data<bool>(), n);
+      return;
+    default:
+      break;
   }
-  throw std::logic_error("reduceKernel: " + std::string(scalarOpInfo(scalar).name) + " is not a reduction");
+  throw std::logic_error("reduceKernel: " + std::string(scalarOpInfo(scalar).name) +
+                         " is not a reduction");
 }
 
 }  // namespace
 
-void reduceKernel(ScalarOp scalar, const Tensor& x, const std::vector<bool>& reduced, DType accDtype,
-                  DType outDtype, Tensor* out) {
+void reduceKernel(ScalarOp scalar, const Tensor& x, const std::vector<bool>& reduced,
+                  DType accDtype, DType outDtype, Tensor* out) {
   if (static_cast<int>(reduced.size()) != x.ndim())
     throw std::logic_error("reduceKernel: one flag per axis expected");
   Shape outShape;
   bool emptyReduction = false;
   for (int a = 0; a < x.ndim(); ++a) {
     const auto i = static_cast<std::size_t>(a);
-    if (!reduced[i]) outShape.push_back(x.shape()[i]);
-    else if (x.shape()[i] == 0) emptyReduction = true;
+    if (!reduced[i])
+      outShape.push_back(x.shape()[i]);
+    else if (x.shape()[i] == 0)
+      emptyReduction = true;
   }
   // Max and min have no identity to return for an empty reduction (numpy raises the same way).
   if (emptyReduction && shapeNumel(outShape) > 0 &&
       (scalar == ScalarOp::Maximum || scalar == ScalarOp::Minimum))
     throw std::invalid_argument(std::string(scalar == ScalarOp::Maximum ? "max" : "min") +
-                                ": zero-size reduction over an input of shape " + shapeToString(x.shape()) +
-                                " has no identity");
+                                ": zero-size reduction over an input of shape " +
+                                shapeToString(x.shape()) + " has no identity");
   // Max/min accumulate in the input's own type (float for half); Note [Reduction dtypes].
   if (scalar == ScalarOp::Maximum || scalar == ScalarOp::Minimum)
     accDtype = x.dtype() == DType::Float16 ? DType::Float32 : x.dtype();
   if (scalar == ScalarOp::And || scalar == ScalarOp::Or) accDtype = DType::Bool;
   if (accDtype == outDtype) {
     Tensor& o = reuseOrAllocate(out, outDtype, outShape);
-    dispatchDType(x.dtype(), [&](auto tag) { dispatchReduce<decltype(tag)>(scalar, x, reduced, o); });
+    dispatchDType(x.dtype(),
+                  [&](auto tag) { dispatchReduce<decltype(tag)>(scalar, x, reduced, o); });
     return;
   }
   Tensor acc = Tensor::empty(accDtype, outShape);
-  dispatchDType(x.dtype(), [&](auto tag) { dispatchReduce<decltype(tag)>(scalar, x, reduced, acc); });
+  dispatchDType(x.dtype(),
+                [&](auto tag) { dispatchReduce<decltype(tag)>(scalar, x, reduced, acc); });
   reuseOrAllocate(out, outDtype, outShape).copyFrom(acc);
 }
 

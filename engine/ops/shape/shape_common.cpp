@@ -316,9 +316,11 @@ std::optional<std::string> incValueMismatch(const TensorType& x, const TensorTyp
                                             const std::string& regionText) {
   if (y.device() != x.device()) return "a tensor on " + std::string(deviceName(x.device()));
   if (promoteTypes(y.dtype(), x.dtype()) != x.dtype())
-    return "a tensor whose dtype converts to x's " + std::string(dtypeName(x.dtype())) + " without loss";
+    return "a tensor whose dtype converts to x's " + std::string(dtypeName(x.dtype())) +
+           " without loss";
   if (auto why = staticBroadcastError(y.shape(), region))
-    return "a tensor that broadcasts to " + regionText + " of shape " + staticShapeStr(region) + " (" + *why + ")";
+    return "a tensor that broadcasts to " + regionText + " of shape " + staticShapeStr(region) +
+           " (" + *why + ")";
   return std::nullopt;
 }
 

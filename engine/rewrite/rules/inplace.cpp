@@ -167,7 +167,8 @@ std::size_t insertInplace(FunctionGraph& fg) {
     // every reader of the old value has run; the handler's other rules still hold (no update that
     // is W itself or a view of it, no output that views it).
     std::vector<VarPtr> updated;
-    for (const auto& [outputIndex, inputIndex] : fg.updateMapping()) updated.push_back(fg.inputs()[inputIndex]);
+    for (const auto& [outputIndex, inputIndex] : fg.updateMapping())
+      updated.push_back(fg.inputs()[inputIndex]);
     handler->setMutableInputs(std::move(updated));
     fg.attachFeature(handler);
     dh = handler.get();

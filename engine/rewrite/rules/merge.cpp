@@ -53,7 +53,8 @@ class HashBuckets {
   }
   // Calls f(value) for the entries with this hash, newest first, until f returns true; returns
   // the value f accepted, or null.
-  template <class F> const T* find(std::size_t hash, F&& f) const {
+  template <class F>
+  const T* find(std::size_t hash, F&& f) const {
     const std::uint32_t* head = m_heads.find(hash);
     for (std::uint32_t i = head ? *head : kEnd; i != kEnd; i = m_entries[i].next)
       if (f(m_entries[i].value)) return &m_entries[i].value;
@@ -107,9 +108,12 @@ std::size_t mergeGraph(RewriteContext& ctx, const std::string& reason) {
     }
     if (!node->op().isExecutable() || !node->op().destroyMap().empty()) continue;
     std::size_t h = node->op().hash();
-    for (const VarPtr& in : node->inputs()) h = h * 1000003u ^ std::hash<const Variable*>()(in.get());
+    for (const VarPtr& in : node->inputs())
+      h = h * 1000003u ^ std::hash<const Variable*>()(in.get());
     Apply* const* twin = nodes.find(h, [&](Apply* other) {
-      if (other->fgraph() != &fg || other->nInputs() != node->nInputs() || !other->op().equals(node->op())) return false;
+      if (other->fgraph() != &fg || other->nInputs() != node->nInputs() ||
+          !other->op().equals(node->op()))
+        return false;
       for (int i = 0; i < node->nInputs(); ++i)
         if (other->input(i) != node->input(i)) return false;
       return true;
@@ -119,9 +123,12 @@ std::size_t mergeGraph(RewriteContext& ctx, const std::string& reason) {
       continue;
     }
     Replacements pairs;
-    for (int o = 0; o < node->nOutputs(); ++o) pairs.emplace_back(node->output(o), (*twin)->output(o));
-    if (ctx.replace(pairs, reason)) ++changes;
-    else nodes.add(h, node);  // a type mismatch: keep both
+    for (int o = 0; o < node->nOutputs(); ++o)
+      pairs.emplace_back(node->output(o), (*twin)->output(o));
+    if (ctx.replace(pairs, reason))
+      ++changes;
+    else
+      nodes.add(h, node);  // a type mismatch: keep both
   }
   return changes;
 }
@@ -132,7 +139,8 @@ bool foldable(const Apply& node) {
   const std::string name = op.name();
   // Alloc-like ops would turn a cheap broadcast into a big constant in the graph and the file;
   // random ops are kept so the graph still shows where randomness comes from.
-  if (name == "Alloc" || name == "ARange" || name == "Tile" || name == "Repeat" || name.rfind("Random", 0) == 0)
+  if (name == "Alloc" || name == "ARange" || name == "Tile" || name == "Repeat" ||
+      name.rfind("Random", 0) == 0)
     return false;
   for (const VarPtr& in : node.inputs())
     if (in->kind() != Variable::Kind::Constant) return false;
@@ -149,7 +157,8 @@ Replacements foldConstants(RewriteContext&, Apply& node) {
     if (t.isFullyKnown() && shapeNumel(t.shape()) > kMaxFoldedElements) return {};
   }
   std::vector<const Tensor*> inputs;
-  for (const VarPtr& in : node.inputs()) inputs.push_back(&static_cast<const Constant&>(*in).value());
+  for (const VarPtr& in : node.inputs())
+    inputs.push_back(&static_cast<const Constant&>(*in).value());
   std::vector<Tensor> values(static_cast<std::size_t>(node.nOutputs()));
   std::vector<Tensor*> outputs;
   for (Tensor& v : values) outputs.push_back(&v);
@@ -175,13 +184,19 @@ Replacements foldConstants(RewriteContext&, Apply& node) {
 
 void registerMergeRewrites(RewriteDb& db) {
   const std::vector<std::string> tags{"fast_run", "fast_compile", "merge"};
-  db.add(Phase::Merge, graphRewriter("merge", [](RewriteContext& ctx) { return mergeGraph(ctx, "merge"); }), tags);
-  db.add(Phase::Merge, graphRewriter("dead_code_elimination",
-                                     [](RewriteContext& ctx) { return ctx.graph().pruneUnused("dead_code_elimination"); }),
+  db.add(Phase::Merge,
+         graphRewriter("merge", [](RewriteContext& ctx) { return mergeGraph(ctx, "merge"); }),
+         tags);
+  db.add(Phase::Merge,
+         graphRewriter(
+             "dead_code_elimination",
+             [](RewriteContext& ctx) { return ctx.graph().pruneUnused("dead_code_elimination"); }),
          tags);
   db.add(Phase::Canonicalize, nodeRewriter("constant_folding", {}, foldConstants),
          {"fast_run", "fast_compile", "canonicalize"});
-  db.add(Phase::FinalMerge, graphRewriter("final_merge", [](RewriteContext& ctx) { return mergeGraph(ctx, "final_merge"); }),
+  db.add(Phase::FinalMerge,
+         graphRewriter("final_merge",
+                       [](RewriteContext& ctx) { return mergeGraph(ctx, "final_merge"); }),
          tags);
 }
 

@@ -199,18 +199,22 @@ void RewriteHistoryPanel::setDocument(std::shared_ptr<const Document> document) 
   setState(State::Checking, tr("Checking that the optimizer reproduces the log…"));
   const quint64 generation = m_generation;
   ++m_runningJobs;
-  runOnWorker(this, [doc = m_document] {
-    CheckResult r;
-    try {
-      r.query = engine::session::checkedReplayQuery(*doc->original, doc->rewrites, doc->profiles);
-    } catch (const std::exception& e) {
-      r.error = errorText(e);
-    }
-    return r;
-  }, [this, generation](CheckResult r) {
-    --m_runningJobs;
-    if (generation == m_generation) onCheckDone(std::move(r.query), r.error);
-  });
+  runOnWorker(
+      this,
+      [doc = m_document] {
+        CheckResult r;
+        try {
+          r.query =
+              engine::session::checkedReplayQuery(*doc->original, doc->rewrites, doc->profiles);
+        } catch (const std::exception& e) {
+          r.error = errorText(e);
+        }
+        return r;
+      },
+      [this, generation](CheckResult r) {
+        --m_runningJobs;
+        if (generation == m_generation) onCheckDone(std::move(r.query), r.error);
+      });
 }
 
 void RewriteHistoryPanel::onCheckDone(std::optional<engine::RewriteQuery> query,
@@ -286,26 +290,29 @@ void RewriteHistoryPanel::runSelectedStep() {
   m_pendingOrder = -1;
   const quint64 job = ++m_selectJob;
   ++m_runningJobs;
-  runOnWorker(this, [doc = m_document, query = *m_query, order] {
-    StepResult r;
-    try {
-      r.step = rewriteStep(doc, query, order);
-    } catch (const std::exception& e) {
-      r.error = errorText(e);
-    }
-    return r;
-  }, [this, job](StepResult r) {
-    --m_runningJobs;
-    if (job != m_selectJob) return;  // another record was selected meanwhile
-    if (!r.error.isEmpty()) {
-      m_status->setText(tr("Replaying record %1 failed: %2").arg(r.step.order).arg(r.error));
-      m_status->show();
-      emit replayUnavailable(m_status->text());
-      return;
-    }
-    emit stepSelected(r.step.order, r.step.before, r.step.after, r.step.removedNodes,
-                      r.step.addedNodes);
-  });
+  runOnWorker(
+      this,
+      [doc = m_document, query = *m_query, order] {
+        StepResult r;
+        try {
+          r.step = rewriteStep(doc, query, order);
+        } catch (const std::exception& e) {
+          r.error = errorText(e);
+        }
+        return r;
+      },
+      [this, job](StepResult r) {
+        --m_runningJobs;
+        if (job != m_selectJob) return;  // another record was selected meanwhile
+        if (!r.error.isEmpty()) {
+          m_status->setText(tr("Replaying record %1 failed: %2").arg(r.step.order).arg(r.error));
+          m_status->show();
+          emit replayUnavailable(m_status->text());
+          return;
+        }
+        emit stepSelected(r.step.order, r.step.before, r.step.after, r.step.removedNodes,
+                          r.step.addedNodes);
+      });
 }
 
 void RewriteHistoryPanel::setStep(int step) {
@@ -325,25 +332,28 @@ void RewriteHistoryPanel::runSliderStep() {
   const int step = m_slider->value();
   const quint64 job = ++m_sliderJob;
   ++m_runningJobs;
-  runOnWorker(this, [doc = m_document, query = *m_query, step] {
-    GraphResult r;
-    try {
-      r.model = graphAtStep(doc, query, static_cast<std::size_t>(step));
-    } catch (const std::exception& e) {
-      r.error = errorText(e);
-    }
-    return r;
-  }, [this, job, step](GraphResult r) {
-    --m_runningJobs;
-    if (job != m_sliderJob) return;  // the slider moved on
-    if (!r.error.isEmpty()) {
-      m_status->setText(tr("Replaying %1 rewrites failed: %2").arg(step).arg(r.error));
-      m_status->show();
-      emit replayUnavailable(m_status->text());
-      return;
-    }
-    emit stepGraphReady(step, r.model);
-  });
+  runOnWorker(
+      this,
+      [doc = m_document, query = *m_query, step] {
+        GraphResult r;
+        try {
+          r.model = graphAtStep(doc, query, static_cast<std::size_t>(step));
+        } catch (const std::exception& e) {
+          r.error = errorText(e);
+        }
+        return r;
+      },
+      [this, job, step](GraphResult r) {
+        --m_runningJobs;
+        if (job != m_sliderJob) return;  // the slider moved on
+        if (!r.error.isEmpty()) {
+          m_status->setText(tr("Replaying %1 rewrites failed: %2").arg(step).arg(r.error));
+          m_status->show();
+          emit replayUnavailable(m_status->text());
+          return;
+        }
+        emit stepGraphReady(step, r.model);
+      });
 }
 
 QString RewriteHistoryPanel::stepText() const {

@@ -5,9 +5,9 @@
 // optimization one rewrite at a time and emits the graph at each step.
 //
 // The log holds ids only, so every graph shown is rebuilt by replaying the optimizer
-// (engine/session/replay_rewrites.h). When a document is set the panel first checks on a worker that
-// the replay reproduces the log; until then requests wait, and if it does not the panel says why
-// (replayUnavailable) and stepping stays off while the table still reads.
+// (engine/session/replay_rewrites.h). When a document is set the panel first checks on a worker
+// that the replay reproduces the log; until then requests wait, and if it does not the panel says
+// why (replayUnavailable) and stepping stays off while the table still reads.
 
 #include "engine/rewrite/rewrite_db.h"
 #include "gui/app/document.h"

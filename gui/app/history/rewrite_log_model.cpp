@@ -80,8 +80,7 @@ QVariant RewriteLogModel::data(const QModelIndex& index, int role) const {
       return sort ? QVariant(static_cast<qulonglong>(r.replaced.size()))
                   : QVariant(QString::number(r.replaced.size()));
     case Time:
-      return sort ? QVariant(r.seconds)
-                  : QVariant(QString::number(r.seconds * 1e3, 'f', 3));
+      return sort ? QVariant(r.seconds) : QVariant(QString::number(r.seconds * 1e3, 'f', 3));
     default:
       return {};
   }
@@ -105,7 +104,8 @@ QVariant RewriteLogModel::headerData(int section, Qt::Orientation orientation, i
     case Added:
       return tip ? tr("Nodes added") : tr("+");
     case Replaced:
-      return tip ? tr("Variables replaced (a merged constant removes no node but replaces a variable)")
+      return tip ? tr("Variables replaced (a merged constant removes no node but replaces a "
+                      "variable)")
                  : tr("vars");
     case Time:
       return tip ? tr("Wall time of the change, in milliseconds") : tr("ms");

@@ -17,7 +17,8 @@ class RewriteLogModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  // Replaced: the variables the change replaced (a merged constant removes no node but replaces one).
+  // Replaced: the variables the change replaced (a merged constant removes no node but replaces
+  // one).
   enum Column { Order, Phase, Rewriter, Removed, Added, Replaced, Time, ColumnCount };
   // Qt::UserRole on any column: the record's order (its row in the log).
   static constexpr int kOrderRole = Qt::UserRole;

@@ -128,25 +128,25 @@ void ValueView::showValue(int index) {
   m_save->setEnabled(true);
   const quint64 job = m_statsJob;
   // The worker holds its own handle to the tensor (storage shared, never written while shown).
-  runOnWorker(this, [tensor] {
-    return computeValueStats(tensor);
-  }, [this, job](ValueStats s) {
-    if (job != m_statsJob) return;  // another value is shown by now
-    m_fields["min"]->setText(statNumber(s.min, s.dtype));
-    m_fields["max"]->setText(statNumber(s.max, s.dtype));
-    m_fields["mean"]->setText(statNumber(s.mean, engine::DType::Float64));
-    m_fields["std"]->setText(statNumber(s.std, engine::DType::Float64));
-    m_fields["nan"]->setText(QString::number(s.nanCount));
-    m_fields["inf"]->setText(s.posInfCount + s.negInfCount == 0
-                                 ? QStringLiteral("0")
-                                 : tr("%1 (+%2, −%3)")
-                                       .arg(s.posInfCount + s.negInfCount)
-                                       .arg(s.posInfCount)
-                                       .arg(s.negInfCount));
-    m_histogram->setStats(s);
-    m_stats = std::move(s);
-    emit statsReady();
-  });
+  runOnWorker(
+      this, [tensor] { return computeValueStats(tensor); },
+      [this, job](ValueStats s) {
+        if (job != m_statsJob) return;  // another value is shown by now
+        m_fields["min"]->setText(statNumber(s.min, s.dtype));
+        m_fields["max"]->setText(statNumber(s.max, s.dtype));
+        m_fields["mean"]->setText(statNumber(s.mean, engine::DType::Float64));
+        m_fields["std"]->setText(statNumber(s.std, engine::DType::Float64));
+        m_fields["nan"]->setText(QString::number(s.nanCount));
+        m_fields["inf"]->setText(s.posInfCount + s.negInfCount == 0
+                                     ? QStringLiteral("0")
+                                     : tr("%1 (+%2, −%3)")
+                                           .arg(s.posInfCount + s.negInfCount)
+                                           .arg(s.posInfCount)
+                                           .arg(s.negInfCount));
+        m_histogram->setStats(s);
+        m_stats = std::move(s);
+        emit statsReady();
+      });
 }
 
 QString ValueView::statText(const QString& field) const {

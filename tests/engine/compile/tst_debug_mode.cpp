@@ -60,12 +60,15 @@ class NeighbourSumOp final : public UnaryTestOp {
   std::string name() const override { return "NeighbourSum"; }
   nlohmann::json props() const override { return {{"inplace", m_inplace}}; }
   DestroyMap destroyMap() const override { return m_inplace ? DestroyMap{{0, {0}}} : DestroyMap{}; }
-  OpPtr outOfPlace() const override { return m_inplace ? std::make_shared<NeighbourSumOp>(false) : nullptr; }
+  OpPtr outOfPlace() const override {
+    return m_inplace ? std::make_shared<NeighbourSumOp>(false) : nullptr;
+  }
   void perform(const Apply&, std::span<const Tensor* const> in,
                std::span<Tensor* const> out) const override {
     std::vector<double> v = in[0]->toDoubles();
     if (m_inplace) {
-      for (std::size_t i = 1; i < v.size(); ++i) v[i] += v[i - 1];  // reads the overwritten v[i - 1]
+      for (std::size_t i = 1; i < v.size(); ++i)
+        v[i] += v[i - 1];  // reads the overwritten v[i - 1]
       Tensor alias = *in[0];
       alias.copyFrom(Tensor::fromDoubles(alias.dtype(), alias.shape(), v));
       *out[0] = alias;

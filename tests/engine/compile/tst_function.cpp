@@ -13,7 +13,8 @@ using namespace tscope::engine;
 
 namespace {
 constexpr std::int64_t U = kUnknownDim;
-VarPtr fvar(const std::string& name, std::vector<std::int64_t> shape = {U, U}, DType d = DType::Float32) {
+VarPtr fvar(const std::string& name, std::vector<std::int64_t> shape = {U, U},
+            DType d = DType::Float32) {
   return Variable::create(TensorType(d, std::move(shape)), name);
 }
 Tensor ft(Shape shape, std::initializer_list<double> v, DType d = DType::Float32) {
@@ -42,7 +43,8 @@ class TestFunction : public QObject {
       f({});
       QFAIL("expected an ArgumentError");
     } catch (const ArgumentError& e) {
-      QVERIFY2(std::string(e.what()).find("expected 1 argument, found 0") != std::string::npos, e.what());
+      QVERIFY2(std::string(e.what()).find("expected 1 argument, found 0") != std::string::npos,
+               e.what());
     }
   }
 
@@ -59,9 +61,10 @@ class TestFunction : public QObject {
         QVERIFY2(msg.find(part) != std::string::npos, e.what());
       }
     };
-    expectError(Tensor::zeros(DType::Float64, {2, 3}), "float64");   // lossy downcast refused
+    expectError(Tensor::zeros(DType::Float64, {2, 3}), "float64");  // lossy downcast refused
     expectError(Tensor::zeros(DType::Float32, {2, 3, 1}), "TensorType(float32, (?, 3))");  // rank
-    expectError(Tensor::zeros(DType::Float32, {2, 4}), "TensorType(float32, (?, 3))");     // static dimension
+    expectError(Tensor::zeros(DType::Float32, {2, 4}),
+                "TensorType(float32, (?, 3))");  // static dimension
     // A lossless conversion is accepted.
     auto out = f({Tensor::full(DType::Int8, {2, 3}, 2)});
     QCOMPARE(out[0].dtype(), DType::Float32);
@@ -97,7 +100,9 @@ class TestFunction : public QObject {
       QFAIL("expected a TypeError");
     } catch (const TypeError& e) {
       const std::string msg = e.what();
-      QVERIFY2(msg.find("'w'") != std::string::npos && msg.find("TensorType(float32, (2, 3))") != std::string::npos, e.what());
+      QVERIFY2(msg.find("'w'") != std::string::npos &&
+                   msg.find("TensorType(float32, (2, 3))") != std::string::npos,
+               e.what());
     }
   }
 
@@ -155,8 +160,8 @@ class TestFunction : public QObject {
   }
 
   // Note [Inputs a call may overwrite]: fast_run turns the SGD step W <- W - lr * dot(x.T, g) into
-  // Gemm{inplace} on W's own buffer (W is updated, so its old value may go); the values are those of
-  // mode none; a value of W the caller kept is copied first and never changes; compiled without
+  // Gemm{inplace} on W's own buffer (W is updated, so its old value may go); the values are those
+  // of mode none; a value of W the caller kept is copied first and never changes; compiled without
   // the update, the same expression leaves W alone.
   void testUpdatedSharedVariableOverwrittenInPlace() {
     const Tensor w0 = ft({3, 2}, {1, 2, 3, 4, 5, 6});
@@ -169,7 +174,8 @@ class TestFunction : public QObject {
     Function step = compile({x, g}, {}, {{W, stepOf(W)}}, fast);
     Function reference = compile({x, g}, {}, {{Wref, stepOf(Wref)}});
     int gemmInplace = 0;
-    for (const Apply* node : step.graph().nodes()) gemmInplace += node->op().str() == "Gemm{inplace}";
+    for (const Apply* node : step.graph().nodes())
+      gemmInplace += node->op().str() == "Gemm{inplace}";
     QCOMPARE(gemmInplace, 1);
     const Tensor xv = ft({2, 3}, {1, 0, 2, 0, 1, 1}), gv = ft({2, 2}, {1, -1, 0.5, 2});
     const void* buffer = W->value().rawData();
@@ -199,8 +205,9 @@ class TestFunction : public QObject {
   }
 
   void testFailingNodeNamesOpAndSite() {
-    auto boom = asOp("Boom", {TensorType(DType::Float32, {U})}, {TensorType(DType::Float32, {U})},
-                     [](std::span<const Tensor>) -> std::vector<Tensor> { throw std::runtime_error("kaput"); });
+    auto boom = asOp(
+        "Boom", {TensorType(DType::Float32, {U})}, {TensorType(DType::Float32, {U})},
+        [](std::span<const Tensor>) -> std::vector<Tensor> { throw std::runtime_error("kaput"); });
     auto x = fvar("x", {U});
     auto y = (*boom)({x});
     const int line = __LINE__ - 1;
@@ -235,7 +242,9 @@ class TestFunction : public QObject {
       (*twice)({fvar("bad", {U}, DType::Float64)});
       QFAIL("expected a TypeError");
     } catch (const TypeError& e) {
-      QVERIFY2(std::string(e.what()).find("expected TensorType(float64, (?, ?))") != std::string::npos, e.what());
+      QVERIFY2(
+          std::string(e.what()).find("expected TensorType(float64, (?, ?))") != std::string::npos,
+          e.what());
     }
   }
 };

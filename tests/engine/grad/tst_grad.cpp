@@ -22,10 +22,11 @@ double eval1(const std::vector<VarPtr>& in, const VarPtr& out, std::vector<doubl
   return compile(in, {out})(t)[0].item();
 }
 std::shared_ptr<const AsOp> opaqueSquare() {
-  return asOp("SquareNoGrad", {TensorType(DType::Float64, {})}, {TensorType(DType::Float64, {})},
-              [](std::span<const Tensor> in) {
-                return std::vector<Tensor>{Tensor::scalar(DType::Float64, in[0].item() * in[0].item())};
-              });
+  return asOp(
+      "SquareNoGrad", {TensorType(DType::Float64, {})}, {TensorType(DType::Float64, {})},
+      [](std::span<const Tensor> in) {
+        return std::vector<Tensor>{Tensor::scalar(DType::Float64, in[0].item() * in[0].item())};
+      });
 }
 }  // namespace
 
@@ -37,8 +38,8 @@ class TestGrad : public QObject {
     auto x = dvar("x"), y = dvar("y");
     auto cost = x * x * y + exp(y);
     auto g = grad(cost, std::vector<VarPtr>{x, y});
-    QCOMPARE(eval1({x, y}, g[0], {3, 2}), 12.0);                   // 2xy
-    QCOMPARE(eval1({x, y}, g[1], {3, 2}), 9.0 + std::exp(2.0));    // x^2 + e^y
+    QCOMPARE(eval1({x, y}, g[0], {3, 2}), 12.0);                 // 2xy
+    QCOMPARE(eval1({x, y}, g[1], {3, 2}), 9.0 + std::exp(2.0));  // x^2 + e^y
   }
 
   void testSharedSubexpressionSumsContributions() {
@@ -66,7 +67,8 @@ class TestGrad : public QObject {
       QFAIL("expected a GradientError");
     } catch (const GradientError& e) {
       QVERIFY2(std::string(e.what()).find("does not depend on") != std::string::npos, e.what());
-      QVERIFY2(std::string(e.what()).find("'z'") != std::string::npos || std::string(e.what()).find("z (") != std::string::npos,
+      QVERIFY2(std::string(e.what()).find("'z'") != std::string::npos ||
+                   std::string(e.what()).find("z (") != std::string::npos,
                e.what());
     }
     std::vector<std::string> warnings;
@@ -110,7 +112,8 @@ class TestGrad : public QObject {
     auto lv = Lop({f}, {x}, {v})[0];
     Function fn = compile({x, v}, {jv, lv});
     const double a = 0.7, b = -1.3, dir = 0.5;
-    auto out = fn({Tensor::fromDoubles(DType::Float64, {2}, {a, b}), Tensor::fromDoubles(DType::Float64, {2}, {dir, dir})});
+    auto out = fn({Tensor::fromDoubles(DType::Float64, {2}, {a, b}),
+                   Tensor::fromDoubles(DType::Float64, {2}, {dir, dir})});
     auto d = [](double t) { return std::cos(t) * t + std::sin(t); };
     QVERIFY(std::abs(out[0].toDoubles()[0] - d(a) * dir) < 1e-12);
     QVERIFY(std::abs(out[0].toDoubles()[1] - d(b) * dir) < 1e-12);
@@ -143,9 +146,12 @@ class TestGrad : public QObject {
   }
 
   void testCheckersPassOnCorrectOps() {
-    auto build = [](const std::vector<VarPtr>& in) { return std::vector<VarPtr>{tanh(in[0]) * in[1] + exp(in[1])}; };
-    std::vector<Tensor> pts = {Tensor::fromDoubles(DType::Float64, {2, 3}, {0.1, -0.2, 0.3, 0.4, -0.5, 0.6}),
-                               Tensor::fromDoubles(DType::Float64, {2, 3}, {1, 2, -1, 0.5, 0.25, -0.75})};
+    auto build = [](const std::vector<VarPtr>& in) {
+      return std::vector<VarPtr>{tanh(in[0]) * in[1] + exp(in[1])};
+    };
+    std::vector<Tensor> pts = {
+        Tensor::fromDoubles(DType::Float64, {2, 3}, {0.1, -0.2, 0.3, 0.4, -0.5, 0.6}),
+        Tensor::fromDoubles(DType::Float64, {2, 3}, {1, 2, -1, 0.5, 0.25, -0.75})};
     verifyGrad(build, pts);
     checkRopLop(build, pts);
     checkInferShape(build, pts);
@@ -155,8 +161,11 @@ class TestGrad : public QObject {
     // An op whose pullback is deliberately wrong (2x instead of 3x^2).
     struct Cube final : Op {
       std::string name() const override { return "WrongCube"; }
-      std::vector<TensorType> outputTypes(std::span<const VarPtr> in) const override { return {in[0]->type()}; }
-      void perform(const Apply&, std::span<const Tensor* const> in, std::span<Tensor* const> out) const override {
+      std::vector<TensorType> outputTypes(std::span<const VarPtr> in) const override {
+        return {in[0]->type()};
+      }
+      void perform(const Apply&, std::span<const Tensor* const> in,
+                   std::span<Tensor* const> out) const override {
         Tensor& o = reuseOrAllocate(out[0], in[0]->dtype(), in[0]->shape());
         auto v = in[0]->toDoubles();
         for (auto& e : v) e = e * e * e;
@@ -167,7 +176,9 @@ class TestGrad : public QObject {
       }
     };
     auto cube = std::make_shared<Cube>();
-    auto build = [&](const std::vector<VarPtr>& in) { return std::vector<VarPtr>{(*cube)({in[0]})}; };
+    auto build = [&](const std::vector<VarPtr>& in) {
+      return std::vector<VarPtr>{(*cube)({in[0]})};
+    };
     try {
       verifyGrad(build, {Tensor::fromDoubles(DType::Float64, {3}, {0.5, 1.5, 2.5})});
       QFAIL("expected a CheckError");
@@ -201,7 +212,8 @@ class TestGrad : public QObject {
       auto bad = a + c;
       QFAIL("expected a TestValueError for the missing value");
     } catch (const TestValueError& e) {
-      QVERIFY2(std::string(e.what()).find("('c') has no test value") != std::string::npos, e.what());
+      QVERIFY2(std::string(e.what()).find("('c') has no test value") != std::string::npos,
+               e.what());
     }
   }
 

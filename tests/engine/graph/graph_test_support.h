@@ -35,9 +35,15 @@ inline const TensorType kVec(DType::Float32, {3});
 inline VarPtr fv(std::string name = {}, Site site = Site::current()) {
   return Variable::create(kVec, std::move(name), site);
 }
-inline VarPtr neg(const VarPtr& x, Site site = Site::current()) { return elemwise(ScalarOp::Neg, {x}, site); }
-inline VarPtr exp_(const VarPtr& x, Site site = Site::current()) { return elemwise(ScalarOp::Exp, {x}, site); }
-inline VarPtr log_(const VarPtr& x, Site site = Site::current()) { return elemwise(ScalarOp::Log, {x}, site); }
+inline VarPtr neg(const VarPtr& x, Site site = Site::current()) {
+  return elemwise(ScalarOp::Neg, {x}, site);
+}
+inline VarPtr exp_(const VarPtr& x, Site site = Site::current()) {
+  return elemwise(ScalarOp::Exp, {x}, site);
+}
+inline VarPtr log_(const VarPtr& x, Site site = Site::current()) {
+  return elemwise(ScalarOp::Log, {x}, site);
+}
 inline VarPtr add(const VarPtr& a, const VarPtr& b, Site site = Site::current()) {
   return elemwise(ScalarOp::Add, {a, b}, site);
 }
@@ -69,7 +75,8 @@ inline QString qs(std::string_view s) {
 class ChangeLog : public Feature {
  public:
   std::vector<std::string> reasons;
-  void onChangeInput(FunctionGraph&, Apply*, int, const VarPtr&, const VarPtr&, std::string_view reason) override {
+  void onChangeInput(FunctionGraph&, Apply*, int, const VarPtr&, const VarPtr&,
+                     std::string_view reason) override {
     reasons.emplace_back(reason);
   }
 };

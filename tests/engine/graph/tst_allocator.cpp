@@ -21,7 +21,9 @@ class TestAllocator : public QObject {
  private slots:
   void allocationsComeFromMimalloc() {
 #ifndef TSCOPE_HAVE_MIMALLOC
-    QSKIP("built without mimalloc (TSCOPE_USE_MIMALLOC off or libmimalloc-dev missing): glibc's malloc serves");
+    QSKIP(
+        "built without mimalloc (TSCOPE_USE_MIMALLOC off or libmimalloc-dev missing): glibc's "
+        "malloc serves");
 #else
     void* raw = std::malloc(48);
     QVERIFY(raw != nullptr);

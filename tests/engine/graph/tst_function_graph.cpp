@@ -304,7 +304,8 @@ void TestFunctionGraph::testManyClients() {
   for (std::size_t i = 0; i < uses.size(); i += 3) fg.changeInput(uses[i]->owner(), 0, y, "to_y");
   fg.checkIntegrity();
   // Outputs replaced by y prune their nodes (and with them x's clients).
-  for (std::size_t i = 1; i < uses.size(); i += 2) fg.changeInput(nullptr, static_cast<int>(i), y, "prune");
+  for (std::size_t i = 1; i < uses.size(); i += 2)
+    fg.changeInput(nullptr, static_cast<int>(i), y, "prune");
   fg.checkIntegrity();
   std::multiset<std::pair<const Apply*, int>> expected;
   for (const Apply* node : fg.nodes())
@@ -315,13 +316,18 @@ void TestFunctionGraph::testManyClients() {
   QCOMPARE(actual, expected);
   QVERIFY(actual.size() < 100);
   // Down to a few clients, then back up: the list stays exact either way.
-  for (std::size_t i = 0; i < uses.size(); ++i) fg.changeInput(nullptr, static_cast<int>(i), y, "all_y");
+  for (std::size_t i = 0; i < uses.size(); ++i)
+    fg.changeInput(nullptr, static_cast<int>(i), y, "all_y");
   QVERIFY(fg.clients(*x).empty());
   QCOMPARE(fg.nodeCount(), std::size_t{0});
-  for (std::size_t i = 0; i < 40; ++i) fg.changeInput(nullptr, static_cast<int>(i), add(x, y), "back");
+  for (std::size_t i = 0; i < 40; ++i)
+    fg.changeInput(nullptr, static_cast<int>(i), add(x, y), "back");
   QCOMPARE(fg.clients(*x).size(), std::size_t{40});
   fg.checkIntegrity();
-  const auto msg = thrownMessage<GraphError>([&] { fg.changeInput(nullptr, 0, x, "x"); fg.replace(y, x, "y"); });
+  const auto msg = thrownMessage<GraphError>([&] {
+    fg.changeInput(nullptr, 0, x, "x");
+    fg.replace(y, x, "y");
+  });
   QVERIFY(!msg);  // replacing y (a graph input with many clients) by x is legal
   fg.checkIntegrity();
 }

@@ -19,7 +19,6 @@ using namespace tscope::engine::testing;
 
 namespace {
 
-
 // Every node and variable of the graph by id.
 struct Snapshot {
   std::map<std::int64_t, const Apply*> nodes;

@@ -215,7 +215,6 @@ void TestOp::testRegistryMake() {
   QCOMPARE(out->type(), TensorType(DType::Float32, {2}));
 }
 
-
 void TestOp::testRegistryUnknownName() {
   const auto msg =
       thrownMessage<std::out_of_range>([] { defaultOpRegistry().make("Conv9D", json::object()); });

@@ -18,7 +18,6 @@ using namespace tscope::engine::testing;
 
 namespace {
 
-
 using Ids = std::vector<std::int64_t>;
 using IdPairs = std::vector<std::pair<std::int64_t, std::int64_t>>;
 

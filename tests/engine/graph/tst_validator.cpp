@@ -16,7 +16,6 @@ using namespace tscope::engine::testing;
 
 namespace {
 
-
 using Pairs = std::vector<std::pair<VarPtr, VarPtr>>;
 
 // Refuses every graph that contains a node whose op prints as `forbidden`.

@@ -32,11 +32,16 @@ Dag makeDag(int n) {
   auto half = Constant::create(Tensor::scalar(DType::Float32, 0.5));
   std::mt19937 rng(7);
   for (int i = 0; i < n; ++i) {
-    const VarPtr& recent = values[values.size() - 1 - rng() % std::min<std::size_t>(values.size(), 3)];
-    const VarPtr& far = values[values.size() - 1 - rng() % std::min<std::size_t>(values.size(), 40)];
-    if (i % 7 == 0) values.push_back(elemwise(ScalarOp::Mul, {recent, half}));
-    else if (i % 3 == 0) values.push_back(elemwise(ScalarOp::Tanh, {recent}));
-    else values.push_back(elemwise(ScalarOp::Add, {recent, far}));
+    const VarPtr& recent =
+        values[values.size() - 1 - rng() % std::min<std::size_t>(values.size(), 3)];
+    const VarPtr& far =
+        values[values.size() - 1 - rng() % std::min<std::size_t>(values.size(), 40)];
+    if (i % 7 == 0)
+      values.push_back(elemwise(ScalarOp::Mul, {recent, half}));
+    else if (i % 3 == 0)
+      values.push_back(elemwise(ScalarOp::Tanh, {recent}));
+    else
+      values.push_back(elemwise(ScalarOp::Add, {recent, far}));
   }
   d.outputs = {values.back(), values[values.size() / 2]};
   return d;
@@ -143,15 +148,18 @@ class TestWalkMarks : public QObject {
   void cloneGivesTheIdsOfImportOrder() {
     Dag d = makeDag(300);
     FunctionGraph cloned(d.inputs, d.outputs, FunctionGraph::Ownership::Clone);
-    FunctionGraph adopted(d.inputs, d.outputs, FunctionGraph::Ownership::Adopt);  // ids given at the end of init
+    FunctionGraph adopted(d.inputs, d.outputs,
+                          FunctionGraph::Ownership::Adopt);  // ids given at the end of init
     const std::vector<Apply*> a = cloned.toposort(), b = adopted.toposort();
     QCOMPARE(a.size(), b.size());
     for (std::size_t i = 0; i < a.size(); ++i) {
       QCOMPARE(a[i]->id(), b[i]->id());
-      for (int k = 0; k < a[i]->nInputs(); ++k) QCOMPARE(a[i]->input(k)->id(), b[i]->input(k)->id());
+      for (int k = 0; k < a[i]->nInputs(); ++k)
+        QCOMPARE(a[i]->input(k)->id(), b[i]->input(k)->id());
       QCOMPARE(a[i]->outputRef(0).id(), b[i]->outputRef(0).id());
     }
-    for (std::size_t i = 0; i < d.inputs.size(); ++i) QCOMPARE(cloned.inputs()[i]->id(), adopted.inputs()[i]->id());
+    for (std::size_t i = 0; i < d.inputs.size(); ++i)
+      QCOMPARE(cloned.inputs()[i]->id(), adopted.inputs()[i]->id());
     QCOMPARE(cloned.nextId(), adopted.nextId());
     cloned.checkIntegrity();
   }
@@ -165,7 +173,8 @@ class TestWalkMarks : public QObject {
     z->owner()->presetId(0);  // the id the walk would have given x
     FunctionGraph fg({x}, {z}, FunctionGraph::Ownership::Clone);
     QCOMPARE(fg.outputs()[0]->owner()->id(), 0);
-    std::set<std::int64_t> ids{fg.inputs()[0]->id(), fg.outputs()[0]->id(), fg.outputs()[0]->owner()->id()};
+    std::set<std::int64_t> ids{fg.inputs()[0]->id(), fg.outputs()[0]->id(),
+                               fg.outputs()[0]->owner()->id()};
     for (const Apply* node : fg.nodes()) {
       ids.insert(node->id());
       ids.insert(node->outputRef(0).id());
@@ -177,7 +186,8 @@ class TestWalkMarks : public QObject {
   // Four threads clone one graph at once: whichever owns the marks, every clone is right.
   void concurrentClonesOfOneGraph() {
     Dag d = makeDag(2000);
-    const QStringList expected = structure(FunctionGraph(d.inputs, d.outputs, FunctionGraph::Ownership::Clone));
+    const QStringList expected =
+        structure(FunctionGraph(d.inputs, d.outputs, FunctionGraph::Ownership::Clone));
     const auto nodes = static_cast<std::size_t>(expected.size());
     const std::size_t free = graphInputs(d.outputs).size();
     std::atomic<int> wrong{0};

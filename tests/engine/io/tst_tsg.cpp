@@ -29,7 +29,8 @@ io::TsgDocument makeDocument() {
   x->setTestValue(Tensor::fromDoubles(DType::Float32, {2, 3},
                                       {1.5, -0.0, std::numeric_limits<double>::quiet_NaN(),
                                        std::numeric_limits<double>::infinity(), 1e-40, 3}));
-  auto W = SharedVariable::create(Tensor::fromDoubles(DType::Float64, {3, 2}, {1, 2, 3, 4, 5, 6}), "W");
+  auto W =
+      SharedVariable::create(Tensor::fromDoubles(DType::Float64, {3, 2}, {1, 2, 3, 4, 5, 6}), "W");
   auto k = Constant::create(Tensor::fromDoubles(DType::Int64, {2}, {-7, 1LL << 40}));
   VarPtr y;
   {
@@ -39,9 +40,12 @@ io::TsgDocument makeDocument() {
   }
   y->setName("y");
   VarPtr t = transpose(y);
-  VarPtr step = elemwise(ScalarOp::Sub, {W, elemwise(ScalarOp::Mul, {W, Constant::create(Tensor::scalar(DType::Float64, 0.1))})});
+  VarPtr step = elemwise(
+      ScalarOp::Sub,
+      {W, elemwise(ScalarOp::Mul, {W, Constant::create(Tensor::scalar(DType::Float64, 0.1))})});
   io::TsgDocument doc;
-  doc.original = std::make_unique<FunctionGraph>(std::vector<VarPtr>{x, W}, std::vector<VarPtr>{y, t, step});
+  doc.original =
+      std::make_unique<FunctionGraph>(std::vector<VarPtr>{x, W}, std::vector<VarPtr>{y, t, step});
   doc.original->setUpdate(2, 1);
   // An "optimized" graph edited through replace, with the log of the edit.
   doc.optimized = doc.original->clone();
@@ -50,7 +54,9 @@ io::TsgDocument makeDocument() {
   recorder->setPhase("canonicalize");
   Variable* yOpt = doc.optimized->variableById(doc.original->outputs()[0]->id());
   VarPtr yPtr = yOpt->owner()->output(0);
-  doc.optimized->replace(yPtr, elemwise(ScalarOp::Add, {yPtr->owner()->input(1), yPtr->owner()->input(0)}), "commute_add");
+  doc.optimized->replace(
+      yPtr, elemwise(ScalarOp::Add, {yPtr->owner()->input(1), yPtr->owner()->input(0)}),
+      "commute_add");
   doc.rewrites = recorder->records();
   doc.profiles = json::array({{{"runs", 3}, {"note", "kept verbatim"}}});
   return doc;
@@ -64,7 +70,8 @@ std::string structure(const FunctionGraph& fg) {
     s += a->op().str() + "#" + std::to_string(a->id()) + "@" + a->scope() + "(";
     for (const auto& in : a->inputs()) s += std::to_string(in->id()) + ",";
     s += ")->";
-    for (int o = 0; o < a->nOutputs(); ++o) s += std::to_string(a->outputRef(o).id()) + a->outputRef(o).type().str();
+    for (int o = 0; o < a->nOutputs(); ++o)
+      s += std::to_string(a->outputRef(o).id()) + a->outputRef(o).type().str();
     s += "\n";
   }
   for (const auto& in : fg.inputs()) s += "in " + std::to_string(in->id()) + in->name() + "\n";
@@ -107,7 +114,8 @@ class TestTsg : public QObject {
     QVERIFY(x.testValue()->bitwiseEqual(*doc.original->inputs()[0]->testValue()));
     auto* W = dynamic_cast<SharedVariable*>(back.original->inputs()[1].get());
     QVERIFY(W);
-    QVERIFY(W->value().bitwiseEqual(dynamic_cast<SharedVariable&>(*doc.original->inputs()[1]).value()));
+    QVERIFY(
+        W->value().bitwiseEqual(dynamic_cast<SharedVariable&>(*doc.original->inputs()[1]).value()));
     int constants = 0;
     for (const Variable* v : back.original->variables())
       if (auto* c = dynamic_cast<const Constant*>(v)) {
@@ -189,7 +197,8 @@ class TestTsg : public QObject {
   }
 
   void testExampleFixtureLoads() {
-    std::filesystem::path path = std::filesystem::path(TSCOPE_SOURCE_DIR) / "examples/graphs/mlp_forward.tsg";
+    std::filesystem::path path =
+        std::filesystem::path(TSCOPE_SOURCE_DIR) / "examples/graphs/mlp_forward.tsg";
     io::TsgDocument doc = io::loadTsg(path);
     doc.original->checkIntegrity();
     QCOMPARE(doc.original->nodeCount(), std::size_t{7});
@@ -240,7 +249,8 @@ class TestTsg : public QObject {
     QFETCH(QString, mutation);
     QFETCH(QString, path);
     QFETCH(QString, message);
-    // The base document: x (input, float32 (?,2)), W (shared float32 (2,2)), y = x + W, z = tanh(y).
+    // The base document: x (input, float32 (?,2)), W (shared float32 (2,2)), y = x + W, z =
+    // tanh(y).
     json doc = json::parse(R"({
       "format": "tensorscope-graph", "version": 1,
       "graphs": {"original": {
@@ -260,29 +270,51 @@ class TestTsg : public QObject {
     auto& g = doc["graphs"]["original"];
     std::string text;
     std::string m = mutation.toStdString();
-    if (m == "not json") text = "{\"format\": tensorscope";
-    else if (m == "truncated") text = doc.dump().substr(0, doc.dump().size() / 2);
-    else if (m == "root array") text = "[1, 2]";
-    else if (m == "deep nesting") text = std::string(100000, '[') + std::string(100000, ']');
+    if (m == "not json")
+      text = "{\"format\": tensorscope";
+    else if (m == "truncated")
+      text = doc.dump().substr(0, doc.dump().size() / 2);
+    else if (m == "root array")
+      text = "[1, 2]";
+    else if (m == "deep nesting")
+      text = std::string(100000, '[') + std::string(100000, ']');
     else {
-      if (m == "wrong format") doc["format"] = "onnx";
-      else if (m == "future version") doc["version"] = 7;
-      else if (m == "no graphs") doc.erase("graphs");
-      else if (m == "unknown graph") doc["graphs"]["sideways"] = g;
-      else if (m == "unknown dtype") g["variables"][0]["type"] = "float31[?,2]";
-      else if (m == "negative dim") g["variables"][0]["type"] = "float32[?,-3]";
-      else if (m == "bad type text") g["variables"][0]["type"] = "float32(2,2)";
-      else if (m == "computed with type") g["variables"][2]["type"] = "float32[2,2]";
-      else if (m == "types count") g["applies"][0]["types"].push_back("float32[2,2]");
-      else if (m == "bad kind") g["variables"][0]["kind"] = "weird";
-      else if (m == "duplicate id") g["applies"][0]["id"] = 1;
-      else if (m == "dangling input") g["applies"][0]["inputs"][0] = 99;
-      else if (m == "out of order") std::swap(g["applies"][0], g["applies"][1]);
-      else if (m == "output produced twice") g["applies"][1]["outputs"][0] = 2;
-      else if (m == "bad base64") g["variables"][1]["value"]["data"] = "AAC*PwAAAEAAAEBAAACAQA==";
-      else if (m == "data length") g["variables"][1]["value"]["data"] = "AACAPwAAAEAAAEBA";
-      else if (m == "bad props") g["applies"][0]["props"] = {{"scalar_op", "frobnicate"}};
-      else if (m == "type contradiction") g["applies"][0]["types"][0] = "int8[2,2]";
+      if (m == "wrong format")
+        doc["format"] = "onnx";
+      else if (m == "future version")
+        doc["version"] = 7;
+      else if (m == "no graphs")
+        doc.erase("graphs");
+      else if (m == "unknown graph")
+        doc["graphs"]["sideways"] = g;
+      else if (m == "unknown dtype")
+        g["variables"][0]["type"] = "float31[?,2]";
+      else if (m == "negative dim")
+        g["variables"][0]["type"] = "float32[?,-3]";
+      else if (m == "bad type text")
+        g["variables"][0]["type"] = "float32(2,2)";
+      else if (m == "computed with type")
+        g["variables"][2]["type"] = "float32[2,2]";
+      else if (m == "types count")
+        g["applies"][0]["types"].push_back("float32[2,2]");
+      else if (m == "bad kind")
+        g["variables"][0]["kind"] = "weird";
+      else if (m == "duplicate id")
+        g["applies"][0]["id"] = 1;
+      else if (m == "dangling input")
+        g["applies"][0]["inputs"][0] = 99;
+      else if (m == "out of order")
+        std::swap(g["applies"][0], g["applies"][1]);
+      else if (m == "output produced twice")
+        g["applies"][1]["outputs"][0] = 2;
+      else if (m == "bad base64")
+        g["variables"][1]["value"]["data"] = "AAC*PwAAAEAAAEBAAACAQA==";
+      else if (m == "data length")
+        g["variables"][1]["value"]["data"] = "AACAPwAAAEAAAEBA";
+      else if (m == "bad props")
+        g["applies"][0]["props"] = {{"scalar_op", "frobnicate"}};
+      else if (m == "type contradiction")
+        g["applies"][0]["types"][0] = "int8[2,2]";
       else if (m == "wrong output count") {
         g["applies"][0]["outputs"].push_back(4);
         g["applies"][0]["types"].push_back("float32[2,2]");
@@ -290,18 +322,29 @@ class TestTsg : public QObject {
         g["applies"][0]["op"] = "Dot";
         g["applies"][0].erase("props");
         g["variables"][0]["type"] = "float32[?,3]";
-      } else if (m == "free var not input") g["inputs"] = {1};
+      } else if (m == "free var not input")
+        g["inputs"] = {1};
       else if (m == "dead apply") {
-        g["applies"].push_back({{"id", 12}, {"op", "Elemwise"}, {"props", {{"scalar_op", "neg"}}}, {"inputs", {3}},
-                                {"outputs", {5}}, {"types", {"float32[2,2]"}}});
+        g["applies"].push_back({{"id", 12},
+                                {"op", "Elemwise"},
+                                {"props", {{"scalar_op", "neg"}}},
+                                {"inputs", {3}},
+                                {"outputs", {5}},
+                                {"types", {"float32[2,2]"}}});
       } else if (m == "bad test value")
-        g["variables"][0]["test_value"] = {{"dtype", "float32"}, {"shape", {3}}, {"data", "AACAPwAAAEAAAEBA"}};
+        g["variables"][0]["test_value"] = {
+            {"dtype", "float32"}, {"shape", {3}}, {"data", "AACAPwAAAEAAAEBA"}};
       else if (m == "bad update") {
         g["outputs"].push_back(0);
         g["updates"] = {{{"output", 1}, {"input", 0}}};
       } else if (m == "bad rewrite")
-        doc["rewrites"] = {{{"order", 0}, {"phase", "p"}, {"reason", "r"}, {"replaced", json::array()},
-                            {"added", json::array()}, {"removed", json::array()}, {"seconds", "slow"}}};
+        doc["rewrites"] = {{{"order", 0},
+                            {"phase", "p"},
+                            {"reason", "r"},
+                            {"replaced", json::array()},
+                            {"added", json::array()},
+                            {"removed", json::array()},
+                            {"seconds", "slow"}}};
       text = doc.dump();
     }
     try {

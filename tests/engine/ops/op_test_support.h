@@ -19,7 +19,8 @@ namespace tscope::test {
 using namespace tscope::engine;
 
 // Uniform values in [lo, hi) (integers: rounded down), deterministic for a seed.
-inline Tensor randomTensor(DType dtype, Shape shape, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
+inline Tensor randomTensor(DType dtype, Shape shape, std::uint64_t seed, double lo = -1.0,
+                           double hi = 1.0) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> dist(lo, hi);
   std::vector<double> values(static_cast<std::size_t>(shapeNumel(shape)));
@@ -31,13 +32,15 @@ inline Tensor randomTensor(DType dtype, Shape shape, std::uint64_t seed, double 
 }
 
 // Symbolic inputs typed like the values (dims unknown so shapes are exercised symbolically).
-inline std::vector<VarPtr> inputsLike(const std::vector<Tensor>& points, bool staticShapes = false) {
+inline std::vector<VarPtr> inputsLike(const std::vector<Tensor>& points,
+                                      bool staticShapes = false) {
   std::vector<VarPtr> inputs;
   for (std::size_t i = 0; i < points.size(); ++i) {
     std::vector<std::int64_t> shape = points[i].shape();
     if (!staticShapes)
       for (auto& d : shape) d = kUnknownDim;
-    inputs.push_back(Variable::create(TensorType(points[i].dtype(), shape), "x" + std::to_string(i)));
+    inputs.push_back(
+        Variable::create(TensorType(points[i].dtype(), shape), "x" + std::to_string(i)));
   }
   return inputs;
 }
@@ -50,17 +53,20 @@ inline std::vector<Tensor> evaluate(const GraphBuilder& build, const std::vector
   return f(points);
 }
 
-inline std::vector<Tensor> evaluate(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& outputs,
+inline std::vector<Tensor> evaluate(const std::vector<VarPtr>& inputs,
+                                    const std::vector<VarPtr>& outputs,
                                     const std::vector<Tensor>& values) {
   Function f = compile(inputs, outputs);
   return f(values);
 }
 
 // QVERIFY-friendly comparison with a readable message.
-inline bool closeTo(const Tensor& actual, const Tensor& expected, double rtol = 1e-5, double atol = 1e-6) {
+inline bool closeTo(const Tensor& actual, const Tensor& expected, double rtol = 1e-5,
+                    double atol = 1e-6) {
   if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape() ||
       !actual.allClose(expected, rtol, atol)) {
-    qWarning("expected %s %s:\n%s\nfound %s %s:\n%s", std::string(dtypeName(expected.dtype())).c_str(),
+    qWarning("expected %s %s:\n%s\nfound %s %s:\n%s",
+             std::string(dtypeName(expected.dtype())).c_str(),
              shapeToString(expected.shape()).c_str(), expected.toString().c_str(),
              std::string(dtypeName(actual.dtype())).c_str(), shapeToString(actual.shape()).c_str(),
              actual.toString().c_str());
@@ -70,13 +76,13 @@ inline bool closeTo(const Tensor& actual, const Tensor& expected, double rtol = 
 }
 
 // Runs a checker and turns its CheckError into a test failure with the checker's message.
-#define TSCOPE_CHECK(expr)                                                        \
-  do {                                                                            \
-    try {                                                                         \
-      expr;                                                                       \
-    } catch (const std::exception& e) {                                           \
+#define TSCOPE_CHECK(expr)                                                         \
+  do {                                                                             \
+    try {                                                                          \
+      expr;                                                                        \
+    } catch (const std::exception& e) {                                            \
       QFAIL(qPrintable(QStringLiteral("%1 failed: %2").arg(#expr).arg(e.what()))); \
-    }                                                                             \
+    }                                                                              \
   } while (0)
 
 }  // namespace tscope::test

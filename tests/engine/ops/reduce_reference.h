@@ -26,8 +26,8 @@ inline std::vector<std::int64_t> unravel(std::int64_t i, const Shape& shape) {
   return idx;
 }
 
-// Folds f over `axes` (non-negative) of x; returns the kept shape and the values in row-major order.
-// op: "sum", "prod", "max", "min", "all", "any". max/min propagate NaN.
+// Folds f over `axes` (non-negative) of x; returns the kept shape and the values in row-major
+// order. op: "sum", "prod", "max", "min", "all", "any". max/min propagate NaN.
 inline std::pair<Shape, std::vector<double>> referenceReduce(const Tensor& x, std::vector<int> axes,
                                                              const std::string& op) {
   if (axes.empty())
@@ -46,15 +46,22 @@ inline std::pair<Shape, std::vector<double>> referenceReduce(const Tensor& x, st
     const auto idx = unravel(i, x.shape());
     std::int64_t o = 0;
     for (int a = 0; a < x.ndim(); ++a)
-      if (!reduced(a)) o = o * x.shape()[static_cast<std::size_t>(a)] + idx[static_cast<std::size_t>(a)];
+      if (!reduced(a))
+        o = o * x.shape()[static_cast<std::size_t>(a)] + idx[static_cast<std::size_t>(a)];
     double& acc = out[static_cast<std::size_t>(o)];
     const double v = values[static_cast<std::size_t>(i)];
-    if (op == "sum") acc += v;
-    else if (op == "prod") acc *= v;
-    else if (op == "max") acc = (std::isnan(acc) || std::isnan(v)) ? std::nan("") : std::max(acc, v);
-    else if (op == "min") acc = (std::isnan(acc) || std::isnan(v)) ? std::nan("") : std::min(acc, v);
-    else if (op == "all") acc = (acc != 0 && v != 0) ? 1 : 0;
-    else if (op == "any") acc = (acc != 0 || v != 0) ? 1 : 0;
+    if (op == "sum")
+      acc += v;
+    else if (op == "prod")
+      acc *= v;
+    else if (op == "max")
+      acc = (std::isnan(acc) || std::isnan(v)) ? std::nan("") : std::max(acc, v);
+    else if (op == "min")
+      acc = (std::isnan(acc) || std::isnan(v)) ? std::nan("") : std::min(acc, v);
+    else if (op == "all")
+      acc = (acc != 0 && v != 0) ? 1 : 0;
+    else if (op == "any")
+      acc = (acc != 0 || v != 0) ? 1 : 0;
   }
   return {outShape, out};
 }

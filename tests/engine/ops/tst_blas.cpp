@@ -41,7 +41,9 @@ Tensor performOn(const OpPtr& op, const std::vector<Tensor>& values) {
   return out;
 }
 
-double tolFor(DType d) { return d == DType::Float16 ? 1e-2 : d == DType::Float32 ? 1e-5 : 1e-12; }
+double tolFor(DType d) {
+  return d == DType::Float16 ? 1e-2 : d == DType::Float32 ? 1e-5 : 1e-12;
+}
 
 void addRankRows() {
   QTest::addColumn<Shape>("a");
@@ -82,7 +84,9 @@ class TestBlas : public QObject {
   void testGemmKernelBetaAndEmpty();
 };
 
-void TestBlas::testDotValues_data() { addRankRows(); }
+void TestBlas::testDotValues_data() {
+  addRankRows();
+}
 
 void TestBlas::testDotValues() {
   QFETCH(Shape, a);
@@ -90,9 +94,11 @@ void TestBlas::testDotValues() {
   QFETCH(Shape, expected);
   for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::Float16}) {
     const Tensor x = randomTensor(dtype, a, 1, -3, 3), y = randomTensor(dtype, b, 2, -3, 3);
-    const auto got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; }, {x, y});
+    const auto got = evaluate(
+        [](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; }, {x, y});
     QCOMPARE(got[0].shape(), expected);
-    QVERIFY2(closeTo(got[0], referenceMatmul(x, y, dtype), tolFor(dtype), tolFor(dtype)), dtypeName(dtype).data());
+    QVERIFY2(closeTo(got[0], referenceMatmul(x, y, dtype), tolFor(dtype), tolFor(dtype)),
+             dtypeName(dtype).data());
   }
 }
 
@@ -100,25 +106,29 @@ void TestBlas::testDotDtypes() {
   // Mixed dtypes promote as numpy's matmul: int32 . float32 -> float64.
   const Tensor i = randomTensor(DType::Int32, {2, 3}, 3, -4, 4);
   const Tensor f = randomTensor(DType::Float32, {3, 4}, 4);
-  auto got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; }, {i, f});
+  auto got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; },
+                      {i, f});
   QVERIFY(closeTo(got[0], referenceMatmul(i, f, DType::Float64), 1e-6, 1e-6));
   // Integer products wrap on overflow as numpy's do (int8: 100 * 3 = 300 -> 44).
   const Tensor a = Tensor::fromDoubles(DType::Int8, {1, 1}, {100});
   const Tensor b = Tensor::fromDoubles(DType::Int8, {1, 2}, {3, 1});
-  got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; }, {a, b});
+  got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; },
+                 {a, b});
   QCOMPARE(got[0].dtype(), DType::Int8);
   QCOMPARE(got[0].at({0, 0}), 44.0);
   QCOMPARE(got[0].at({0, 1}), 100.0);
   const Tensor big = Tensor::full(DType::Int64, {2, 3}, 1e12);
   const Tensor ones = Tensor::full(DType::Int64, {3, 2}, 1e6);
-  got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; }, {big, ones});
+  got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; },
+                 {big, ones});
   QCOMPARE(got[0].at({1, 1}), 3e18);
 }
 
 void TestBlas::testDotStrided_data() {
   QTest::addColumn<QString>("view");
-  for (const char* v : {"a transposed", "b transposed", "both transposed", "batch transposed", "sliced inner",
-                        "sliced rows", "reversed", "broadcast rows", "vector strided"})
+  for (const char* v :
+       {"a transposed", "b transposed", "both transposed", "batch transposed", "sliced inner",
+        "sliced rows", "reversed", "broadcast rows", "vector strided"})
     QTest::newRow(v) << QString(v);
 }
 
@@ -158,22 +168,28 @@ void TestBlas::testDotStrided() {
   }
   QVERIFY(!a.isContiguous() || !b.isContiguous());
   const Tensor got = performOn(std::make_shared<Dot>(), {a, b});
-  QVERIFY(closeTo(got, referenceMatmul(a, b, got.dtype()), tolFor(got.dtype()), tolFor(got.dtype())));
+  QVERIFY(
+      closeTo(got, referenceMatmul(a, b, got.dtype()), tolFor(got.dtype()), tolFor(got.dtype())));
 }
 
 void TestBlas::testDotZeroSize() {
   // k = 0: a sum of nothing is 0; m = 0 or a batch of 0: an empty result.
-  const std::vector<std::tuple<Shape, Shape, Shape>> cases = {
-      {{2, 0}, {0, 3}, {2, 3}}, {{0, 3}, {3, 4}, {0, 4}}, {{0, 2, 3}, {3, 4}, {0, 2, 4}}, {{0}, {0}, {}}};
+  const std::vector<std::tuple<Shape, Shape, Shape>> cases = {{{2, 0}, {0, 3}, {2, 3}},
+                                                              {{0, 3}, {3, 4}, {0, 4}},
+                                                              {{0, 2, 3}, {3, 4}, {0, 2, 4}},
+                                                              {{0}, {0}, {}}};
   for (const auto& [sa, sb, so] : cases) {
-    const auto got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; },
-                              {Tensor::zeros(DType::Float32, sa), Tensor::zeros(DType::Float32, sb)});
+    const auto got =
+        evaluate([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; },
+                 {Tensor::zeros(DType::Float32, sa), Tensor::zeros(DType::Float32, sb)});
     QCOMPARE(got[0].shape(), so);
     QVERIFY(closeTo(got[0], Tensor::zeros(DType::Float32, so)));
   }
 }
 
-void TestBlas::testDotInferShape_data() { addRankRows(); }
+void TestBlas::testDotInferShape_data() {
+  addRankRows();
+}
 
 void TestBlas::testDotInferShape() {
   QFETCH(Shape, a);
@@ -183,16 +199,18 @@ void TestBlas::testDotInferShape() {
     // Some cases (batch . batch) have equal sizes on different axes by design.
     InferShapeOptions options;
     options.warnOnSquareInputs = false;
-    TSCOPE_CHECK(checkInferShape([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; },
-                                 {randomTensor(dtype, a, 1), randomTensor(dtype, b, 2)}, options));
+    TSCOPE_CHECK(checkInferShape(
+        [](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; },
+        {randomTensor(dtype, a, 1), randomTensor(dtype, b, 2)}, options));
   }
   // Unknown batch sizes on both sides: the larger is the broadcast size at run time.
   const VarPtr x = Variable::create(TensorType(DType::Float64, {kUnknownDim, 2, 3}));
   const VarPtr y = Variable::create(TensorType(DType::Float64, {kUnknownDim, 3, 4}));
   const VarPtr d = dot(x, y);
   const auto shapes = inferShapes({d});
-  const auto got = evaluate({x, y}, shapes[0],
-                            {randomTensor(DType::Float64, {1, 2, 3}, 1), randomTensor(DType::Float64, {5, 3, 4}, 2)});
+  const auto got = evaluate(
+      {x, y}, shapes[0],
+      {randomTensor(DType::Float64, {1, 2, 3}, 1), randomTensor(DType::Float64, {5, 3, 4}, 2)});
   QCOMPARE(got[0].item(), 5.0);
 }
 
@@ -207,23 +225,33 @@ void TestBlas::testDotErrors() {
   const VarPtr u = Variable::create(TensorType(DType::Float32, {kUnknownDim, kUnknownDim}), "u");
   const VarPtr v = Variable::create(TensorType(DType::Float32, {kUnknownDim, kUnknownDim}), "v");
   msg = message([&] {
-    evaluate({u, v}, {dot(u, v)}, {Tensor::zeros(DType::Float32, {2, 3}), Tensor::zeros(DType::Float32, {4, 5})});
+    evaluate({u, v}, {dot(u, v)},
+             {Tensor::zeros(DType::Float32, {2, 3}), Tensor::zeros(DType::Float32, {4, 5})});
   });
-  QVERIFY2(msg.find("(2, 3) . (4, 5)") != std::string::npos && msg.find("3 vs 4") != std::string::npos, msg.c_str());
+  QVERIFY2(
+      msg.find("(2, 3) . (4, 5)") != std::string::npos && msg.find("3 vs 4") != std::string::npos,
+      msg.c_str());
   const VarPtr p = Variable::create(TensorType(DType::Float32, {kUnknownDim, 2, 3}), "p");
   const VarPtr q = Variable::create(TensorType(DType::Float32, {kUnknownDim, 3, 4}), "q");
   msg = message([&] {
-    evaluate({p, q}, {dot(p, q)}, {Tensor::zeros(DType::Float32, {2, 2, 3}), Tensor::zeros(DType::Float32, {3, 3, 4})});
+    evaluate({p, q}, {dot(p, q)},
+             {Tensor::zeros(DType::Float32, {2, 2, 3}), Tensor::zeros(DType::Float32, {3, 3, 4})});
   });
-  QVERIFY2(msg.find("batch") != std::string::npos && msg.find("(2, 2, 3) . (3, 3, 4)") != std::string::npos, msg.c_str());
+  QVERIFY2(msg.find("batch") != std::string::npos &&
+               msg.find("(2, 2, 3) . (3, 3, 4)") != std::string::npos,
+           msg.c_str());
   msg = message([&] { outer(a, Variable::create(TensorType(DType::Float32, {3}))); });
-  QVERIFY2(msg.find("outer: expected two vectors, found TensorType(float32, (2, 3))") != std::string::npos, msg.c_str());
+  QVERIFY2(msg.find("outer: expected two vectors, found TensorType(float32, (2, 3))") !=
+               std::string::npos,
+           msg.c_str());
 }
 
 void TestBlas::testOuterAndMatmul() {
   const Tensor x = randomTensor(DType::Float64, {2}, 1), y = randomTensor(DType::Float64, {3}, 2);
   const auto got = evaluate(
-      [](const std::vector<VarPtr>& in) { return std::vector{outer(in[0], in[1]), matmul(in[0], outer(in[0], in[1]))}; },
+      [](const std::vector<VarPtr>& in) {
+        return std::vector{outer(in[0], in[1]), matmul(in[0], outer(in[0], in[1]))};
+      },
       {x, y});
   QCOMPARE(got[0].shape(), (Shape{2, 3}));
   for (std::int64_t i = 0; i < 2; ++i)
@@ -244,20 +272,29 @@ void TestBlas::testGemmKernel() {
   QFETCH(bool, transA);
   QFETCH(bool, transB);
   // C (3x5, ldc 7) = 2 * op(A) op(B) + 0.5 * C with padded leading dimensions everywhere.
-  const std::int64_t m = 3, n = 5, k = 4, lda = transA ? m + 2 : k + 1, ldb = transB ? k + 3 : n + 1, ldc = 7;
-  std::vector<double> A(static_cast<std::size_t>((transA ? k : m) * lda)), B(static_cast<std::size_t>((transB ? n : k) * ldb));
+  const std::int64_t m = 3, n = 5, k = 4, lda = transA ? m + 2 : k + 1,
+                     ldb = transB ? k + 3 : n + 1, ldc = 7;
+  std::vector<double> A(static_cast<std::size_t>((transA ? k : m) * lda)),
+      B(static_cast<std::size_t>((transB ? n : k) * ldb));
   std::vector<double> C(static_cast<std::size_t>(m * ldc));
   for (std::size_t i = 0; i < A.size(); ++i) A[i] = std::sin(static_cast<double>(i));
   for (std::size_t i = 0; i < B.size(); ++i) B[i] = std::cos(static_cast<double>(i));
   for (std::size_t i = 0; i < C.size(); ++i) C[i] = static_cast<double>(i % 5);
-  auto a = [&](std::int64_t i, std::int64_t p) { return transA ? A[static_cast<std::size_t>(p * lda + i)] : A[static_cast<std::size_t>(i * lda + p)]; };
-  auto b = [&](std::int64_t p, std::int64_t j) { return transB ? B[static_cast<std::size_t>(j * ldb + p)] : B[static_cast<std::size_t>(p * ldb + j)]; };
+  auto a = [&](std::int64_t i, std::int64_t p) {
+    return transA ? A[static_cast<std::size_t>(p * lda + i)]
+                  : A[static_cast<std::size_t>(i * lda + p)];
+  };
+  auto b = [&](std::int64_t p, std::int64_t j) {
+    return transB ? B[static_cast<std::size_t>(j * ldb + p)]
+                  : B[static_cast<std::size_t>(p * ldb + j)];
+  };
   std::vector<double> want = C;
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       double s = 0;
       for (std::int64_t p = 0; p < k; ++p) s += a(i, p) * b(p, j);
-      want[static_cast<std::size_t>(i * ldc + j)] = 2 * s + 0.5 * C[static_cast<std::size_t>(i * ldc + j)];
+      want[static_cast<std::size_t>(i * ldc + j)] =
+          2 * s + 0.5 * C[static_cast<std::size_t>(i * ldc + j)];
     }
   cpu::gemm(transA, transB, m, n, k, 2.0, A.data(), lda, B.data(), ldb, 0.5, C.data(), ldc);
   for (std::size_t i = 0; i < C.size(); ++i) QVERIFY(std::abs(C[i] - want[i]) < 1e-12);

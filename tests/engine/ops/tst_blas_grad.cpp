@@ -30,7 +30,9 @@ std::string message(const std::function<void()>& f) {
   return "(no exception)";
 }
 
-Tensor scalar(DType dtype, double v) { return Tensor::scalar(dtype, v); }
+Tensor scalar(DType dtype, double v) {
+  return Tensor::scalar(dtype, v);
+}
 
 // The three ops, and the dot expressions they stand for.
 VarPtr blasExpr(const std::string& which, const std::vector<VarPtr>& in) {
@@ -47,9 +49,10 @@ std::vector<Tensor> blasPoints(const std::string& which, DType dtype) {
     return {randomTensor(dtype, {2, 4}, 1), scalar(dtype, 1.5), randomTensor(dtype, {2, 3}, 2),
             randomTensor(dtype, {3, 4}, 3), scalar(dtype, -0.5)};
   if (which == "gemv")
-    return {randomTensor(dtype, {2}, 1), scalar(dtype, 1.5), randomTensor(dtype, {2, 3}, 2), randomTensor(dtype, {3}, 3),
-            scalar(dtype, -0.5)};
-  return {randomTensor(dtype, {2, 3}, 1), scalar(dtype, 1.5), randomTensor(dtype, {2}, 2), randomTensor(dtype, {3}, 3)};
+    return {randomTensor(dtype, {2}, 1), scalar(dtype, 1.5), randomTensor(dtype, {2, 3}, 2),
+            randomTensor(dtype, {3}, 3), scalar(dtype, -0.5)};
+  return {randomTensor(dtype, {2, 3}, 1), scalar(dtype, 1.5), randomTensor(dtype, {2}, 2),
+          randomTensor(dtype, {3}, 3)};
 }
 
 Tensor performOn(const OpPtr& op, const std::vector<Tensor>& values) {
@@ -112,20 +115,25 @@ void TestBlasGrad::testDotGrad() {
   QFETCH(Shape, a);
   QFETCH(Shape, b);
   QFETCH(DType, dtype);
-  TSCOPE_CHECK(verifyGrad([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; },
-                          {randomTensor(dtype, a, 1), randomTensor(dtype, b, 2)}));
+  TSCOPE_CHECK(
+      verifyGrad([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; },
+                 {randomTensor(dtype, a, 1), randomTensor(dtype, b, 2)}));
 }
 
-void TestBlasGrad::testDotRopLop_data() { testDotGrad_data(); }
+void TestBlasGrad::testDotRopLop_data() {
+  testDotGrad_data();
+}
 
 void TestBlasGrad::testDotRopLop() {
   QFETCH(Shape, a);
   QFETCH(Shape, b);
   QFETCH(DType, dtype);
-  TSCOPE_CHECK(checkRopLop([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; },
-                           {randomTensor(dtype, a, 1), randomTensor(dtype, b, 2)}));
+  TSCOPE_CHECK(
+      checkRopLop([](const std::vector<VarPtr>& in) { return std::vector{dot(in[0], in[1])}; },
+                  {randomTensor(dtype, a, 1), randomTensor(dtype, b, 2)}));
   // Dot has its own pushforward, dot(tA, B) + dot(A, tB); a fixed input drops its term.
-  const VarPtr x = Variable::create(TensorType(dtype, a)), y = Variable::create(TensorType(dtype, b));
+  const VarPtr x = Variable::create(TensorType(dtype, a)),
+               y = Variable::create(TensorType(dtype, b));
   const VarPtr d = dot(x, y);
   const auto pf = d->owner()->op().pushforward(*d->owner(), std::vector<VarPtr>{x, nullptr});
   QVERIFY(pf.has_value());
@@ -145,8 +153,7 @@ void TestBlasGrad::testDotGradMixedDtypes() {
   const Tensor iv = randomTensor(DType::Int32, {2, 3}, 5, -3, 3);
   const auto g = evaluate({i, f}, {grads[1].value}, {iv, randomTensor(DType::Float32, {3, 4}, 6)});
   // d sum(i . f) / d f[k, j] = sum_r i[r, k].
-  for (std::int64_t k = 0; k < 3; ++k)
-    QCOMPARE(g[0].at({k, 1}), iv.at({0, k}) + iv.at({1, k}));
+  for (std::int64_t k = 0; k < 3; ++k) QCOMPARE(g[0].at({k, 1}), iv.at({0, k}) + iv.at({1, k}));
 }
 
 void TestBlasGrad::testBlasValues_data() {
@@ -162,15 +169,19 @@ void TestBlasGrad::testBlasValues() {
   QFETCH(DType, dtype);
   const std::string w = which.toStdString();
   const auto points = blasPoints(w, dtype);
-  const auto got = evaluate([&](const std::vector<VarPtr>& in) { return std::vector{blasExpr(w, in), dotExpr(w, in)}; },
-                            points);
+  const auto got = evaluate(
+      [&](const std::vector<VarPtr>& in) {
+        return std::vector{blasExpr(w, in), dotExpr(w, in)};
+      },
+      points);
   QVERIFY(closeTo(got[0], got[1], 1e-5, 1e-6));
   // And against the naive loop.
   Tensor want;
   if (w == "ger") {
     want = points[0].astype(DType::Float64);
     for (std::int64_t r = 0; r < 2; ++r)
-      for (std::int64_t c = 0; c < 3; ++c) want.set({r, c}, want.at({r, c}) + 1.5 * points[2].at({r}) * points[3].at({c}));
+      for (std::int64_t c = 0; c < 3; ++c)
+        want.set({r, c}, want.at({r, c}) + 1.5 * points[2].at({r}) * points[3].at({c}));
   } else {
     const Tensor p = referenceMatmul(points[2], points[3], DType::Float64);
     want = Tensor::fromDoubles(DType::Float64, p.shape(), [&] {
@@ -180,21 +191,27 @@ void TestBlasGrad::testBlasValues() {
     }());
   }
   QVERIFY(closeTo(got[0], want.astype(dtype), 1e-5, 1e-6));
-  TSCOPE_CHECK(checkInferShape([&](const std::vector<VarPtr>& in) { return std::vector{blasExpr(w, in)}; }, points));
+  TSCOPE_CHECK(checkInferShape(
+      [&](const std::vector<VarPtr>& in) { return std::vector{blasExpr(w, in)}; }, points));
 }
 
-void TestBlasGrad::testBlasGrad_data() { testBlasValues_data(); }
+void TestBlasGrad::testBlasGrad_data() {
+  testBlasValues_data();
+}
 
 void TestBlasGrad::testBlasGrad() {
   QFETCH(QString, which);
   QFETCH(DType, dtype);
   const std::string w = which.toStdString();
   // Every input, alpha and beta included.
-  TSCOPE_CHECK(verifyGrad([&](const std::vector<VarPtr>& in) { return std::vector{blasExpr(w, in)}; }, blasPoints(w, dtype)));
+  TSCOPE_CHECK(
+      verifyGrad([&](const std::vector<VarPtr>& in) { return std::vector{blasExpr(w, in)}; },
+                 blasPoints(w, dtype)));
   // The gradients are those of the dot expression.
   const auto points = blasPoints(w, dtype);
   const auto in = inputsLike(points);
-  const VarPtr weights = Variable::create(TensorType(dtype, std::vector<std::int64_t>(points[0].ndim(), kUnknownDim)));
+  const VarPtr weights =
+      Variable::create(TensorType(dtype, std::vector<std::int64_t>(points[0].ndim(), kUnknownDim)));
   const VarPtr c1 = sum(blasExpr(w, in) * weights), c2 = sum(dotExpr(w, in) * weights);
   std::vector<VarPtr> ins = in;
   ins.push_back(weights);
@@ -220,8 +237,10 @@ void TestBlasGrad::testInplace() {
   QVERIFY(closeTo(z, expectedOut, 1e-12, 1e-12));
   for (const char* w : {"gemv", "ger"}) {
     auto p = blasPoints(w, DType::Float32);
-    const OpPtr plain = w == std::string("gemv") ? OpPtr(std::make_shared<Gemv>(false)) : OpPtr(std::make_shared<Ger>(false));
-    const OpPtr inplace = w == std::string("gemv") ? OpPtr(std::make_shared<Gemv>(true)) : OpPtr(std::make_shared<Ger>(true));
+    const OpPtr plain = w == std::string("gemv") ? OpPtr(std::make_shared<Gemv>(false))
+                                                 : OpPtr(std::make_shared<Ger>(false));
+    const OpPtr inplace = w == std::string("gemv") ? OpPtr(std::make_shared<Gemv>(true))
+                                                   : OpPtr(std::make_shared<Ger>(true));
     const Tensor want = performOn(plain, p);
     p[0] = p[0].clone();
     const Tensor got = performOn(inplace, p);
@@ -233,8 +252,10 @@ void TestBlasGrad::testInplace() {
   // Z that is also an operand (Z is X, square): the operand is read before Z is overwritten.
   const Tensor sq = randomTensor(DType::Float64, {3, 3}, 4);
   Tensor zz = sq.clone();
-  const Tensor want = performOn(std::make_shared<Gemm>(false), {zz, scalar(DType::Float64, 1), zz, sq, scalar(DType::Float64, 1)});
-  performOn(std::make_shared<Gemm>(true), {zz, scalar(DType::Float64, 1), zz, sq, scalar(DType::Float64, 1)});
+  const Tensor want = performOn(std::make_shared<Gemm>(false),
+                                {zz, scalar(DType::Float64, 1), zz, sq, scalar(DType::Float64, 1)});
+  performOn(std::make_shared<Gemm>(true),
+            {zz, scalar(DType::Float64, 1), zz, sq, scalar(DType::Float64, 1)});
   QVERIFY(closeTo(zz, want, 1e-12, 1e-12));
 }
 
@@ -252,24 +273,29 @@ void TestBlasGrad::testBetaZeroIgnoresNaN() {
 
 void TestBlasGrad::testStridedOperands() {
   // Transposed X and Y, and a transposed (column-major) Z written in place.
-  const Tensor xt = randomTensor(DType::Float64, {3, 2}, 1), yt = randomTensor(DType::Float64, {4, 3}, 2);
+  const Tensor xt = randomTensor(DType::Float64, {3, 2}, 1),
+               yt = randomTensor(DType::Float64, {4, 3}, 2);
   Tensor zt = randomTensor(DType::Float64, {4, 2}, 3);
-  const std::vector<Tensor> contiguous = {zt.transpose().contiguous(), scalar(DType::Float64, 2), xt.transpose().contiguous(),
-                                          yt.transpose().contiguous(), scalar(DType::Float64, 3)};
+  const std::vector<Tensor> contiguous = {zt.transpose().contiguous(), scalar(DType::Float64, 2),
+                                          xt.transpose().contiguous(), yt.transpose().contiguous(),
+                                          scalar(DType::Float64, 3)};
   const Tensor want = performOn(std::make_shared<Gemm>(false), contiguous);
-  const Tensor got =
-      performOn(std::make_shared<Gemm>(false), {zt.transpose(), scalar(DType::Float64, 2), xt.transpose(), yt.transpose(),
-                                                scalar(DType::Float64, 3)});
+  const Tensor got = performOn(std::make_shared<Gemm>(false),
+                               {zt.transpose(), scalar(DType::Float64, 2), xt.transpose(),
+                                yt.transpose(), scalar(DType::Float64, 3)});
   QVERIFY(closeTo(got, want, 1e-12, 1e-12));
-  performOn(std::make_shared<Gemm>(true), {zt.transpose(), scalar(DType::Float64, 2), xt.transpose(), yt.transpose(),
-                                           scalar(DType::Float64, 3)});
+  performOn(std::make_shared<Gemm>(true),
+            {zt.transpose(), scalar(DType::Float64, 2), xt.transpose(), yt.transpose(),
+             scalar(DType::Float64, 3)});
   QVERIFY(closeTo(zt.transpose(), want, 1e-12, 1e-12));
   // A sliced Z (row stride 2) in place goes through a packed buffer.
   Tensor wide = randomTensor(DType::Float64, {2, 8}, 5);
   const Tensor zs = wide.slice(1, 0, 8, 2);
-  const Tensor want2 = performOn(std::make_shared<Gemm>(false), {zs.contiguous(), scalar(DType::Float64, 2), xt.transpose(),
-                                                                 yt.transpose(), scalar(DType::Float64, 3)});
-  performOn(std::make_shared<Gemm>(true), {zs, scalar(DType::Float64, 2), xt.transpose(), yt.transpose(), scalar(DType::Float64, 3)});
+  const Tensor want2 = performOn(std::make_shared<Gemm>(false),
+                                 {zs.contiguous(), scalar(DType::Float64, 2), xt.transpose(),
+                                  yt.transpose(), scalar(DType::Float64, 3)});
+  performOn(std::make_shared<Gemm>(true), {zs, scalar(DType::Float64, 2), xt.transpose(),
+                                           yt.transpose(), scalar(DType::Float64, 3)});
   QVERIFY(closeTo(zs, want2, 1e-12, 1e-12));
 }
 
@@ -278,20 +304,36 @@ void TestBlasGrad::testBlasErrors() {
     return Variable::create(TensorType(d, std::move(s)), name);
   };
   const DType f = DType::Float32;
-  std::string msg = message([&] { gemm(v(f, {2, 4}, "Z"), v(f, {}, "a"), v(DType::Float64, {2, 3}, "X"), v(f, {3, 4}, "Y"), v(f, {}, "b")); });
-  QVERIFY2(msg.find("Gemm{no_inplace}: input 2 ('X'): expected a 2-d float32 tensor (X), found TensorType(float64, (2, 3))") !=
-               std::string::npos,
+  std::string msg = message([&] {
+    gemm(v(f, {2, 4}, "Z"), v(f, {}, "a"), v(DType::Float64, {2, 3}, "X"), v(f, {3, 4}, "Y"),
+         v(f, {}, "b"));
+  });
+  QVERIFY2(msg.find("Gemm{no_inplace}: input 2 ('X'): expected a 2-d float32 tensor (X), found "
+                    "TensorType(float64, (2, 3))") != std::string::npos,
            msg.c_str());
-  msg = message([&] { gemm(v(f, {2, 4}, "Z"), v(f, {1}, "a"), v(f, {2, 3}, "X"), v(f, {3, 4}, "Y"), v(f, {}, "b")); });
+  msg = message([&] {
+    gemm(v(f, {2, 4}, "Z"), v(f, {1}, "a"), v(f, {2, 3}, "X"), v(f, {3, 4}, "Y"), v(f, {}, "b"));
+  });
   QVERIFY2(msg.find("expected a 0-d float32 tensor (alpha)") != std::string::npos, msg.c_str());
-  msg = message([&] { gemm(v(f, {2, 4}, "Z"), v(f, {}, "a"), v(f, {2, 3}, "X"), v(f, {5, 4}, "Y"), v(f, {}, "b")); });
-  QVERIFY2(msg.find("X TensorType(float32, (2, 3)), Y TensorType(float32, (5, 4))") != std::string::npos, msg.c_str());
-  msg = message([&] { gemv(v(DType::Int32, {2}, "y"), v(f, {}, "a"), v(f, {2, 3}, "A"), v(f, {3}, "x"), v(f, {}, "b")); });
+  msg = message([&] {
+    gemm(v(f, {2, 4}, "Z"), v(f, {}, "a"), v(f, {2, 3}, "X"), v(f, {5, 4}, "Y"), v(f, {}, "b"));
+  });
+  QVERIFY2(
+      msg.find("X TensorType(float32, (2, 3)), Y TensorType(float32, (5, 4))") != std::string::npos,
+      msg.c_str());
+  msg = message([&] {
+    gemv(v(DType::Int32, {2}, "y"), v(f, {}, "a"), v(f, {2, 3}, "A"), v(f, {3}, "x"),
+         v(f, {}, "b"));
+  });
   QVERIFY2(msg.find("expected a float32 or float64 tensor (y)") != std::string::npos, msg.c_str());
-  msg = message([&] { gemv(v(f, {2}, "y"), v(f, {}, "a"), v(f, {2, 3}, "A"), v(f, {4}, "x"), v(f, {}, "b")); });
+  msg = message([&] {
+    gemv(v(f, {2}, "y"), v(f, {}, "a"), v(f, {2, 3}, "A"), v(f, {4}, "x"), v(f, {}, "b"));
+  });
   QVERIFY2(msg.find("(3 vs 4)") != std::string::npos, msg.c_str());
   msg = message([&] { ger(v(f, {2, 3}, "A"), v(f, {}, "a"), v(f, {3}, "x"), v(f, {3}, "y")); });
-  QVERIFY2(msg.find("A TensorType(float32, (2, 3)), x TensorType(float32, (3,))") != std::string::npos, msg.c_str());
+  QVERIFY2(
+      msg.find("A TensorType(float32, (2, 3)), x TensorType(float32, (3,))") != std::string::npos,
+      msg.c_str());
   // Runtime shapes that do not fit are named.
   const OpPtr op = std::make_shared<Gemm>(false);
   const VarPtr u = v(f, {kUnknownDim, kUnknownDim}, "u");

@@ -48,8 +48,8 @@ std::vector<char> operand(DType dtype, ScalarOp op, int k, std::int64_t count, s
     char* at = bytes.data() + i * static_cast<std::int64_t>(dtypeSize(dtype));
     const int magnitude = small(rng);
     const int integer = (op == ScalarOp::Pow && k == 1) ? magnitude % 4
-                        : positive || rng() % 2        ? magnitude
-                                                       : -magnitude;
+                        : positive || rng() % 2         ? magnitude
+                                                        : -magnitude;
     auto put = [at](auto v) { std::memcpy(at, &v, sizeof v); };
     switch (dtype) {
       case DType::Float32:
@@ -141,8 +141,8 @@ class TestKernelSets : public QObject {
         QCOMPARE(fn == nullptr, base == nullptr);
         if (!base) continue;
         const DType outType = info.rule == DTypeRule::Bool ? DType::Bool : dtype;
-        const bool approximate = (op == ScalarOp::Tanh || op == ScalarOp::Exp || op == ScalarOp::Log) &&
-                                 isFloat(dtype);
+        const bool approximate =
+            (op == ScalarOp::Tanh || op == ScalarOp::Exp || op == ScalarOp::Log) && isFloat(dtype);
         // Eigen's rational tanh rounds each of its ~20 steps, with and without FMA: up to 8 ulp
         // apart (5 seen); exp and log stay within a couple.
         const std::uint64_t maxUlp = op == ScalarOp::Tanh ? 8 : 4;
@@ -154,7 +154,8 @@ class TestKernelSets : public QObject {
             operands.push_back(operand(t, op, k, kRow * 3, rng));
             ptrs.push_back(operands.back().data());
           }
-          const std::size_t outBytes = static_cast<std::size_t>(kRow * p.outStride) * dtypeSize(outType);
+          const std::size_t outBytes =
+              static_cast<std::size_t>(kRow * p.outStride) * dtypeSize(outType);
           std::vector<char> expected(outBytes, 0), actual(outBytes, 0);
           base(expected.data(), p.outStride, ptrs.data(), p.inStrides, kRow);
           fn(actual.data(), p.outStride, ptrs.data(), p.inStrides, kRow);
@@ -180,8 +181,8 @@ class TestKernelSets : public QObject {
               std::memcpy(&b, actual.data() + at * 8, 8);
               ulp = ulpDistance<double, std::int64_t>(a, b);
             }
-            const std::string message =
-                where + ": element " + std::to_string(i) + " is " + std::to_string(ulp) + " ulp away";
+            const std::string message = where + ": element " + std::to_string(i) + " is " +
+                                        std::to_string(ulp) + " ulp away";
             QVERIFY2(ulp <= maxUlp, message.c_str());
           }
         }

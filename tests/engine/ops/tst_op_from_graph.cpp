@@ -421,8 +421,7 @@ class TestOpFromGraph : public QObject {
                        compile({x}, {(*op)({x})})({randomTensor(DType::Float32, {1, 1}, 1)});
                      }),
                      {"OpFromGraph{gelu_block}", "cannot be executed"}));
-    QCOMPARE(countOps(static_cast<const OpFromGraph&>(*op).body(), "NoSuchOp"),
-             std::size_t{1});
+    QCOMPARE(countOps(static_cast<const OpFromGraph&>(*op).body(), "NoSuchOp"), std::size_t{1});
   }
 };
 

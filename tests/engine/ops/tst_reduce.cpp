@@ -84,7 +84,8 @@ Tensor expected(const std::string& op, const Tensor& x, std::vector<int> axes, b
 
 // Values for op: near 1 for prod (so float32 keeps precision), with zeros for all/any.
 Tensor inputFor(const std::string& op, DType dtype, Shape shape, std::uint64_t seed) {
-  Tensor x = op == "prod" ? randomTensor(dtype, shape, seed, isFloat(dtype) ? 0.5 : -2.0, isFloat(dtype) ? 1.5 : 3.0)
+  Tensor x = op == "prod" ? randomTensor(dtype, shape, seed, isFloat(dtype) ? 0.5 : -2.0,
+                                         isFloat(dtype) ? 1.5 : 3.0)
                           : randomTensor(dtype, shape, seed, -4.0, 4.0);
   if (op == "all" || op == "any") {
     Tensor flat = x.reshape({-1});  // a view: x is contiguous
@@ -123,7 +124,8 @@ void TestReduce::testValues_data() {
   QTest::addColumn<std::vector<int>>("axes");
   QTest::addColumn<bool>("keepdims");
   const std::vector<std::pair<std::vector<int>, bool>> axisSets = {
-      {{0, 2}, false}, {{1}, false}, {{}, false}, {{-1}, false}, {{-3, -1}, true}, {{1}, true}, {{}, true}};
+      {{0, 2}, false},  {{1}, false}, {{}, false}, {{-1}, false},
+      {{-3, -1}, true}, {{1}, true},  {{}, true}};
   for (const char* op : {"sum", "prod", "max", "min", "all", "any"})
     for (DType dtype : {DType::Float32, DType::Float64, DType::Int32})
       for (const auto& [axes, keep] : axisSets) {
@@ -143,8 +145,11 @@ void TestReduce::testValues() {
   const std::string o = op.toStdString();
   const Tensor x = inputFor(o, dtype, {2, 3, 4}, 11);
   const Tensor want = expected(o, x, axes, keepdims);
-  const auto got = evaluate([&](const std::vector<VarPtr>& in) { return std::vector{buildReduce(o, in[0], axes, keepdims)}; },
-                            {x});
+  const auto got = evaluate(
+      [&](const std::vector<VarPtr>& in) {
+        return std::vector{buildReduce(o, in[0], axes, keepdims)};
+      },
+      {x});
   QVERIFY(closeTo(got[0], want, 1e-5, 1e-5));
   // The symbolic type agrees with the value: dtype, rank and the kept static sizes.
   const VarPtr xs = Variable::create(TensorType::ofValue(x));
@@ -173,10 +178,14 @@ void TestReduce::testStridedInputs() {
   const std::string o = op.toStdString();
   // Every view is 2x3x4 but none is contiguous.
   Tensor x;
-  if (view == "transposed") x = inputFor(o, DType::Float64, {4, 3, 2}, 5).transpose();
-  else if (view == "sliced") x = inputFor(o, DType::Float64, {2, 3, 9}, 5).slice(2, 1, 9, 2);
-  else if (view == "reversed") x = inputFor(o, DType::Float64, {2, 3, 4}, 5).slice(1, 2, -4, -1);
-  else x = inputFor(o, DType::Float64, {2, 1, 4}, 5).broadcastTo({2, 3, 4});
+  if (view == "transposed")
+    x = inputFor(o, DType::Float64, {4, 3, 2}, 5).transpose();
+  else if (view == "sliced")
+    x = inputFor(o, DType::Float64, {2, 3, 9}, 5).slice(2, 1, 9, 2);
+  else if (view == "reversed")
+    x = inputFor(o, DType::Float64, {2, 3, 4}, 5).slice(1, 2, -4, -1);
+  else
+    x = inputFor(o, DType::Float64, {2, 1, 4}, 5).broadcastTo({2, 3, 4});
   QCOMPARE(x.shape(), (Shape{2, 3, 4}));
   QVERIFY(!x.isContiguous());
   std::optional<std::vector<int>> opAxes;
@@ -188,8 +197,11 @@ void TestReduce::testStridedInputs() {
 void TestReduce::testEmptyAxesMeanAll() {
   // Note [Empty axes mean all]: an empty list reduces every axis, as null does in props.
   const Tensor x = randomTensor(DType::Float64, {2, 3, 4}, 3);
-  const auto got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{sum(in[0], {}), sum(in[0], {0, 1, 2})}; },
-                            {x});
+  const auto got = evaluate(
+      [](const std::vector<VarPtr>& in) {
+        return std::vector{sum(in[0], {}), sum(in[0], {0, 1, 2})};
+      },
+      {x});
   QCOMPARE(got[0].ndim(), 0);
   QVERIFY(closeTo(got[0], got[1], 1e-12, 1e-12));
   QCOMPARE(CAReduce(ScalarOp::Add, std::vector<int>{}).props()["axis"], nlohmann::json(nullptr));
@@ -200,16 +212,24 @@ void TestReduce::testEmptyAxesMeanAll() {
 }
 
 void TestReduce::testDtypes() {
-  // Note [Reduction dtypes]: integers and bool sum in int64 (no int32 overflow), floats keep theirs.
+  // Note [Reduction dtypes]: integers and bool sum in int64 (no int32 overflow), floats keep
+  // theirs.
   const Tensor big = Tensor::full(DType::Int32, {2, 4}, 1 << 30);
-  auto got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{sum(in[0]), prod(in[0], {0})}; }, {big});
+  auto got = evaluate(
+      [](const std::vector<VarPtr>& in) {
+        return std::vector{sum(in[0]), prod(in[0], {0})};
+      },
+      {big});
   QCOMPARE(got[0].dtype(), DType::Int64);
   QCOMPARE(got[0].item(), 8.0 * (1 << 30));
   QCOMPARE(got[1].dtype(), DType::Int64);
   QCOMPARE(got[1].at({0}), std::ldexp(1.0, 60));
   const Tensor flags = Tensor::fromDoubles(DType::Bool, {2, 3}, {1, 0, 1, 1, 1, 0});
-  got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{sum(in[0], {1}), any(in[0], {0}), max(in[0])}; },
-                 {flags});
+  got = evaluate(
+      [](const std::vector<VarPtr>& in) {
+        return std::vector{sum(in[0], {1}), any(in[0], {0}), max(in[0])};
+      },
+      {flags});
   QVERIFY(closeTo(got[0], Tensor::fromDoubles(DType::Int64, {2}, {2, 2})));
   QVERIFY(closeTo(got[1], Tensor::fromDoubles(DType::Bool, {3}, {1, 1, 1})));
   QCOMPARE(got[2].dtype(), DType::Bool);
@@ -219,7 +239,11 @@ void TestReduce::testDtypes() {
   QCOMPARE(got[0].item(), 60000.0);
   // An explicit output dtype.
   const Tensor ints = Tensor::fromDoubles(DType::Int32, {2, 3}, {1, 2, 3, 4, 5, 6});
-  got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{sum(in[0], {0}, false, DType::Float64)}; }, {ints});
+  got = evaluate(
+      [](const std::vector<VarPtr>& in) {
+        return std::vector{sum(in[0], {0}, false, DType::Float64)};
+      },
+      {ints});
   QVERIFY(closeTo(got[0], Tensor::fromDoubles(DType::Float64, {3}, {5, 7, 9})));
   const VarPtr f = Variable::create(TensorType(DType::Float32, {2, 3}));
   QCOMPARE(sum(f)->type().dtype(), DType::Float32);
@@ -234,7 +258,11 @@ void TestReduce::testDtypes() {
 void TestReduce::testFloat16AccumulatesInFloat32() {
   // 3000 ones: a float16 accumulator sticks at 2048 (2049 is not representable); float32 does not.
   const Tensor ones = Tensor::full(DType::Float16, {3, 1000}, 1.0);
-  const auto got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{sum(in[0]), max(in[0], {1})}; }, {ones});
+  const auto got = evaluate(
+      [](const std::vector<VarPtr>& in) {
+        return std::vector{sum(in[0]), max(in[0], {1})};
+      },
+      {ones});
   QCOMPARE(got[0].dtype(), DType::Float16);
   QCOMPARE(got[0].item(), 3000.0);
   QCOMPARE(got[1].dtype(), DType::Float16);
@@ -247,7 +275,9 @@ void TestReduce::testNaN() {
     Tensor x = randomTensor(DType::Float32, {2, 40}, 9);
     x.set({1, at}, std::nan(""));
     const auto got = evaluate(
-        [](const std::vector<VarPtr>& in) { return std::vector{max(in[0], {1}), min(in[0], {1}), max(in[0], {0}), max(in[0])}; },
+        [](const std::vector<VarPtr>& in) {
+          return std::vector{max(in[0], {1}), min(in[0], {1}), max(in[0], {0}), max(in[0])};
+        },
         {x});
     QVERIFY(!std::isnan(got[0].at({0})));
     QVERIFY2(std::isnan(got[0].at({1})), qPrintable(QString("NaN at %1").arg(at)));
@@ -262,7 +292,8 @@ void TestReduce::testZeroSizeReductions() {
   const Tensor x = Tensor::zeros(DType::Float32, {2, 0, 3});
   const auto got = evaluate(
       [](const std::vector<VarPtr>& in) {
-        return std::vector{sum(in[0], {1}), prod(in[0], {1}), all(in[0], {1}), any(in[0], {1}), max(in[0], {0})};
+        return std::vector{sum(in[0], {1}), prod(in[0], {1}), all(in[0], {1}), any(in[0], {1}),
+                           max(in[0], {0})};
       },
       {x});
   QVERIFY(closeTo(got[0], Tensor::zeros(DType::Float32, {2, 3})));
@@ -271,8 +302,10 @@ void TestReduce::testZeroSizeReductions() {
   QVERIFY(closeTo(got[3], Tensor::zeros(DType::Bool, {2, 3})));
   QCOMPARE(got[4].shape(), (Shape{0, 3}));  // nothing to reduce into: no error
   // max over an empty axis has no identity.
-  const std::string msg = message([&] { performOn(std::make_shared<CAReduce>(ScalarOp::Maximum, std::vector{1}), {x}); });
-  QVERIFY2(msg.find("zero-size") != std::string::npos && msg.find("(2, 0, 3)") != std::string::npos, msg.c_str());
+  const std::string msg = message(
+      [&] { performOn(std::make_shared<CAReduce>(ScalarOp::Maximum, std::vector{1}), {x}); });
+  QVERIFY2(msg.find("zero-size") != std::string::npos && msg.find("(2, 0, 3)") != std::string::npos,
+           msg.c_str());
 }
 
 void TestReduce::testInferShape_data() {
@@ -295,16 +328,22 @@ void TestReduce::testInferShape() {
   for (DType dtype : {DType::Float32, DType::Float64}) {
     const Tensor x = inputFor(o, dtype, {2, 3, 4}, 1);
     TSCOPE_CHECK(checkInferShape(
-        [&](const std::vector<VarPtr>& in) { return std::vector{buildReduce(o, in[0], axes, keepdims)}; }, {x}));
+        [&](const std::vector<VarPtr>& in) {
+          return std::vector{buildReduce(o, in[0], axes, keepdims)};
+        },
+        {x}));
   }
 }
 
 void TestReduce::testBadAxes() {
   const VarPtr x = Variable::create(TensorType(DType::Float32, {2, 3, 4}), "x");
   std::string msg = message([&] { sum(x, {3}); });
-  QVERIFY2(msg.find("sum: axis 3 is out of range for TensorType(float32, (2, 3, 4))") != std::string::npos, msg.c_str());
+  QVERIFY2(msg.find("sum: axis 3 is out of range for TensorType(float32, (2, 3, 4))") !=
+               std::string::npos,
+           msg.c_str());
   msg = message([&] { max(x, {-4}); });
-  QVERIFY2(msg.find("max: axis -4") != std::string::npos && msg.find("-3..2") != std::string::npos, msg.c_str());
+  QVERIFY2(msg.find("max: axis -4") != std::string::npos && msg.find("-3..2") != std::string::npos,
+           msg.c_str());
   msg = message([&] { prod(x, {1, -2}); });
   QVERIFY2(msg.find("prod: axis 1 is repeated in [1, -2]") != std::string::npos, msg.c_str());
   bool typeError = false;
@@ -316,7 +355,9 @@ void TestReduce::testBadAxes() {
   QVERIFY(typeError);
   // The op itself names the missing axis and the input.
   msg = message([&] { std::make_shared<CAReduce>(ScalarOp::Add, std::vector{5})->makeNode({x}); });
-  QVERIFY2(msg.find("Sum{axis=[5]}: input 0 ('x'): expected a tensor with an axis 5") != std::string::npos, msg.c_str());
+  QVERIFY2(msg.find("Sum{axis=[5]}: input 0 ('x'): expected a tensor with an axis 5") !=
+               std::string::npos,
+           msg.c_str());
   QVERIFY2(msg.find("found TensorType(float32, (2, 3, 4))") != std::string::npos, msg.c_str());
 }
 
@@ -341,30 +382,43 @@ void TestReduce::testPropsAndRegistry() {
   QVERIFY(!CAReduce(ScalarOp::Add, std::vector{1}).equals(CAReduce(ScalarOp::Add, std::vector{0})));
   QVERIFY(!CAReduce(ScalarOp::Add).equals(CAReduce(ScalarOp::Mul)));
   // Axes are kept sorted whatever order they came in.
-  QCOMPARE(registry.make("CAReduce", {{"scalar_op", "add"}, {"axis", {2, 0}}})->str(), std::string("Sum{axis=[0,2]}"));
+  QCOMPARE(registry.make("CAReduce", {{"scalar_op", "add"}, {"axis", {2, 0}}})->str(),
+           std::string("Sum{axis=[0,2]}"));
 }
 
 void TestReduce::testBadProps_data() {
   QTest::addColumn<QString>("props");
   QTest::addColumn<QString>("named");
-  QTest::newRow("not a reduction") << R"({"scalar_op": "sub"})" << "\"sub\" is not a reduction";
-  QTest::newRow("unknown scalar_op") << R"({"scalar_op": "frob"})" << "frob";
-  QTest::newRow("no scalar_op") << R"({"axis": [0]})" << "scalar_op";
-  QTest::newRow("axis not array") << R"({"scalar_op": "add", "axis": 1})" << "\"axis\"";
-  QTest::newRow("negative axis") << R"({"scalar_op": "add", "axis": [-1]})" << "-1";
-  QTest::newRow("repeated axis") << R"({"scalar_op": "add", "axis": [1, 1]})" << "twice";
-  QTest::newRow("dtype on max") << R"({"scalar_op": "maximum", "dtype": "float64"})" << "add and mul only";
-  QTest::newRow("bad acc_dtype") << R"({"scalar_op": "add", "acc_dtype": "int8"})" << "acc_dtype";
-  QTest::newRow("unknown dtype") << R"({"scalar_op": "add", "dtype": "float8"})" << "float8";
-  QTest::newRow("unknown key") << R"({"scalar_op": "add", "keepdims": true})" << "keepdims";
-  QTest::newRow("argmax axis") << R"({"axis": "x"})" << "\"axis\"";
+  QTest::newRow("not a reduction") << R"({"scalar_op": "sub"})"
+                                   << "\"sub\" is not a reduction";
+  QTest::newRow("unknown scalar_op") << R"({"scalar_op": "frob"})"
+                                     << "frob";
+  QTest::newRow("no scalar_op") << R"({"axis": [0]})"
+                                << "scalar_op";
+  QTest::newRow("axis not array") << R"({"scalar_op": "add", "axis": 1})"
+                                  << "\"axis\"";
+  QTest::newRow("negative axis") << R"({"scalar_op": "add", "axis": [-1]})"
+                                 << "-1";
+  QTest::newRow("repeated axis") << R"({"scalar_op": "add", "axis": [1, 1]})"
+                                 << "twice";
+  QTest::newRow("dtype on max") << R"({"scalar_op": "maximum", "dtype": "float64"})"
+                                << "add and mul only";
+  QTest::newRow("bad acc_dtype") << R"({"scalar_op": "add", "acc_dtype": "int8"})"
+                                 << "acc_dtype";
+  QTest::newRow("unknown dtype") << R"({"scalar_op": "add", "dtype": "float8"})"
+                                 << "float8";
+  QTest::newRow("unknown key") << R"({"scalar_op": "add", "keepdims": true})"
+                               << "keepdims";
+  QTest::newRow("argmax axis") << R"({"axis": "x"})"
+                               << "\"axis\"";
 }
 
 void TestReduce::testBadProps() {
   QFETCH(QString, props);
   QFETCH(QString, named);
   const auto json = nlohmann::json::parse(props.toStdString());
-  const std::string name = QString(QTest::currentDataTag()) == "argmax axis" ? "Argmax" : "CAReduce";
+  const std::string name =
+      QString(QTest::currentDataTag()) == "argmax axis" ? "Argmax" : "CAReduce";
   const std::string msg = message([&] {
     try {
       defaultOpRegistry().make(name, json);

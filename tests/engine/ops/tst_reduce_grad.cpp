@@ -25,16 +25,29 @@ struct Case {
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> kCases = {
-      {"sum (0,2)", [](const VarPtr& x) { return sum(x, {0, 2}); }},
+      {"sum (0,2)",
+       [](const VarPtr& x) {
+         return sum(x, {0, 2});
+       }},
       {"sum all", [](const VarPtr& x) { return sum(x); }},
       {"sum -1 keepdims", [](const VarPtr& x) { return sum(x, {-1}, true); }},
       {"prod (1,)", [](const VarPtr& x) { return prod(x, {1}); }, 0.5, 1.5},
-      {"prod (0,2)", [](const VarPtr& x) { return prod(x, {0, 2}); }, 0.8, 1.2},
+      {"prod (0,2)",
+       [](const VarPtr& x) {
+         return prod(x, {0, 2});
+       },
+       0.8, 1.2},
       {"prod all", [](const VarPtr& x) { return prod(x); }, 0.8, 1.2},
       {"max (1,)", [](const VarPtr& x) { return max(x, {1}); }},
       {"max all keepdims", [](const VarPtr& x) { return max(x, {}, true); }},
-      {"min (0,2)", [](const VarPtr& x) { return min(x, {0, 2}); }},
-      {"mean (0,2)", [](const VarPtr& x) { return mean(x, {0, 2}); }},
+      {"min (0,2)",
+       [](const VarPtr& x) {
+         return min(x, {0, 2});
+       }},
+      {"mean (0,2)",
+       [](const VarPtr& x) {
+         return mean(x, {0, 2});
+       }},
       {"mean all", [](const VarPtr& x) { return mean(x); }},
       {"var (1,)", [](const VarPtr& x) { return var(x, {1}); }},
       {"var all ddof 1", [](const VarPtr& x) { return var(x, {}, false, 1); }},
@@ -67,22 +80,26 @@ void TestReduceGrad::testVerifyGrad_data() {
   QTest::addColumn<DType>("dtype");
   for (std::size_t i = 0; i < cases().size(); ++i)
     for (DType dtype : {DType::Float32, DType::Float64})
-      QTest::addRow("%s %s", cases()[i].name, std::string(dtypeName(dtype)).c_str()) << static_cast<int>(i) << dtype;
+      QTest::addRow("%s %s", cases()[i].name, std::string(dtypeName(dtype)).c_str())
+          << static_cast<int>(i) << dtype;
 }
 
 void TestReduceGrad::testVerifyGrad() {
   QFETCH(int, index);
   QFETCH(DType, dtype);
   const Case& c = cases()[static_cast<std::size_t>(index)];
-  const Tensor x = randomTensor(dtype, {2, 3, 4}, 100 + static_cast<std::uint64_t>(index), c.lo, c.hi);
-  TSCOPE_CHECK(verifyGrad([&](const std::vector<VarPtr>& in) { return std::vector{c.f(in[0])}; }, {x}));
+  const Tensor x =
+      randomTensor(dtype, {2, 3, 4}, 100 + static_cast<std::uint64_t>(index), c.lo, c.hi);
+  TSCOPE_CHECK(
+      verifyGrad([&](const std::vector<VarPtr>& in) { return std::vector{c.f(in[0])}; }, {x}));
 }
 
 void TestReduceGrad::testProdWithZeros_data() {
   QTest::addColumn<DType>("dtype");
   QTest::addColumn<int>("zeros");
   for (DType dtype : {DType::Float32, DType::Float64})
-    for (int zeros : {1, 2, 3}) QTest::addRow("%s %d zeros", std::string(dtypeName(dtype)).c_str(), zeros) << dtype << zeros;
+    for (int zeros : {1, 2, 3})
+      QTest::addRow("%s %d zeros", std::string(dtypeName(dtype)).c_str(), zeros) << dtype << zeros;
 }
 
 void TestReduceGrad::testProdWithZeros() {
@@ -90,14 +107,20 @@ void TestReduceGrad::testProdWithZeros() {
   QFETCH(int, zeros);
   // Theano's zero-safe product gradient: prod / x would divide by zero here.
   Tensor x = randomTensor(dtype, {2, 3, 4}, 7, 0.5, 1.5);
-  x.set({0, 1, 2}, 0.0);                // group (0, :, 2) of prod over axis 1 has one zero ...
+  x.set({0, 1, 2}, 0.0);                  // group (0, :, 2) of prod over axis 1 has one zero ...
   if (zeros >= 2) x.set({1, 0, 3}, 0.0);  // ... (1, :, 3) one, and with 3, two
   if (zeros >= 3) x.set({1, 2, 3}, 0.0);
-  TSCOPE_CHECK(verifyGrad([](const std::vector<VarPtr>& in) { return std::vector{prod(in[0], {1})}; }, {x}));
-  TSCOPE_CHECK(verifyGrad([](const std::vector<VarPtr>& in) { return std::vector{prod(in[0], {0, 1})}; }, {x}));
+  TSCOPE_CHECK(
+      verifyGrad([](const std::vector<VarPtr>& in) { return std::vector{prod(in[0], {1})}; }, {x}));
+  TSCOPE_CHECK(verifyGrad(
+      [](const std::vector<VarPtr>& in) {
+        return std::vector{prod(in[0], {0, 1})};
+      },
+      {x}));
   // The exact values: with one zero in a group, d/dx at the zero is the product of the others.
-  const auto g = evaluate([](const std::vector<VarPtr>& in) { return std::vector{grad(sum(prod(in[0], {1})), in[0])}; },
-                          {x});
+  const auto g = evaluate(
+      [](const std::vector<VarPtr>& in) { return std::vector{grad(sum(prod(in[0], {1})), in[0])}; },
+      {x});
   const double others = x.at({0, 0, 2}) * x.at({0, 2, 2});
   QVERIFY(std::abs(g[0].at({0, 1, 2}) - others) < 1e-5 * std::max(1.0, std::abs(others)));
   QCOMPARE(g[0].at({0, 0, 2}), 0.0);
@@ -124,11 +147,16 @@ void TestReduceGrad::testRopLop() {
   TSCOPE_CHECK(checkRopLop(
       [which](const std::vector<VarPtr>& in) {
         switch (which) {
-          case 0: return std::vector{sum(in[0], {0, 2})};
-          case 1: return std::vector{sum(in[0])};
-          case 2: return std::vector{max(in[0], {1})};
-          case 3: return std::vector{min(in[0])};
-          default: return std::vector{max(in[0], {0, 2}, true)};
+          case 0:
+            return std::vector{sum(in[0], {0, 2})};
+          case 1:
+            return std::vector{sum(in[0])};
+          case 2:
+            return std::vector{max(in[0], {1})};
+          case 3:
+            return std::vector{min(in[0])};
+          default:
+            return std::vector{max(in[0], {0, 2}, true)};
         }
       },
       {x}));
@@ -146,8 +174,8 @@ void TestReduceGrad::testRopLop() {
 void TestReduceGrad::testGradientTypes() {
   // Each gradient has its input's type, whatever the reduction's output dtype.
   const VarPtr x = Variable::create(TensorType(DType::Float32, {2, 3, 4}), "x");
-  for (const VarPtr& cost : {sum(sum(x, {1}, false, DType::Float64)), sum(prod(x, {0, 2})), max(x), mean(x), sum(var(x, {1})),
-                             logsumexp(x)}) {
+  for (const VarPtr& cost : {sum(sum(x, {1}, false, DType::Float64)), sum(prod(x, {0, 2})), max(x),
+                             mean(x), sum(var(x, {1})), logsumexp(x)}) {
     const VarPtr g = grad(cost, x);
     QCOMPARE(g->type().dtype(), DType::Float32);
     QCOMPARE(g->type().ndim(), 3);
@@ -168,7 +196,8 @@ void TestReduceGrad::testDiscreteInputs() {
     QVERIFY(raised);
     GradOptions ignore;
     ignore.disconnected = DisconnectedPolicy::Ignore;
-    const auto g = evaluate({x}, {grad(cost, x, ignore)}, {randomTensor(DType::Float32, {2, 3}, 1)});
+    const auto g =
+        evaluate({x}, {grad(cost, x, ignore)}, {randomTensor(DType::Float32, {2, 3}, 1)});
     QVERIFY(closeTo(g[0], Tensor::zeros(DType::Float32, {2, 3})));
   }
   // An integer input is disconnected, as in Elemwise: there is no gradient to follow.

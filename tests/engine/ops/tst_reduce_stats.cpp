@@ -39,7 +39,8 @@ Tensor naiveArg(const Tensor& x, int axis, bool isMax) {
   for (std::int64_t o = 0; o < out.numel(); ++o) {
     auto oi = unravel(o, outShape);
     std::vector<std::int64_t> idx;
-    for (int a = 0, j = 0; a < t.ndim(); ++a) idx.push_back(a == ax ? 0 : oi[static_cast<std::size_t>(j++)]);
+    for (int a = 0, j = 0; a < t.ndim(); ++a)
+      idx.push_back(a == ax ? 0 : oi[static_cast<std::size_t>(j++)]);
     std::int64_t best = 0;
     for (std::int64_t i = 0; i < t.shape()[static_cast<std::size_t>(ax)]; ++i) {
       idx[static_cast<std::size_t>(ax)] = i;
@@ -58,10 +59,11 @@ Tensor naiveArg(const Tensor& x, int axis, bool isMax) {
 }
 
 // mean / var over axes in double; ddof for var.
-std::pair<Shape, std::vector<double>> naiveMoments(const Tensor& x, const std::vector<int>& axes, bool variance,
-                                                   int ddof) {
+std::pair<Shape, std::vector<double>> naiveMoments(const Tensor& x, const std::vector<int>& axes,
+                                                   bool variance, int ddof) {
   auto [shape, sums] = referenceReduce(x, axes, "sum");
-  const double count = static_cast<double>(x.numel()) / static_cast<double>(std::max<std::int64_t>(shapeNumel(shape), 1));
+  const double count = static_cast<double>(x.numel()) /
+                       static_cast<double>(std::max<std::int64_t>(shapeNumel(shape), 1));
   for (double& s : sums) s /= count;
   if (!variance) return {shape, sums};
   std::vector<double> ss(sums.size(), 0.0);
@@ -117,7 +119,10 @@ void TestReduceStats::testArgmax() {
   std::optional<int> ax;
   if (axis != -99) ax = axis;
   const auto got = evaluate(
-      [&](const std::vector<VarPtr>& in) { return std::vector{argmax(in[0], ax), argmin(in[0], ax)}; }, {x});
+      [&](const std::vector<VarPtr>& in) {
+        return std::vector{argmax(in[0], ax), argmin(in[0], ax)};
+      },
+      {x});
   const int norm = axis == -99 ? -1 : (axis + 3) % 3;
   QVERIFY(closeTo(got[0], naiveArg(x, norm, true)));
   QVERIFY(closeTo(got[1], naiveArg(x, norm, false)));
@@ -161,7 +166,9 @@ void TestReduceStats::testArgStridedAndKeepdims() {
   QCOMPARE(out.item(), naiveArg(x.contiguous(), -1, false).item());
   // keepdims puts a broadcastable axis back.
   const auto got = evaluate(
-      [](const std::vector<VarPtr>& in) { return std::vector{argmax(in[0], 1, true), argmax(in[0], std::nullopt, true)}; },
+      [](const std::vector<VarPtr>& in) {
+        return std::vector{argmax(in[0], 1, true), argmax(in[0], std::nullopt, true)};
+      },
       {base});
   QCOMPARE(got[0].shape(), (Shape{4, 1, 2}));
   QVERIFY(closeTo(got[0].reshape({4, 2}), naiveArg(base, 1, true)));
@@ -173,7 +180,9 @@ void TestReduceStats::testArgStridedAndKeepdims() {
 void TestReduceStats::testArgErrors() {
   const VarPtr x = Variable::create(TensorType(DType::Float32, {2, 3}), "x");
   std::string msg = message([&] { argmax(x, 2); });
-  QVERIFY2(msg.find("argmax: axis 2 is out of range for TensorType(float32, (2, 3))") != std::string::npos, msg.c_str());
+  QVERIFY2(msg.find("argmax: axis 2 is out of range for TensorType(float32, (2, 3))") !=
+               std::string::npos,
+           msg.c_str());
   msg = message([&] { argmin(x, -3); });
   QVERIFY2(msg.find("argmin: axis -3") != std::string::npos, msg.c_str());
   // An empty axis has no first element.
@@ -181,7 +190,9 @@ void TestReduceStats::testArgErrors() {
   msg = message([&] {
     evaluate([](const std::vector<VarPtr>& in) { return std::vector{argmax(in[0], 1)}; }, {empty});
   });
-  QVERIFY2(msg.find("empty sequence") != std::string::npos && msg.find("(2, 0)") != std::string::npos, msg.c_str());
+  QVERIFY2(
+      msg.find("empty sequence") != std::string::npos && msg.find("(2, 0)") != std::string::npos,
+      msg.c_str());
   // The index output has no gradient: disconnected, not undefined.
   const VarPtr a = argmax(x, 1);
   const auto grads = a->owner()->op().pullback(*a->owner(), std::vector<VarPtr>{zerosLike(a)});
@@ -195,7 +206,8 @@ void TestReduceStats::testArgProps() {
   QCOMPARE(a->str(), std::string("Argmax{axis=1}"));
   QVERIFY(a->equals(ArgReduce(ArgReduce::Kind::Max, 1)));
   QVERIFY(!a->equals(ArgReduce(ArgReduce::Kind::Min, 1)));
-  QCOMPARE(registry.make("Argmin", {{"axis", nullptr}})->props(), (nlohmann::json{{"axis", nullptr}}));
+  QCOMPARE(registry.make("Argmin", {{"axis", nullptr}})->props(),
+           (nlohmann::json{{"axis", nullptr}}));
   const std::string msg = message([&] { registry.make("Argmin", {{"axis", 99}}); });
   QVERIFY2(msg.find("\"axis\"") != std::string::npos, msg.c_str());
 }
@@ -209,7 +221,8 @@ void TestReduceStats::testMoments_data() {
              {{0, 2}, false}, {{1}, true}, {{}, false}, {{-1}, false}}) {
       std::string ax;
       for (int a : axes) ax += std::to_string(a) + " ";
-      QTest::addRow("%s [%s]%s", std::string(dtypeName(dtype)).c_str(), ax.c_str(), keep ? " keepdims" : "")
+      QTest::addRow("%s [%s]%s", std::string(dtypeName(dtype)).c_str(), ax.c_str(),
+                    keep ? " keepdims" : "")
           << dtype << axes << keep;
     }
 }
@@ -225,8 +238,8 @@ void TestReduceStats::testMoments() {
   // Unknown dimensions (evaluate's default): the counts come from the runtime shape.
   const auto got = evaluate(
       [&](const std::vector<VarPtr>& in) {
-        return std::vector{mean(in[0], axes, keepdims), var(in[0], axes, keepdims), var(in[0], axes, keepdims, 1),
-                           stddev(in[0], axes, keepdims, 1)};
+        return std::vector{mean(in[0], axes, keepdims), var(in[0], axes, keepdims),
+                           var(in[0], axes, keepdims, 1), stddev(in[0], axes, keepdims, 1)};
       },
       {x});
   const DType outDtype = isFloat(dtype) ? dtype : DType::Float64;
@@ -249,10 +262,15 @@ void TestReduceStats::testMomentDtypes() {
   const VarPtr i = Variable::create(TensorType(DType::Int32, {2, 3}));
   QCOMPARE(mean(i)->type().dtype(), DType::Float64);
   QCOMPARE(var(Variable::create(TensorType(DType::Bool, {2, 3})))->type().dtype(), DType::Float64);
-  QCOMPARE(mean(Variable::create(TensorType(DType::Float32, {2, 3})), {1})->type().dtype(), DType::Float32);
+  QCOMPARE(mean(Variable::create(TensorType(DType::Float32, {2, 3})), {1})->type().dtype(),
+           DType::Float32);
   // float16 sums in float32 and returns float16 (numpy).
   const Tensor h = Tensor::full(DType::Float16, {4, 1000}, 3.0);
-  const auto got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{mean(in[0]), var(in[0], {1})}; }, {h});
+  const auto got = evaluate(
+      [](const std::vector<VarPtr>& in) {
+        return std::vector{mean(in[0]), var(in[0], {1})};
+      },
+      {h});
   QCOMPARE(got[0].dtype(), DType::Float16);
   QCOMPARE(got[0].item(), 3.0);
   QVERIFY(closeTo(got[1], Tensor::zeros(DType::Float16, {4})));
@@ -266,7 +284,8 @@ void TestReduceStats::testLogsumexp() {
     const Tensor x = randomTensor(dtype, {2, 3, 4}, 12, -3, 3);
     const auto got = evaluate(
         [](const std::vector<VarPtr>& in) {
-          return std::vector{logsumexp(in[0], {1}), logsumexp(in[0]), logsumexp(in[0], {0, 2}, true)};
+          return std::vector{logsumexp(in[0], {1}), logsumexp(in[0]),
+                             logsumexp(in[0], {0, 2}, true)};
         },
         {x});
     auto naive = [&](std::vector<int> axes) {
@@ -285,18 +304,23 @@ void TestReduceStats::testLogsumexp() {
     QVERIFY(closeTo(got[2].reshape({3}), naive({0, 2}), 1e-5, 1e-5));
   }
   // Integers upgrade to a float as exp does.
-  QCOMPARE(logsumexp(Variable::create(TensorType(DType::Int32, {3})))->type().dtype(), DType::Float64);
+  QCOMPARE(logsumexp(Variable::create(TensorType(DType::Int32, {3})))->type().dtype(),
+           DType::Float64);
 }
 
 void TestReduceStats::testLogsumexpLargeAndInfinite() {
   const double inf = std::numeric_limits<double>::infinity();
   // exp(1000) overflows even float64; the shifted form does not.
-  const Tensor x = Tensor::fromDoubles(DType::Float32, {3, 2}, {1000, 1001, -inf, -inf, -1000, -1001});
-  const auto got = evaluate([](const std::vector<VarPtr>& in) { return std::vector{logsumexp(in[0], {1})}; }, {x});
+  const Tensor x =
+      Tensor::fromDoubles(DType::Float32, {3, 2}, {1000, 1001, -inf, -inf, -1000, -1001});
+  const auto got = evaluate(
+      [](const std::vector<VarPtr>& in) { return std::vector{logsumexp(in[0], {1})}; }, {x});
   const double l = std::log1p(std::exp(-1.0));
-  QVERIFY(closeTo(got[0], Tensor::fromDoubles(DType::Float32, {3}, {1001 + l, -inf, -1000 + l}), 1e-6, 1e-3));
+  QVERIFY(closeTo(got[0], Tensor::fromDoubles(DType::Float32, {3}, {1001 + l, -inf, -1000 + l}),
+                  1e-6, 1e-3));
   const Tensor big = Tensor::fromDoubles(DType::Float64, {2}, {700, 710});
-  const auto g2 = evaluate([](const std::vector<VarPtr>& in) { return std::vector{logsumexp(in[0])}; }, {big});
+  const auto g2 =
+      evaluate([](const std::vector<VarPtr>& in) { return std::vector{logsumexp(in[0])}; }, {big});
   QVERIFY(std::abs(g2[0].item() - (710 + std::log1p(std::exp(-10.0)))) < 1e-9);
 }
 
@@ -305,8 +329,9 @@ void TestReduceStats::testInferShape() {
     const Tensor x = randomTensor(dtype, {2, 3, 4}, 2);
     TSCOPE_CHECK(checkInferShape(
         [](const std::vector<VarPtr>& in) {
-          return std::vector{mean(in[0], {0, 2}), var(in[0], {1}, true), stddev(in[0]), logsumexp(in[0], {-1}),
-                             logsumexp(in[0], {1}, true), argmax(in[0], 1), argmin(in[0]), argmax(in[0], 2, true)};
+          return std::vector{mean(in[0], {0, 2}),    var(in[0], {1}, true),       stddev(in[0]),
+                             logsumexp(in[0], {-1}), logsumexp(in[0], {1}, true), argmax(in[0], 1),
+                             argmin(in[0]),          argmax(in[0], 2, true)};
         },
         {x}));
   }

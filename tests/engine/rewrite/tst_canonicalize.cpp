@@ -18,7 +18,6 @@ VarPtr var(const std::string& name, DType d = DType::Float32,
   return Variable::create(TensorType(d, std::move(shape)), name);
 }
 
-
 // Random values for the inputs (3 x 5 unless their static shape says otherwise).
 std::vector<Tensor> valuesFor(const std::vector<VarPtr>& inputs, std::uint64_t seed, double lo = -1,
                               double hi = 1) {

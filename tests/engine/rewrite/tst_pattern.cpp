@@ -28,7 +28,6 @@ Rewritten rewriteWith(const NodeRewriterPtr& rewriter, const std::vector<VarPtr>
   return rewrite(inputs, outputs, only({"test"}), db);
 }
 
-
 // Matches a pattern against the first output of a graph built on inputs.
 struct Matched {
   std::unique_ptr<FunctionGraph> graph;

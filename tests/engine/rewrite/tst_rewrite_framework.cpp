@@ -16,7 +16,8 @@ using namespace tscope::test;
 
 namespace {
 constexpr std::int64_t U = kUnknownDim;
-VarPtr fvar(const std::string& name, std::vector<std::int64_t> shape = {U, U}, DType d = DType::Float32) {
+VarPtr fvar(const std::string& name, std::vector<std::int64_t> shape = {U, U},
+            DType d = DType::Float32) {
   return Variable::create(TensorType(d, std::move(shape)), name);
 }
 
@@ -49,7 +50,8 @@ class TestRewriteFramework : public QObject {
     for (int i = 0; i < 6; ++i) y = neg(y);
     FunctionGraph fg({x}, {exp(y)});
     RewriteContext ctx(fg);
-    const std::size_t changes = runEquilibrium(ctx, "test", {nodeRewriter("double_neg", {"Elemwise"}, doubleNeg)});
+    const std::size_t changes =
+        runEquilibrium(ctx, "test", {nodeRewriter("double_neg", {"Elemwise"}, doubleNeg)});
     QCOMPARE(changes, std::size_t{3});
     QCOMPARE(fg.nodeCount(), std::size_t{1});
     QCOMPARE(fg.outputs()[0]->owner()->input(0), fg.inputs()[0]);
@@ -87,16 +89,19 @@ class TestRewriteFramework : public QObject {
       if (!isElemwise(n, ScalarOp::Exp) || producedBy(*n.input(0), ScalarOp::Mul)) return {};
       return {{n.output(0), exp(n.input(0) * 1.0f)}};
     });
-    auto shrink = nodeRewriter("shrink", {"Elemwise"}, [](RewriteContext&, Apply& n) -> Replacements {
-      if (!isElemwise(n, ScalarOp::Exp)) return {};
-      Apply* m = producedBy(*n.input(0), ScalarOp::Mul);
-      if (!m || !isConstantValue(*m->input(1), 1.0)) return {};
-      return {{n.output(0), exp(m->input(0))}};
-    });
+    auto shrink =
+        nodeRewriter("shrink", {"Elemwise"}, [](RewriteContext&, Apply& n) -> Replacements {
+          if (!isElemwise(n, ScalarOp::Exp)) return {};
+          Apply* m = producedBy(*n.input(0), ScalarOp::Mul);
+          if (!m || !isConstantValue(*m->input(1), 1.0)) return {};
+          return {{n.output(0), exp(m->input(0))}};
+        });
     runEquilibrium(ctx, "test", {grow, shrink});
     QVERIFY(!ctx.profile().capped.empty());
     bool named = false;
-    for (const auto& m : warnings.messages) named = named || m.find("'grow'") != std::string::npos || m.find("'shrink'") != std::string::npos;
+    for (const auto& m : warnings.messages)
+      named =
+          named || m.find("'grow'") != std::string::npos || m.find("'shrink'") != std::string::npos;
     QVERIFY(named);
     fg.checkIntegrity();
   }
@@ -156,7 +161,9 @@ class TestRewriteFramework : public QObject {
       ran.push_back("merge_step");
       return optimize(c.graph(), only({"merge"})).phases.at(0).changes;
     });
-    auto seq = sequence("seq", {first, equilibrium("eq", {nodeRewriter("double_neg", {"Elemwise"}, doubleNeg)}), merge});
+    auto seq = sequence(
+        "seq",
+        {first, equilibrium("eq", {nodeRewriter("double_neg", {"Elemwise"}, doubleNeg)}), merge});
     QCOMPARE(seq->name(), std::string("seq"));
     const std::size_t changes = seq->apply(ctx);
     QCOMPARE(ran, (std::vector<std::string>{"first", "merge_step"}));
@@ -170,8 +177,10 @@ class TestRewriteFramework : public QObject {
     RewriteDb db;
     db.add(Phase::Canonicalize, nodeRewriter("a", {}, doubleNeg), {"fast_run", "fast_compile"});
     db.add(Phase::Stabilize, nodeRewriter("b", {}, doubleNeg), {"fast_run"});
-    db.add(Phase::Fusion, graphRewriter("c", [](RewriteContext&) { return std::size_t{0}; }), {"fast_run"});
-    QVERIFY_THROWS_EXCEPTION(std::logic_error, db.add(Phase::Canonicalize, nodeRewriter("a", {}, doubleNeg), {}));
+    db.add(Phase::Fusion, graphRewriter("c", [](RewriteContext&) { return std::size_t{0}; }),
+           {"fast_run"});
+    QVERIFY_THROWS_EXCEPTION(std::logic_error,
+                             db.add(Phase::Canonicalize, nodeRewriter("a", {}, doubleNeg), {}));
     auto names = [&](const RewriteQuery& q) {
       std::string s;
       for (const auto* e : db.select(q)) s += e->name();
@@ -198,9 +207,12 @@ class TestRewriteFramework : public QObject {
     auto r = rewrite({x, w}, {out}, only({"merge"}));
     QCOMPARE(countOps(*r.graph, "Elemwise{tanh}"), 1);
     QCOMPARE(countOps(*r.graph, "Elemwise{mul}"), 2);  // x*w once, b*3 once
-    QVERIFY(sameValues({x, w}, {out}, *r.graph, {randomTensor(DType::Float32, {3, 5}, 1), randomTensor(DType::Float32, {3, 5}, 2)}));
+    QVERIFY(sameValues(
+        {x, w}, {out}, *r.graph,
+        {randomTensor(DType::Float32, {3, 5}, 1), randomTensor(DType::Float32, {3, 5}, 2)}));
     bool logged = false;
-    for (const auto& rec : r.recorder->records()) logged = logged || (rec.reason == "merge" && rec.phase == "merge");
+    for (const auto& rec : r.recorder->records())
+      logged = logged || (rec.reason == "merge" && rec.phase == "merge");
     QVERIFY(logged);
     // Different ops or different inputs are not merged.
     auto c = exp(x) + log(x) + exp(w);
@@ -279,7 +291,8 @@ class TestRewriteFramework : public QObject {
 
   void optimizeRecordsPhasesInOrder() {
     auto x = fvar("x");
-    auto out = neg(neg(x)) * (constant(1.0, DType::Float32) + constant(1.0, DType::Float32)) + neg(neg(x));
+    auto out =
+        neg(neg(x)) * (constant(1.0, DType::Float32) + constant(1.0, DType::Float32)) + neg(neg(x));
     RewriteDb db;
     registerMergeRewrites(db);
     db.add(Phase::Stabilize, nodeRewriter("double_neg", {"Elemwise"}, doubleNeg), {"fast_run"});
@@ -289,15 +302,19 @@ class TestRewriteFramework : public QObject {
     const auto p = optimize(fg, RewriteQuery::forMode("fast_run"), db);
     std::vector<std::string> phases;
     for (const auto& ps : p.phases) phases.push_back(ps.name);
-    QCOMPARE(phases, (std::vector<std::string>{"merge", "canonicalize", "stabilize", "final_merge"}));
+    QCOMPARE(phases,
+             (std::vector<std::string>{"merge", "canonicalize", "stabilize", "final_merge"}));
     std::string order;
     for (const auto& rec : recorder->records()) order += rec.phase + ":" + rec.reason + " ";
-    QVERIFY2(order.find("merge:merge") < order.find("canonicalize:constant_folding"), order.c_str());
-    QVERIFY2(order.find("canonicalize:constant_folding") < order.find("stabilize:double_neg"), order.c_str());
+    QVERIFY2(order.find("merge:merge") < order.find("canonicalize:constant_folding"),
+             order.c_str());
+    QVERIFY2(order.find("canonicalize:constant_folding") < order.find("stabilize:double_neg"),
+             order.c_str());
     QCOMPARE(recorder->phase(), std::string());
     QVERIFY(p.seconds > 0);
     QVERIFY(p.nodesAfter < p.nodesBefore);
-    for (const auto& rec : recorder->records()) QVERIFY(!rec.addedNodes.empty() || !rec.removedNodes.empty() || !rec.replaced.empty());
+    for (const auto& rec : recorder->records())
+      QVERIFY(!rec.addedNodes.empty() || !rec.removedNodes.empty() || !rec.replaced.empty());
   }
 
   // Note [Rewritten nodes keep their scope]: log(1 + x) built in scope "blk/act" becomes a log1p
@@ -322,7 +339,8 @@ class TestRewriteFramework : public QObject {
     auto x = fvar("x"), w = fvar("w");
     auto h = tanh(x * w + 1.0f);
     auto out = sum(log(1.0f + exp(h)) * 2.0f);
-    std::vector<Tensor> values{randomTensor(DType::Float32, {4, 3}, 5), randomTensor(DType::Float32, {4, 3}, 6)};
+    std::vector<Tensor> values{randomTensor(DType::Float32, {4, 3}, 5),
+                               randomTensor(DType::Float32, {4, 3}, 6)};
     const Tensor expected = compile({x, w}, {out})(values)[0];
     for (Mode m : {Mode::FastCompile, Mode::FastRun, Mode::Debug}) {
       CompileOptions o;

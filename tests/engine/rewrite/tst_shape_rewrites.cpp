@@ -16,7 +16,6 @@ namespace {
 
 constexpr std::int64_t U = kUnknownDim;
 
-
 void addDTypeRows() {
   QTest::addColumn<DType>("dtype");
   QTest::newRow("float32") << DType::Float32;

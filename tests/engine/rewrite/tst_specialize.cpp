@@ -18,7 +18,6 @@ namespace {
 
 constexpr std::int64_t U = kUnknownDim;
 
-
 struct Case {
   std::vector<VarPtr> inputs;
   std::vector<VarPtr> outputs;

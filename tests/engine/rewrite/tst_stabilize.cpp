@@ -22,7 +22,6 @@ VarPtr var(const std::string& name, DType d = DType::Float32,
   return Variable::create(TensorType(d, std::move(shape)), name);
 }
 
-
 int countNamed(const FunctionGraph& fg, const std::string& opName) {
   return countNodes(fg, [&](const Apply& a) { return a.op().name() == opName; });
 }

@@ -121,7 +121,8 @@ class TestReplayRewrites : public QObject {
     QVERIFY(recorded.has_value());
     QVERIFY(recorded->include == query.include);
     QVERIFY(recorded->exclude == query.exclude);
-    const RewriteQuery checked = session::checkedReplayQuery(*doc.original, doc.rewrites, doc.profiles);
+    const RewriteQuery checked =
+        session::checkedReplayQuery(*doc.original, doc.rewrites, doc.profiles);
     QVERIFY(checked.exclude == query.exclude);
   }
 
@@ -155,7 +156,8 @@ class TestReplayRewrites : public QObject {
     // Without a recorded query a fast_run log is accepted.
     io::TsgDocument fast = optimizedMlp(RewriteQuery::forMode("fast_run"));
     for (auto& p : fast.profiles) p.erase("query");
-    const RewriteQuery q = session::checkedReplayQuery(*fast.original, fast.rewrites, fast.profiles);
+    const RewriteQuery q =
+        session::checkedReplayQuery(*fast.original, fast.rewrites, fast.profiles);
     QVERIFY(q.include == RewriteQuery::forMode("fast_run").include);
   }
 };

@@ -25,11 +25,14 @@ Small small(bool xTestValue) {
   if (xTestValue) s.x->setTestValue(Tensor::fromDoubles(DType::Float32, {1, 4}, {1, 2, 3, 4}));
   s.b = Variable::create(TensorType(DType::Float32, {4}), "b");
   s.y = s.x + s.b;
-  s.graph = std::make_unique<FunctionGraph>(std::vector<VarPtr>{s.x, s.b}, std::vector<VarPtr>{s.y});
+  s.graph =
+      std::make_unique<FunctionGraph>(std::vector<VarPtr>{s.x, s.b}, std::vector<VarPtr>{s.y});
   return s;
 }
 
-bool namesAFlag(const std::string& message) { return message.find("--") != std::string::npos; }
+bool namesAFlag(const std::string& message) {
+  return message.find("--") != std::string::npos;
+}
 
 }  // namespace
 
@@ -61,7 +64,8 @@ class TestRunGraph : public QObject {
       const std::string what = e.what();
       QCOMPARE(e.input, std::string("b"));
       QVERIFY(e.randomPossible);
-      QVERIFY2(what.find("no value for input 'b' (" + s.b->type().str() + ")") != std::string::npos, e.what());
+      QVERIFY2(what.find("no value for input 'b' (" + s.b->type().str() + ")") != std::string::npos,
+               e.what());
       QVERIFY2(what.find("give one, or use random inputs") != std::string::npos, e.what());
       QVERIFY2(!namesAFlag(what), e.what());
     }
@@ -94,7 +98,8 @@ class TestRunGraph : public QObject {
     try {
       runGraph(*s.graph, in);
     } catch (const std::invalid_argument& e) {
-      QVERIFY2(std::string(e.what()).find("no input named 'nope'; its inputs are: x, b") != std::string::npos,
+      QVERIFY2(std::string(e.what()).find("no input named 'nope'; its inputs are: x, b") !=
+                   std::string::npos,
                e.what());
     }
   }

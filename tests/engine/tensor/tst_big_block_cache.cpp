@@ -134,7 +134,8 @@ class TestBigBlockCache : public QObject {
     const long before = minorFaults();
     std::memset(second.rawData(), 2, static_cast<std::size_t>(n) * 4);
     const long faults = minorFaults() - before;
-    QVERIFY2(faults < 100, qPrintable(QString("writing a reused 40 MB block took %1 page faults").arg(faults)));
+    QVERIFY2(faults < 100,
+             qPrintable(QString("writing a reused 40 MB block took %1 page faults").arg(faults)));
     second = Tensor();
     Tensor zeros(DType::Float32, {n});
     QCOMPARE(static_cast<const void*>(zeros.rawData()), first);

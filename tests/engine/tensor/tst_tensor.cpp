@@ -124,7 +124,8 @@ void TestTensor::testStorage() {
   }
   // Note [Huge pages for big tensors]: from 4 MiB on, buffers start on a 2 MiB boundary (zeroed
   // or not); below, on a 64-byte one.
-  for (std::size_t n : {(std::size_t{4} << 20) - 1, std::size_t{4} << 20, std::size_t{40'000'001}}) {
+  for (std::size_t n :
+       {(std::size_t{4} << 20) - 1, std::size_t{4} << 20, std::size_t{40'000'001}}) {
     Storage zeroed(n);
     Storage raw(n, Storage::Uninitialized{});
     const std::uintptr_t want = n >= (std::size_t{4} << 20) ? std::uintptr_t{2} << 20 : 64;

@@ -125,7 +125,8 @@ class TestVM : public QObject {
     QCOMPARE(vm.value(z)->toDoubles(), (std::vector<double>{2, 2}));
     vm.setValue(z, ft({2}, {10, 20}));
     // A value not computed yet cannot be replaced.
-    QVERIFY_THROWS_EXCEPTION(std::logic_error, vm.setValue(vm.schedule()[2]->outputRef(0), ft({2}, {0, 0})));
+    QVERIFY_THROWS_EXCEPTION(std::logic_error,
+                             vm.setValue(vm.schedule()[2]->outputRef(0), ft({2}, {0, 0})));
     QCOMPARE(vm.run(), VM::Status::Finished);
     QCOMPARE(vm.outputValues()[0].toDoubles(), (std::vector<double>{11, 21}));
   }
@@ -185,12 +186,13 @@ class TestVM : public QObject {
     // A node that asks for a pause from another thread while it runs: the VM stops right after it.
     std::atomic<int> calls{0};
     VM* target = nullptr;
-    auto asker = asOp("AskPause", {TensorType(DType::Float32, {U})}, {TensorType(DType::Float32, {U})},
-                      [&](std::span<const Tensor> in) -> std::vector<Tensor> {
-                        ++calls;
-                        std::thread([target] { target->requestPause(); }).join();
-                        return {in[0].clone()};
-                      });
+    auto asker =
+        asOp("AskPause", {TensorType(DType::Float32, {U})}, {TensorType(DType::Float32, {U})},
+             [&](std::span<const Tensor> in) -> std::vector<Tensor> {
+               ++calls;
+               std::thread([target] { target->requestPause(); }).join();
+               return {in[0].clone()};
+             });
     auto x = fvar("x");
     Function f = compile({x}, {exp((*asker)({exp(x)}))});
     target = &f.vm();
@@ -297,7 +299,7 @@ class TestVM : public QObject {
     struct Editor : ExecutionObserver {
       std::shared_ptr<Counter> late = std::make_shared<Counter>();
       void afterNode(VM& vm, const NodeEvent& e) override {
-        if (e.position == 0) vm.addObserver(late);  // from node 1 on
+        if (e.position == 0) vm.addObserver(late);      // from node 1 on
         if (e.position == 1) vm.removeObserver(*this);  // itself, from node 2 on
       }
       int calls = 0;
@@ -465,7 +467,9 @@ class TestVM : public QObject {
       QFAIL("expected an ExecutionError");
     } catch (const ExecutionError& e) {
       const std::string msg = e.what();
-      QVERIFY2(msg.find("Boom") != std::string::npos && msg.find("in OpFromGraph{blk}") != std::string::npos, e.what());
+      QVERIFY2(msg.find("Boom") != std::string::npos &&
+                   msg.find("in OpFromGraph{blk}") != std::string::npos,
+               e.what());
       QCOMPARE(e.framePath().size(), std::size_t(1));
       QCOMPARE(e.framePath()[0], f.vm().schedule()[0]->id());
     }
@@ -490,7 +494,8 @@ class TestVM : public QObject {
     // Mode none links the body as written.
     Function plain = compile({x}, {(*body)({x})});
     std::string plainOps;
-    for (const Apply* n : plain.program().children()[0]->schedule()) plainOps += n->op().str() + " ";
+    for (const Apply* n : plain.program().children()[0]->schedule())
+      plainOps += n->op().str() + " ";
     QVERIFY2(plainOps.find("log1p") == std::string::npos, plainOps.c_str());
   }
 
@@ -499,16 +504,16 @@ class TestVM : public QObject {
     // thread would deadlock (here: time out) if running an OpFromGraph were serialised.
     std::atomic<int> arrived{0};
     std::atomic<bool> timedOut{false};
-    auto rendezvous = asOp("Rendezvous", {TensorType(DType::Float32, {U})},
-                           {TensorType(DType::Float32, {U})},
-                           [&](std::span<const Tensor> in) -> std::vector<Tensor> {
-                             ++arrived;
-                             const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-                             while (arrived.load() < 2 && std::chrono::steady_clock::now() < deadline)
-                               std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                             if (arrived.load() < 2) timedOut = true;
-                             return {in[0].clone()};
-                           });
+    auto rendezvous =
+        asOp("Rendezvous", {TensorType(DType::Float32, {U})}, {TensorType(DType::Float32, {U})},
+             [&](std::span<const Tensor> in) -> std::vector<Tensor> {
+               ++arrived;
+               const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+               while (arrived.load() < 2 && std::chrono::steady_clock::now() < deadline)
+                 std::this_thread::sleep_for(std::chrono::milliseconds(1));
+               if (arrived.load() < 2) timedOut = true;
+               return {in[0].clone()};
+             });
     auto a = fvar("a");
     auto inner = opFromGraph({a}, {(*rendezvous)({exp(a)})}, "meet");
     auto b = fvar("b");
@@ -529,13 +534,14 @@ class TestVM : public QObject {
   void testKernelChosenAtLinkTime() {
     static std::atomic<int> kernelCalls{0};
     KernelRegistry kernels;
-    kernels.add("Elemwise", Device::Cpu,
-                [](const Op& op, const Apply& node, std::span<const Tensor* const> in,
-                   std::span<Tensor* const> out) {
-                  ++kernelCalls;
-                  op.perform(node, in, out);
-                },
-                "test");
+    kernels.add(
+        "Elemwise", Device::Cpu,
+        [](const Op& op, const Apply& node, std::span<const Tensor* const> in,
+           std::span<Tensor* const> out) {
+          ++kernelCalls;
+          op.perform(node, in, out);
+        },
+        "test");
     auto x = fvar("x");
     CompileOptions opts;
     opts.kernels = &kernels;
