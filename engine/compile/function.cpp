@@ -35,6 +35,8 @@ struct Function::Impl {
   std::unique_ptr<VM> vm;
   // Bumped by every begin() and finish(): an Execution is current while its generation matches.
   std::uint64_t generation = 0;
+  // Set by operator() for the begin() it makes (Note [Parameters stay whole]).
+  bool plainCall = false;
   std::size_t nUserInputs = 0;
   std::size_t nUserOutputs = 0;
   std::vector<VarPtr> userInputs;   // graph inputs given by the caller
@@ -172,13 +174,27 @@ Execution Function::begin(const std::vector<Tensor>& args) {
   }
   for (std::size_t i = impl.nUserInputs; i < graphInputs.size(); ++i)
     impl.args[i] = Tensor();  // shared: current value
-  impl.vm->start(impl.args);
-  for (std::size_t i = 0; i < impl.nUserInputs; ++i)
+  // Note [Parameters stay whole]: a node that updates a shared variable in place (Gemm{inplace}
+  // on W) writes into the buffer the VM was handed. An execution the caller drives (begin()),
+  // or one that observers may stop or fail (NanGuard, DebugMode), can end before finish(): it
+  // then hands the VM the shared value itself, which start() copies (Note [Overwritten inputs]),
+  // so the update lands in the copy and a stopped or failed run leaves every parameter as it
+  // was. With Retain::All the VM's copy-on-destroy does the same. A plain call without observers
+  // keeps the in-place update (no copy per step); it can fail only on a kernel's error.
+  const bool plain = std::exchange(impl.plainCall, false);
+  VM& vm = *impl.vm;
+  if ((!plain || !vm.observers().empty()) && vm.retain() != Retain::All)
+    for (std::size_t i : impl.program->plan().overwrittenInputs)
+      if (i >= impl.nUserInputs && graphInputs[i]->kind() == Variable::Kind::Shared)
+        impl.args[i] = static_cast<const SharedVariable&>(*graphInputs[i]).value();
+  vm.start(impl.args);
+  for (std::size_t i = 0; i < graphInputs.size(); ++i)
     impl.args[i] = Tensor();  // do not keep the caller's buffers
   return Execution(*this, ++impl.generation);
 }
 
 std::vector<Tensor> Function::operator()(const std::vector<Tensor>& args) {
+  m_impl->plainCall = true;
   Execution execution = begin(args);
   // A call runs to the end: a pause an observer asks for is the business of whoever drives the
   // VM step by step (a debug session), not of a plain call.

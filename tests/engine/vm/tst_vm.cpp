@@ -8,7 +8,9 @@
 #include "engine/graph/errors.h"
 #include "engine/ops/as_op.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/blas/dot.h"
 #include "engine/ops/graph/op_from_graph.h"
+#include "engine/ops/shape/dimshuffle.h"
 #include "engine/vm/vm.h"
 #include "test_main.h"
 
@@ -582,6 +584,36 @@ class TestVM : public QObject {
     QCOMPARE(second.run(), VM::Status::Finished);
     second.finish();
     QCOMPARE(w->value().toDoubles()[0], 3.0);
+  }
+
+  void testStoppedExecutionLeavesParametersWhole() {
+    // fast_run updates W in place (Gemm{inplace}); an execution stopped after that node, or
+    // failed after it, must leave W as it was (Note [Parameters stay whole]).
+    const Tensor w0 = Tensor::fromDoubles(DType::Float32, {3, 2}, {1, 2, 3, 4, 5, 6});
+    auto W = SharedVariable::create(w0, "W");
+    auto x = fvar("x", {U, 3}), g = fvar("g", {U, 2});
+    CompileOptions fast;
+    fast.mode = Mode::FastRun;
+    Function step = compile({x, g}, {}, {{W, W - 0.5 * dot(transpose(x), g)}}, fast);
+    bool inplaceOnW = false;
+    for (const auto& o : step.program().plan().overwrites)
+      inplaceOnW = inplaceOnW || o.graphInput >= 0;
+    QVERIFY2(inplaceOnW, "fast_run did not update W in place");
+    const Tensor xv = ft({2, 3}, {1, 0, 2, 0, 1, 1}), gv = ft({2, 2}, {1, -1, 0.5, 2});
+    const std::vector<double> before = W->value().toDoubles();
+    {
+      Execution e = step.begin({xv, gv});
+      while (e.run() == VM::Status::Paused) {
+      }
+      QCOMPARE(e.status(), VM::Status::Finished);
+      // Dropped without finish(): no update, and the in-place node wrote into a copy.
+    }
+    QCOMPARE(W->value().toDoubles(), before);
+    Execution e = step.begin({xv, gv});
+    while (e.run() == VM::Status::Paused) {
+    }
+    e.finish();
+    QVERIFY(W->value().toDoubles() != before);
   }
 
   void testFailedExecutionAppliesNoUpdate() {
