@@ -73,6 +73,39 @@ struct CallbackScope {
   bool m_previous;
 };
 
+// The kernel the linker chose for a node (its op's perform when none), with a failure turned
+// into an ExecutionError by `contextualize` (VM::rethrowWithContext). Templates over the VM's
+// private Frame and Hot, which they deduce.
+template <class Frame, class Hot, class Contextualize>
+inline void invokeKernel(const Frame& f, const Hot& t, Contextualize&& contextualize) {
+  try {
+    if (t.fn)
+      t.fn(*t.op, *t.node, f.inputs(t), f.outputs(t));
+    else
+      t.op->perform(*t.node, f.inputs(t), f.outputs(t));
+  } catch (const ExecutionError&) {
+    throw;
+  } catch (const std::exception& e) {
+    contextualize(e);
+  }
+}
+
+// One more call of the node at `position` that took `ns` (VM::timings()).
+template <class Timing>
+inline void addTiming(Timing* timings, std::size_t position, std::int64_t ns) {
+  if (!timings) return;
+  Timing& t = timings[position];
+  t.lastNs = ns;
+  t.totalNs += ns;
+  ++t.calls;
+}
+
+// The slots the plan frees after a node (Note [Storage plan]).
+template <class Frame, class Hot>
+inline void freeAfter(Frame& f, const Hot& t, const std::uint32_t* freeSlots) {
+  for (std::uint32_t k = 0; k < t.nFree; ++k) f.storage[freeSlots[t.freeBegin + k]] = Tensor();
+}
+
 }  // namespace
 
 std::string_view statusName(VM::Status status) {
@@ -357,16 +390,7 @@ void VM::runNode(Frame& f) {
   const bool timed = m_options.timing;
   if (timed) event.t0 = nowNs();
   try {
-    try {
-      if (t.fn)
-        t.fn(*t.op, *t.node, f.inputs(t), f.outputs(t));
-      else
-        t.op->perform(*t.node, f.inputs(t), f.outputs(t));
-    } catch (const ExecutionError&) {
-      throw;
-    } catch (const std::exception& e) {
-      rethrowWithContext(f, t, e);
-    }
+    invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
   } catch (...) {
     restore();
     fail(f, std::current_exception(), false);
@@ -374,12 +398,7 @@ void VM::runNode(Frame& f) {
   }
   if (timed) {
     event.t1 = nowNs();
-    if (f.timing) {
-      NodeTiming& nt = f.timing[pos];
-      nt.lastNs = event.t1 - event.t0;
-      nt.totalNs += nt.lastNs;
-      ++nt.calls;
-    }
+    addTiming(f.timing, pos, event.t1 - event.t0);
   }
   restore();
   ++f.pc;
@@ -392,10 +411,7 @@ void VM::runNode(Frame& f) {
       throw;
     }
   }
-  if (m_options.retain != Retain::All) {
-    const std::uint32_t* slots = f.program->plan().freeSlots.data() + t.freeBegin;
-    for (std::uint32_t k = 0; k < t.nFree; ++k) f.storage[slots[k]] = Tensor();
-  }
+  if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan().freeSlots.data());
 }
 
 void VM::enterFrame(Frame& f) {
@@ -448,12 +464,7 @@ void VM::returnFromFrame() {
   if (m_options.timing) {
     event.t0 = t0;
     event.t1 = nowNs();
-    if (f.timing) {
-      NodeTiming& nt = f.timing[pos];
-      nt.lastNs = event.t1 - event.t0;
-      nt.totalNs += nt.lastNs;
-      ++nt.calls;
-    }
+    addTiming(f.timing, pos, event.t1 - event.t0);
   }
   ++f.pc;
   if (!m_observers.empty()) {
@@ -465,10 +476,7 @@ void VM::returnFromFrame() {
       throw;
     }
   }
-  if (m_options.retain != Retain::All) {
-    const std::uint32_t* slots = f.program->plan().freeSlots.data() + t.freeBegin;
-    for (std::uint32_t k = 0; k < t.nFree; ++k) f.storage[slots[k]] = Tensor();
-  }
+  if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan().freeSlots.data());
 }
 
 void VM::finishRun() {
@@ -532,29 +540,15 @@ bool VM::runFast() {
     const Hot& t = hot[f.pc];
     if (t.child >= 0) return false;
     try {
-      try {
-        if (t.fn)
-          t.fn(*t.op, *t.node, f.inputs(t), f.outputs(t));
-        else
-          t.op->perform(*t.node, f.inputs(t), f.outputs(t));
-      } catch (const ExecutionError&) {
-        throw;
-      } catch (const std::exception& e) {
-        rethrowWithContext(f, t, e);
-      }
+      invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
     } catch (...) {
       fail(f, std::current_exception(), false);
       throw;
     }
-    for (std::uint32_t k = 0; k < t.nFree; ++k) f.storage[freeSlots[t.freeBegin + k]] = Tensor();
+    freeAfter(f, t, freeSlots);
     if (timed) {
       const std::int64_t now = nowNs();
-      if (f.timing) {
-        NodeTiming& nt = f.timing[f.pc];
-        nt.lastNs = now - previous;
-        nt.totalNs += nt.lastNs;
-        ++nt.calls;
-      }
+      addTiming(f.timing, f.pc, now - previous);
       previous = now;
     }
     ++f.pc;
