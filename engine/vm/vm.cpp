@@ -100,6 +100,24 @@ inline void addTiming(Timing* timings, std::size_t position, std::int64_t ns) {
   ++t.calls;
 }
 
+// Calls `call(observer)` for every observer, first to last (beforeNode) or last to first
+// (afterNode, Note [Node events]), marked as inside the callbacks; `onThrow` fails the run before
+// the exception goes on.
+template <class Observers, class Call, class OnThrow>
+inline void notifyObservers(const Observers& observers, bool& inCallbacks, bool reverse,
+                            Call&& call, OnThrow&& onThrow) {
+  CallbackScope scope(inCallbacks);
+  try {
+    if (reverse)
+      for (std::size_t k = observers.size(); k-- > 0;) call(*observers[k]);
+    else
+      for (std::size_t k = 0; k < observers.size(); ++k) call(*observers[k]);
+  } catch (...) {
+    onThrow(std::current_exception());
+    throw;
+  }
+}
+
 // The slots the plan frees after a node (Note [Storage plan]).
 template <class Frame, class Hot>
 inline void freeAfter(Frame& f, const Hot& t, const std::uint32_t* freeSlots) {
@@ -209,14 +227,7 @@ VM::FrameInfo VM::frame(std::size_t index) const {
 
 VM::Frame& VM::frameFor(const Program& program) {
   auto& slot = m_children[&program];
-  if (!slot) {
-    slot = std::make_unique<Frame>(program);
-    if (m_options.timing) {
-      auto& t = m_timings[&program];
-      t.resize(program.nodes().size());
-      slot->timing = t.data();
-    }
-  }
+  if (!slot) slot = std::make_unique<Frame>(program);
   if (slot->caller != nullptr)
     throw std::logic_error("VM: the inner graph of node " + std::to_string(slot->callerNodeId) +
                            " is entered while it is already running (a recursive inner graph)");
@@ -362,13 +373,10 @@ void VM::runNode(Frame& f) {
   const bool observed = !m_observers.empty();
   NodeEvent event = observed ? eventFor(f, pos) : NodeEvent{{}, pos, *t.node, {}, {}, 0, 0};
   if (observed) {
-    CallbackScope scope(m_inCallbacks);
-    try {
-      for (std::size_t k = 0; k < m_observers.size(); ++k) m_observers[k]->beforeNode(*this, event);
-    } catch (...) {
-      fail(f, std::current_exception(), false);
-      throw;
-    }
+    notifyObservers(
+        m_observers, m_inCallbacks, false,
+        [&](ExecutionObserver& o) { o.beforeNode(*this, event); },
+        [&](std::exception_ptr e) { fail(f, e, false); });
   }
   // Note [Retain policy]: copy-on-destroy.
   std::vector<Tensor> saved;
@@ -403,13 +411,9 @@ void VM::runNode(Frame& f) {
   restore();
   ++f.pc;
   if (observed) {
-    CallbackScope scope(m_inCallbacks);
-    try {
-      for (std::size_t k = m_observers.size(); k-- > 0;) m_observers[k]->afterNode(*this, event);
-    } catch (...) {
-      fail(f, std::current_exception(), true);
-      throw;
-    }
+    notifyObservers(
+        m_observers, m_inCallbacks, true, [&](ExecutionObserver& o) { o.afterNode(*this, event); },
+        [&](std::exception_ptr e) { fail(f, e, true); });
   }
   if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan().freeSlots.data());
 }
@@ -419,13 +423,10 @@ void VM::enterFrame(Frame& f) {
   const Hot& t = f.hot[pos];
   if (!m_observers.empty()) {
     const NodeEvent event = eventFor(f, pos);
-    CallbackScope scope(m_inCallbacks);
-    try {
-      for (std::size_t k = 0; k < m_observers.size(); ++k) m_observers[k]->beforeNode(*this, event);
-    } catch (...) {
-      fail(f, std::current_exception(), false);
-      throw;
-    }
+    notifyObservers(
+        m_observers, m_inCallbacks, false,
+        [&](ExecutionObserver& o) { o.beforeNode(*this, event); },
+        [&](std::exception_ptr e) { fail(f, e, false); });
   }
   Frame& c = frameFor(*f.program->children()[static_cast<std::size_t>(t.child)]);
   const auto inputSlots = c.program->inputSlots();
@@ -468,13 +469,9 @@ void VM::returnFromFrame() {
   }
   ++f.pc;
   if (!m_observers.empty()) {
-    CallbackScope scope(m_inCallbacks);
-    try {
-      for (std::size_t k = m_observers.size(); k-- > 0;) m_observers[k]->afterNode(*this, event);
-    } catch (...) {
-      fail(f, std::current_exception(), true);
-      throw;
-    }
+    notifyObservers(
+        m_observers, m_inCallbacks, true, [&](ExecutionObserver& o) { o.afterNode(*this, event); },
+        [&](std::exception_ptr e) { fail(f, e, true); });
   }
   if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan().freeSlots.data());
 }
