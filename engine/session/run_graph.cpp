@@ -41,8 +41,9 @@ Tensor randomValue(const Variable& in, std::mt19937_64& rng) {
 
 }  // namespace
 
-RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
-  std::vector<VarPtr> inputs;
+PreparedRun prepareRun(const FunctionGraph& graph, const RunInputs& given) {
+  PreparedRun run;
+  std::vector<VarPtr>& inputs = run.inputs;
   std::set<std::string> names;
   std::string nameList;
   for (const VarPtr& in : graph.inputs()) {
@@ -59,8 +60,8 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
       throw std::invalid_argument("the graph has no input named '" + name + "'; its inputs are: " +
                                   (nameList.empty() ? std::string("none") : nameList));
   std::mt19937_64 rng(given.randomSeed.value_or(0));
-  RunResult result;
-  std::vector<Tensor> args;
+  PreparedRun& result = run;
+  std::vector<Tensor>& args = run.args;
   for (const VarPtr& in : inputs) {
     auto found = given.byName.find(in->name());
     if (found != given.byName.end() && !in->name().empty()) {
@@ -83,10 +84,17 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
           true);
     }
   }
+  return run;
+}
+
+RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
+  PreparedRun run = prepareRun(graph, given);
   CompileOptions options;
   options.mode = given.mode;
-  Function f = compile(inputs, graph.outputs(), {}, options);
-  result.outputs = f(args);
+  Function f = compile(run.inputs, graph.outputs(), {}, options);
+  RunResult result;
+  result.inputSource = std::move(run.inputSource);
+  result.outputs = f(run.args);
   return result;
 }
 

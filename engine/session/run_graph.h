@@ -43,6 +43,15 @@ class MissingInputValue : public std::invalid_argument {
   bool randomPossible;  // false when random values cannot be shaped (unknown dimensions)
 };
 
+// The values a run of the graph starts from: the non-shared graph inputs, one value each (given,
+// the test value, or random), and where each came from. Throws as runGraph does.
+struct PreparedRun {
+  std::vector<VarPtr> inputs;  // the graph's non-shared inputs, in order
+  std::vector<Tensor> args;    // one value per input
+  std::vector<std::string> inputSource;
+};
+PreparedRun prepareRun(const FunctionGraph& graph, const RunInputs& inputs);
+
 // Compiles the graph (inputs.mode) and runs it once. Throws std::invalid_argument for a name that
 // is not a graph input (listing the inputs) or a value that does not fit its input,
 // MissingInputValue for an input without a value, ExecutionError when a node fails.
