@@ -9,6 +9,7 @@
 #include "engine/ops/as_op.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/control/ifelse.h"
+#include "engine/ops/debug/breakpoint.h"
 #include "engine/ops/op_test_support.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/vm/vm.h"
@@ -157,6 +158,12 @@ class TestIfElse : public QObject {
           },
           {Tensor::full(DType::Float64, {3}, sign), randomTensor(DType::Float64, {3}, 2)});
     }
+    // The R-op follows from the pullback.
+    checkRopLop(
+        [](const std::vector<VarPtr>& in) -> std::vector<VarPtr> {
+          return {ifelse(positive(in[0]), tanh(in[0]) * in[1], exp(in[1]))};
+        },
+        {Tensor::full(DType::Float64, {3}, 1.0), randomTensor(DType::Float64, {3}, 4)});
     // A branch that does not use an input gives zeros for it.
     auto x = fvar("x");
     auto v = fvar("v");
@@ -219,6 +226,28 @@ class TestIfElse : public QObject {
     const auto r = again({ft({2}, {-1, -2})});
     QVERIFY(closeTo(r[0], ft({2}, {-2, -4})));
     QVERIFY(closeTo(r[1], ft({2}, {1, 2})));
+  }
+
+  void testBreakPointInABranch() {
+    // A BreakPoint inside the taken branch pauses in the IfElse's frame; in the other branch it
+    // never runs.
+    auto x = fvar("x");
+    auto inner = [&](const VarPtr& v) {
+      return breakpoint("in_then", gt(sum(v), constant(0.0, DType::Float32)), {v * 2.0})[0];
+    };
+    VarPtr y = ifelse(positive(x), inner(x), x * 3.0);
+    for (Mode mode : {Mode::None, Mode::FastRun}) {
+      Function f = compile({x}, {y}, {}, withMode(mode));
+      f.vm().setBreakOps(true);
+      Execution e = f.begin({ft({2}, {1, 2})});
+      QCOMPARE(e.run(), VM::Status::Paused);
+      QCOMPARE(f.vm().pauseReason(), VM::PauseReason::BreakPointOp);
+      QCOMPARE(f.vm().depth(), std::size_t{1});
+      QVERIFY(closeTo(*f.vm().value(f.vm().breakOpNode()->outputRef(0)), ft({2}, {2, 4})));
+      QCOMPARE(e.run(), VM::Status::Finished);
+      QVERIFY(closeTo(e.finish()[0], ft({2}, {2, 4})));
+      QCOMPARE(f.begin({ft({2}, {-1, -2})}).run(), VM::Status::Finished);
+    }
   }
 
   void testStepInto() {
