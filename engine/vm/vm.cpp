@@ -1,7 +1,10 @@
 #include "engine/vm/vm.h"
 
 #include "engine/graph/errors.h"
+#include "engine/graph/inner_graphs.h"
 #include "engine/graph/op.h"
+#include "engine/ops/debug/breakpoint.h"
+#include "engine/vm/vm_internal.h"
 
 #include <algorithm>
 #include <chrono>
@@ -126,80 +129,6 @@ inline void freeAfter(Frame& f, const Hot& t, const std::uint32_t* freeSlots) {
 
 }  // namespace
 
-std::string_view statusName(VM::Status status) {
-  switch (status) {
-    case VM::Status::Idle:
-      return "idle";
-    case VM::Status::Ready:
-      return "ready";
-    case VM::Status::Running:
-      return "running";
-    case VM::Status::Paused:
-      return "paused";
-    case VM::Status::Finished:
-      return "finished";
-    case VM::Status::Failed:
-      break;
-  }
-  return "failed";
-}
-
-// One node as the dispatch loop reads it: a compact copy of the program's LinkedNode with its
-// operands resolved into this frame's storage.
-struct VM::Hot {
-  const Op* op;
-  const Apply* node;
-  KernelFn fn;
-  std::uint32_t in, nIn, out, nOut;      // into Frame::ptrs
-  std::uint32_t freeBegin, nFree;        // into the plan's freeSlots
-  std::uint32_t destroyBegin, nDestroy;  // into the plan's overwrites
-  std::int32_t child;
-};
-
-struct VM::Frame {
-  const Program* program = nullptr;
-  std::vector<Tensor> storage;
-  std::vector<Tensor*> ptrs;
-  std::vector<Hot> hot;
-  std::size_t pc = 0;
-  Frame* caller = nullptr;  // non-null while the frame is on the stack (frames above 0)
-  std::int64_t callerNodeId = -1;
-  std::size_t callerPosition = 0;
-  std::int64_t t0 = 0;  // when the caller node entered this frame (timing)
-  NodeTiming* timing = nullptr;
-
-  explicit Frame(const Program& p) : program(&p) {
-    storage = p.constants();
-    const auto operands = p.operandSlots();
-    ptrs.resize(operands.size());
-    for (std::size_t k = 0; k < operands.size(); ++k) ptrs[k] = &storage[operands[k]];
-    const StoragePlan& plan = p.plan();
-    hot.reserve(p.nodes().size());
-    std::uint32_t d = 0;
-    for (std::size_t pos = 0; pos < p.nodes().size(); ++pos) {
-      const LinkedNode& n = p.nodes()[pos];
-      Hot h{};
-      h.op = n.op;
-      h.node = n.node;
-      h.fn = n.kernel.fn;
-      h.in = n.inBegin;
-      h.nIn = n.nIn;
-      h.out = n.outBegin;
-      h.nOut = n.nOut;
-      h.freeBegin = plan.freeBegin[pos];
-      h.nFree = plan.freeBegin[pos + 1] - plan.freeBegin[pos];
-      while (d < plan.overwrites.size() && plan.overwrites[d].position < pos) ++d;
-      h.destroyBegin = d;
-      while (d < plan.overwrites.size() && plan.overwrites[d].position == pos) ++d;
-      h.nDestroy = d - h.destroyBegin;
-      h.child = n.child;
-      hot.push_back(h);
-    }
-  }
-  std::span<const Tensor* const> inputs(const Hot& t) const { return {ptrs.data() + t.in, t.nIn}; }
-  std::span<Tensor* const> outputs(const Hot& t) const { return {ptrs.data() + t.out, t.nOut}; }
-};
-
 VM::VM(std::shared_ptr<const Program> program, VMOptions options)
     : m_program(std::move(program)), m_options(options) {
   if (!m_program) throw GraphError("VM: the program is null");
@@ -308,6 +237,7 @@ void VM::start(std::span<const Tensor> inputValues) {
   }
   m_error = nullptr;
   m_pauseReason = PauseReason::None;
+  m_breakOpNode = nullptr;
   m_boundaryVisited = false;
   // A request made before this start() was for the execution it replaces.
   m_pauseRequested.store(false, std::memory_order_release);
@@ -415,6 +345,12 @@ void VM::runNode(Frame& f) {
         m_observers, m_inCallbacks, true, [&](ExecutionObserver& o) { o.afterNode(*this, event); },
         [&](std::exception_ptr e) { fail(f, e, true); });
   }
+  // Note [BreakPoint at run time]: the condition is input 0; the node's slots stay until the
+  // pause is over (a monitored value nothing reads later would be freed right here).
+  if (t.breakOp && m_options.breakOps && BreakPointOp::holds(*f.ptrs[t.in])) {
+    m_breakOpNode = t.node;
+    return;
+  }
   if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan().freeSlots.data());
 }
 
@@ -428,7 +364,33 @@ void VM::enterFrame(Frame& f) {
         [&](ExecutionObserver& o) { o.beforeNode(*this, event); },
         [&](std::exception_ptr e) { fail(f, e, false); });
   }
-  Frame& c = frameFor(*f.program->children()[static_cast<std::size_t>(t.child)]);
+  // Note [Several inner graphs] (engine/graph/inner_graphs.h): only the body the op selects runs
+  // (IfElse's taken branch).
+  std::size_t body = 0;
+  if (t.nChildren > 1) {
+    try {
+      body = dynamic_cast<const AlternativeBodies&>(*t.op).selectInnerGraph(f.inputs(t));
+    } catch (const std::exception& e) {
+      try {
+        rethrowWithContext(f, t, e);
+      } catch (...) {
+        fail(f, std::current_exception(), false);
+        throw;
+      }
+    }
+    if (body >= t.nChildren) {
+      try {
+        throw ExecutionError(t.op->str() + " (node " + std::to_string(t.node->id()) +
+                                 ") selected inner graph " + std::to_string(body) + " of " +
+                                 std::to_string(t.nChildren),
+                             t.node->id(), m_path);
+      } catch (...) {
+        fail(f, std::current_exception(), false);
+        throw;
+      }
+    }
+  }
+  Frame& c = frameFor(*f.program->children()[static_cast<std::size_t>(t.child) + body]);
   const auto inputSlots = c.program->inputSlots();
   for (std::size_t i = 0; i < inputSlots.size(); ++i) c.storage[inputSlots[i]] = *f.ptrs[t.in + i];
   c.pc = 0;
@@ -560,16 +522,23 @@ VM::Status VM::drive(Drive how) {
   const bool stepping = how == Drive::StepInto || how == Drive::StepOver;
   m_status = Status::Running;
   m_pauseReason = PauseReason::None;
+  m_breakOpNode = nullptr;
   bool first = true;
   while (true) {
     applyObserverChanges();
     if (how == Drive::Run && m_stack.size() == 1 && m_observers.empty() && m_breaks.empty() &&
-        m_options.retain == Retain::AfterLastUse && (!first || !m_boundaryVisited)) {
+        m_options.retain == Retain::AfterLastUse && (!first || !m_boundaryVisited) &&
+        !(m_options.breakOps && m_program->hasBreakOps())) {
       if (runFast()) return m_status;
     }
     Frame& f = *m_stack.back();
     if (boundaryPauses(f, first && stepping)) return m_status;
     first = false;
+    if (m_stack.size() == 1 && f.pc >= f.hot.size()) {
+      // Paused after a BreakPoint that was the last node.
+      finishRun();
+      return m_status;
+    }
     if (f.pc >= f.hot.size())
       returnFromFrame();
     else if (f.hot[f.pc].child >= 0)
@@ -577,6 +546,14 @@ VM::Status VM::drive(Drive how) {
     else
       runNode(f);
     m_boundaryVisited = false;
+    if (m_breakOpNode) {
+      // Note [BreakPoint at run time]: this pause ends a step too; resuming moves past this
+      // boundary. At the end of the schedule the run still pauses first (the values are there).
+      m_pauseRequested.store(false, std::memory_order_release);
+      m_boundaryVisited = true;
+      pause(PauseReason::BreakPointOp);
+      return m_status;
+    }
     if (m_stack.size() == 1 && m_root->pc >= m_root->hot.size()) {
       finishRun();
       return m_status;
@@ -611,147 +588,6 @@ bool VM::stepInto() {
 
 VM::Status VM::stepOut() {
   return drive(Drive::StepOut);
-}
-
-std::string VM::errorMessage() const {
-  if (!m_error) return {};
-  try {
-    std::rethrow_exception(m_error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
-void VM::setBreakBefore(const Apply& node, bool on) {
-  if (on)
-    m_breaks.insert(&node);
-  else
-    m_breaks.erase(&node);
-}
-
-std::span<const VM::NodeTiming> VM::timings(const Program& program) const {
-  auto it = m_timings.find(&program);
-  if (it == m_timings.end()) return {};
-  return it->second;
-}
-
-void VM::resetTimings() {
-  for (auto& [program, t] : m_timings) std::fill(t.begin(), t.end(), NodeTiming{});
-}
-
-const VM::Frame* VM::frameOf(const Variable& var, std::int64_t* slot) const {
-  for (std::size_t k = m_stack.size(); k-- > 0;) {
-    const std::int64_t s = m_stack[k]->program->slotOf(var);
-    if (s >= 0) {
-      *slot = s;
-      return m_stack[k];
-    }
-  }
-  return nullptr;
-}
-
-namespace {
-bool computedIn(const StoragePlan& plan, std::size_t pc, std::int64_t slot) {
-  const std::int32_t producer = plan.producer[static_cast<std::size_t>(slot)];
-  return producer < 0 || static_cast<std::size_t>(producer) < pc;
-}
-}  // namespace
-
-const Tensor* VM::value(const Variable& var) const {
-  if (m_status == Status::Idle) return nullptr;
-  std::int64_t s = -1;
-  const Frame* f = frameOf(var, &s);
-  if (!f || !computedIn(f->program->plan(), f->pc, s)) return nullptr;
-  const Tensor& t = f->storage[static_cast<std::size_t>(s)];
-  return t.defined() ? &t : nullptr;
-}
-
-const Tensor* VM::value(std::size_t frameIndex, const Variable& var) const {
-  if (m_status == Status::Idle || frameIndex >= m_stack.size()) return nullptr;
-  const Frame& f = *m_stack[frameIndex];
-  const std::int64_t s = f.program->slotOf(var);
-  if (s < 0 || !computedIn(f.program->plan(), f.pc, s)) return nullptr;
-  const Tensor& t = f.storage[static_cast<std::size_t>(s)];
-  return t.defined() ? &t : nullptr;
-}
-
-std::optional<Tensor> VM::snapshot(const Variable& var) const {
-  const Tensor* t = value(var);
-  if (!t) return std::nullopt;
-  return t->clone();
-}
-
-void VM::setValue(const Variable& var, const Tensor& value) {
-  std::int64_t s = -1;
-  const Frame* cf = frameOf(var, &s);
-  if (!cf)
-    throw GraphError("VM::setValue: the variable " + var.displayName() +
-                     " is not in a frame this VM runs");
-  if (m_status == Status::Running && !m_inCallbacks)
-    throw std::logic_error("VM::setValue: the VM is running");
-  if (m_status != Status::Idle && !computedIn(cf->program->plan(), cf->pc, s))
-    throw std::logic_error("VM::setValue: " + var.displayName() +
-                           " is not computed yet; a value can be replaced once its node ran");
-  Frame& f = const_cast<Frame&>(*cf);
-  f.storage[static_cast<std::size_t>(s)] =
-      var.type().filter(value, "the new value of " + var.displayName());
-}
-
-void VM::recycleBuffer(const Variable& input, const Variable& computed, Tensor buffer) {
-  if (!m_program->plan().keepBuffers || m_status != Status::Finished || computed.owner() == nullptr)
-    return;
-  const std::int64_t in = m_program->slotOf(input), out = m_program->slotOf(computed);
-  if (in < 0 || out < 0) return;
-  m_root->storage[static_cast<std::size_t>(in)] = Tensor();
-  m_root->storage[static_cast<std::size_t>(out)] = std::move(buffer);
-}
-
-std::vector<Tensor> VM::outputValues() {
-  if (m_status != Status::Finished)
-    throw std::logic_error("VM::outputValues: the run has not finished (" + std::to_string(pc()) +
-                           " of " + std::to_string(m_root->hot.size()) + " nodes ran, status " +
-                           std::string(statusName(m_status)) + ")");
-  const auto outputSlots = m_program->outputSlots();
-  std::vector<Tensor> out;
-  out.reserve(outputSlots.size());
-  for (std::uint32_t s : outputSlots) out.push_back(m_root->storage[s]);
-  if (!m_program->plan().keepBuffers && m_options.retain != Retain::All) {
-    const StoragePlan& plan = m_program->plan();
-    for (std::uint32_t s : outputSlots)
-      if (plan.producer[s] >= 0) m_root->storage[s] = Tensor();
-  }
-  return out;
-}
-
-void VM::addObserver(std::shared_ptr<ExecutionObserver> observer) {
-  if (!observer) return;
-  if (m_inCallbacks || m_status == Status::Running) {
-    const ExecutionObserver* none = nullptr;
-    m_pending.emplace_back(std::move(observer), none);
-    return;
-  }
-  m_observers.push_back(std::move(observer));
-}
-
-void VM::removeObserver(const ExecutionObserver& observer) {
-  if (m_inCallbacks || m_status == Status::Running) {
-    m_pending.emplace_back(nullptr, &observer);
-    return;
-  }
-  std::erase_if(m_observers, [&](const auto& o) { return o.get() == &observer; });
-}
-
-void VM::applyObserverChanges() {
-  if (m_pending.empty()) return;
-  for (auto& [add, remove] : m_pending) {
-    if (add)
-      m_observers.push_back(std::move(add));
-    else
-      std::erase_if(m_observers, [&](const auto& o) { return o.get() == remove; });
-  }
-  m_pending.clear();
 }
 
 }  // namespace tscope::engine
