@@ -465,6 +465,17 @@ std::vector<RewriteRecord> readRewrites(const JsonCursor& c) {
       rec.replaced.emplace_back(pair.at(std::size_t{0}).integer(0, kMaxId),
                                 pair.at(std::size_t{1}).integer(0, kMaxId));
     }
+    if (auto owners = r.find("replaced_owners")) {
+      if (owners->arraySize() != rec.replaced.size())
+        owners->fail("expected one owner pair per replaced pair (" +
+                     std::to_string(rec.replaced.size()) + ")");
+      for (std::size_t k = 0, m = owners->arraySize(); k < m; ++k) {
+        JsonCursor pair = owners->at(k);
+        if (pair.arraySize() != 2) pair.fail("expected a pair [old owner id, new owner id]");
+        rec.replacedOwners.emplace_back(pair.at(std::size_t{0}).integer(-1, kMaxId),
+                                        pair.at(std::size_t{1}).integer(-1, kMaxId));
+      }
+    }
     rec.addedNodes = ids(r.at("added"));
     rec.removedNodes = ids(r.at("removed"));
     JsonCursor seconds = r.at("seconds");
