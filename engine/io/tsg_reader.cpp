@@ -373,6 +373,17 @@ class GraphReader {
       ApplyPtr node = Apply::create(op, std::move(inputs), std::move(types),
                                     readSite(a, m_sites).value_or(SourceSite{}));
       node->setScope(readScope(a));
+      if (auto g = a.find("gradient_of")) {  // Note [Gradient origin]
+        GradientOrigin origin;
+        origin.nodeId = g->at("id").integer(-1, kMaxId);
+        origin.op = g->at("op").string();
+        if (auto kind = g->find("kind")) origin.kind = kind->string();
+        if (origin.kind != "grad" && origin.kind != "rop")
+          g->fail("expected \"kind\": \"grad\" or \"rop\", found \"" + origin.kind + "\"");
+        if (g->find("scope")) origin.scope = readScope(*g);
+        origin.site = readSite(*g, m_sites).value_or(SourceSite{});
+        node->setGradientOf(std::make_shared<const GradientOrigin>(std::move(origin)));
+      }
       for (int k = 0; k < node->nOutputs(); ++k) node->outputRef(k).setScope(node->scope());
       node->presetId(id);
       for (std::size_t k = 0; k < outEntries.size(); ++k) {

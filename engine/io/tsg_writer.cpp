@@ -152,6 +152,11 @@ json applyToJson(const Apply& node, SiteTable& sites) {
   json props = node.op().props();
   if (!props.empty()) out["props"] = std::move(props);
   putMetadata(out, node.scope(), node.site(), sites);
+  if (const auto& g = node.gradientOf()) {  // Note [Gradient origin]
+    json origin = {{"id", g->nodeId}, {"op", g->op}, {"kind", g->kind}};
+    putMetadata(origin, g->scope, g->site, sites);
+    out["gradient_of"] = std::move(origin);
+  }
   return out;
 }
 
