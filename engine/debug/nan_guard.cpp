@@ -193,6 +193,10 @@ std::string NanGuard::lastFailureFile() const {
 // --- naming ---
 
 namespace {
+// The slot of a kind in BadDetail's arrays.
+int kindSlot(NanCheck c) {
+  return c == NanCheck::NaN ? 0 : c == NanCheck::PosInf ? 1 : c == NanCheck::NegInf ? 2 : 3;
+}
 std::string siteText(const SourceSite& site) {
   return site.empty() ? std::string() : site.str();
 }
@@ -345,8 +349,7 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
   link.counts = rec->detail.counts;
   const std::int64_t first = rec->detail.firstOf(rec->kinds, &link.firstKind);
   link.firstIndex = unflatten(first, value.shape());
-  link.firstValue =
-      value.numel() ? value.contiguous().toDoubles()[static_cast<std::size_t>(first)] : 0.0;
+  link.firstValue = rec->detail.firstValue[static_cast<std::size_t>(kindSlot(link.firstKind))];
   if (e) {
     link.node = nodeRef(e->node, e->framePath);
     // Which inputs already held bad values (Note [Root-cause chain]).
@@ -377,7 +380,8 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
       src->link.counts = src->detail.counts;
       const std::int64_t f = src->detail.firstOf(src->kinds, &src->link.firstKind);
       src->link.firstIndex = unflatten(f, t->shape());
-      src->link.firstValue = t->contiguous().toDoubles()[static_cast<std::size_t>(f)];
+      src->link.firstValue =
+          src->detail.firstValue[static_cast<std::size_t>(kindSlot(src->link.firstKind))];
       m_records[&in] = src;
       rec->badInputs.push_back(src);
     }
@@ -475,10 +479,7 @@ NanReport NanGuard::buildReport(const Record& rec, NanCheck check, const std::st
   r.variable = rec.link.variable;
   if (where == "update" && m_info) r.updateOf = m_info->updateOf.at(rec.var);
   r.shape = rec.shape;
-  const int k = check == NanCheck::NaN      ? 0
-                : check == NanCheck::PosInf ? 1
-                : check == NanCheck::NegInf ? 2
-                                            : 3;
+  const int k = kindSlot(check);
   r.firstIndex = unflatten(rec.detail.first[static_cast<std::size_t>(k)], rec.shape);
   r.firstValue = rec.detail.firstValue[static_cast<std::size_t>(k)];
   r.counts = rec.detail.counts;
