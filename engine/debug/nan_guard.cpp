@@ -526,14 +526,15 @@ void NanGuard::handle(VM& vm, NanReport report) {
     ++m_eventCount;
     if (m_events.size() < m_options.maxEvents) m_events.push_back(report);
     if (!saved.empty()) m_lastFailureFile = saved;
-    if (m_options.action == NanAction::Pause) m_pauseReport = report;
+    if (m_options.action == NanAction::Pause && !m_reportedThisCall) m_pauseReport = report;
   }
-  m_reportedThisCall = true;
+  const bool first = !std::exchange(m_reportedThisCall, true);
   switch (m_options.action) {
     case NanAction::Raise:
       throw NanGuardError(std::move(report));
     case NanAction::Pause:
-      vm.requestPause();
+      // Note [NanGuard actions]: one pause per call; what follows is recorded as events.
+      if (first) vm.requestPause();
       break;
     case NanAction::Warn:
       break;

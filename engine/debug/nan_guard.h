@@ -23,7 +23,8 @@
 // execution; Function's Note [Parameters stay whole] leaves every shared variable as it was
 // before the call (inplace updates included). Warn collects every event (up to maxEvents) and
 // lets the call go on. Pause keeps the report (takePauseReport) and asks the VM to pause after
-// the node (VM::requestPause), so a DebugSession tells a NanGuard pause from others.
+// the node (VM::requestPause), so a DebugSession tells a NanGuard pause from others; once per
+// call: the values the bad one flows into after a resume are recorded as events, not paused on.
 //
 // Threads: the callbacks run on the VM's thread; events(), takePauseReport() and the counters
 // may be read from any thread. setOptions and watch must not race with a running call.

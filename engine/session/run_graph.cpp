@@ -2,6 +2,7 @@
 
 #include "engine/compile/function.h"
 #include "engine/graph/errors.h"
+#include "engine/io/atomic_file.h"
 
 #include <random>
 #include <set>
@@ -85,8 +86,39 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
   }
   CompileOptions options;
   options.mode = given.mode;
+  std::shared_ptr<debug::NanGuard> guard;
+  if (given.nanGuard) {
+    debug::NanGuardOptions o = *given.nanGuard;
+    if (o.action == debug::NanAction::Pause) o.action = debug::NanAction::Warn;
+    guard = std::make_shared<debug::NanGuard>(std::move(o));
+    options.observers.push_back(guard);
+  }
   Function f = compile(inputs, graph.outputs(), {}, options);
-  result.outputs = f(args);
+  if (!guard) {
+    result.outputs = f(args);
+    return result;
+  }
+  guard->watch(f, &graph);
+  auto writeReport = [&] {
+    result.nanEvents = guard->events();
+    if (given.reportJson.empty()) return;
+    nlohmann::json events = nlohmann::json::array();
+    for (const debug::NanReport& r : result.nanEvents) events.push_back(r.toJson());
+    const nlohmann::json doc = {{"outcome", result.nanEvents.empty() ? "clean" : "nan"},
+                                {"event_count", guard->eventCount()},
+                                {"events", std::move(events)}};
+    const std::string text = doc.dump(2) + "\n";
+    if (auto error = io::writeFileAtomically(given.reportJson,
+                                             std::as_bytes(std::span(text.data(), text.size()))))
+      throw std::runtime_error("writing the NanGuard report " + given.reportJson + ": " + *error);
+  };
+  try {
+    result.outputs = f(args);
+  } catch (const debug::NanGuardError&) {
+    writeReport();
+    throw;
+  }
+  writeReport();
   return result;
 }
 
