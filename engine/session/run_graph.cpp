@@ -93,11 +93,28 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
     guard = std::make_shared<debug::NanGuard>(std::move(o));
     options.observers.push_back(guard);
   }
-  Function f = compile(inputs, graph.outputs(), {}, options);
   if (!guard) {
+    Function f = compile(inputs, graph.outputs(), {}, options);
     result.outputs = f(args);
     return result;
   }
+  // Guarded, the graph's updates are compiled in as updates (not as plain outputs), so a replay
+  // file (NanGuardOptions::saveFailure) runs the step as the failed call did; a raised call leaves
+  // the shared values as they were. An update output's value in the result is the new value.
+  std::vector<VarPtr> plainOutputs;
+  std::vector<std::size_t> plainIndex;
+  std::vector<Update> updates;
+  const auto& mapping = graph.updateMapping();
+  for (std::size_t o = 0; o < graph.outputs().size(); ++o) {
+    auto up = mapping.find(o);
+    if (up != mapping.end()) {
+      updates.push_back({graph.inputs()[up->second], graph.outputs()[o]});
+    } else {
+      plainIndex.push_back(o);
+      plainOutputs.push_back(graph.outputs()[o]);
+    }
+  }
+  Function f = compile(inputs, plainOutputs, updates, options);
   guard->watch(f, &graph);
   auto writeReport = [&] {
     result.nanEvents = guard->events();
@@ -113,7 +130,11 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
       throw std::runtime_error("writing the NanGuard report " + given.reportJson + ": " + *error);
   };
   try {
-    result.outputs = f(args);
+    std::vector<Tensor> outs = f(args);
+    result.outputs.resize(graph.outputs().size());
+    for (std::size_t k = 0; k < plainIndex.size(); ++k) result.outputs[plainIndex[k]] = outs[k];
+    for (const auto& [o, in] : mapping)
+      result.outputs[o] = static_cast<const SharedVariable&>(*graph.inputs()[in]).value().clone();
   } catch (const debug::NanGuardError&) {
     writeReport();
     throw;
