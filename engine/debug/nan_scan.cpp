@@ -57,7 +57,9 @@ QuickScan quickScan(const Tensor& value, bool wantMaxAbs) {
   if (!isFloat(d) && !wantMaxAbs) return {};
   // A broadcast or strided view is scanned from a contiguous copy (rare: most outputs are
   // contiguous buffers).
-  const Tensor c = value.isContiguous() ? value : value.contiguous();
+  Tensor copy;
+  if (!value.isContiguous()) copy = value.contiguous();
+  const Tensor& c = copy.defined() ? copy : value;
   const std::int64_t n = c.numel();
   switch (d) {
     case DType::Float32:
