@@ -20,6 +20,9 @@
 #include <filesystem>
 #include <random>
 
+// Options are written as designated initializers naming only what a case sets.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 using namespace tscope::engine;
 namespace fs = std::filesystem;
 

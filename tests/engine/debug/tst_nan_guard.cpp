@@ -13,8 +13,12 @@
 #include "engine/vm/vm.h"
 #include "test_main.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+
+// Options are written as designated initializers naming only what a case sets.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 using namespace tscope::engine;
 using namespace tscope::engine::debug;
@@ -77,7 +81,8 @@ class TestNanGuard : public QObject {
       QVERIFY(r.creator());
       QCOMPARE(r.chain.size(), std::size_t{1});
       // The creator's input at the offending element.
-      QCOMPARE(r.chain[0].inputs.at(0).value.value_or(-99), c.input);
+      QVERIFY(std::any_of(r.chain[0].inputs.begin(), r.chain[0].inputs.end(),
+                          [&](const InputSample& s) { return s.value == c.input; }));
       // With the check off, the same call is clean.
       guard->setOptions({.checks = kAllNanChecks & ~bit(c.check)});
       if (c.check != NanCheck::NegInf && c.check != NanCheck::NaN) {

@@ -21,6 +21,9 @@
 
 #include <random>
 
+// Options are written as designated initializers naming only what a case sets.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 using namespace tscope::engine;
 using namespace tscope::engine::debug;
 
