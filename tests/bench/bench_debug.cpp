@@ -3,7 +3,8 @@
 // fixture, fast_run, when ONNX is built), each with NanGuard (nan + inf + big) off (/0) and on
 // (/1); and the cost of keeping parameters safe (Note [Parameters stay whole]): the MLP step with
 // an observer that does nothing (/2), which makes Function copy every weight an update overwrites
-// in place. Pairs alternate calls within each repetition, so both see the same machine state.
+// in place. Off and on run one after the other in one process; on a shared machine, repeat
+// (--benchmark_repetitions=5 --benchmark_report_aggregates_only=true) and compare medians.
 //   bench_debug [--benchmark_filter=...] [--benchmark_repetitions=5]
 
 #include "engine/backends/cpu/gemm.h"
