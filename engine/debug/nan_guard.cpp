@@ -275,6 +275,7 @@ void NanGuard::onStart(VM& vm) {
   const FunctionGraph& g = vm.graph();
   if (!m_info || m_info->graph != &g) {
     m_info = std::make_unique<GraphInfo>();
+    m_views.clear();
     m_info->graph = &g;
     for (const auto& [out, in] : g.updateMapping())
       m_info->updateOf[g.outputs()[out].get()] = g.inputs()[in]->displayName();
@@ -295,10 +296,28 @@ void NanGuard::onStart(VM& vm) {
 
 void NanGuard::afterNode(VM& vm, const NodeEvent& e) {
   if (!enabled()) return;
+  // Note [Views are not scanned]: an output an op declares as a view of an input holds a subset
+  // of that input's values: good when the input was good (no record), so it is scanned only when
+  // the input was bad. This saves a strided copy and a pass per transpose, reshape or slice.
+  auto views = m_views.find(&e.node);
+  if (views == m_views.end() || views->second.op != &e.node.op()) {
+    NodeViews v{&e.node.op(),
+                std::vector<std::vector<int>>(static_cast<std::size_t>(e.node.nOutputs()))};
+    for (const auto& [out, ins] : e.node.op().viewMap())
+      if (out >= 0 && out < e.node.nOutputs()) v.of[static_cast<std::size_t>(out)] = ins;
+    views = m_views.insert_or_assign(&e.node, std::move(v)).first;
+  }
   for (int o = 0; o < e.node.nOutputs(); ++o) {
     const Tensor* t = e.outputs[static_cast<std::size_t>(o)];
     if (!t || !t->defined()) continue;
     const Variable& var = e.node.outputRef(o);
+    if (const std::vector<int>& ins = views->second.of[static_cast<std::size_t>(o)]; !ins.empty()) {
+      bool inputBad = false;
+      for (int i : ins)
+        if (i >= 0 && i < e.node.nInputs() && m_records.count(e.node.input(i).get()))
+          inputBad = true;
+      if (!inputBad) continue;
+    }
     const bool update = e.depth() == 0 && m_info && m_info->updateOf.count(&var);
     checkValue(vm, &e, var, o, *t, update ? "update" : "node");
   }

@@ -45,6 +45,8 @@
 #include <vector>
 
 namespace tscope::engine {
+class Apply;
+class Op;
 class Function;
 class FunctionGraph;
 class Variable;
@@ -157,6 +159,13 @@ class NanGuard : public ExecutionObserver {
   // Per frame (its caller node id): the last bad record made inside it.
   std::unordered_map<std::int64_t, std::shared_ptr<Record>> m_lastInFrame;
   std::unique_ptr<GraphInfo> m_info;
+  // Per node seen: for each output, the inputs it is a declared view of (Note [Views are not
+  // scanned]); nodes stay alive while their program runs, and onStart of another graph clears it.
+  struct NodeViews {
+    const Op* op = nullptr;  // checked with the node: a node address reused by another program
+    std::vector<std::vector<int>> of;
+  };
+  std::unordered_map<const Apply*, NodeViews> m_views;
   std::vector<Tensor> m_startInputs;  // saveFailure: the call's input values
   bool m_savedThisCall = false;
   bool m_reportedThisCall = false;
