@@ -216,6 +216,31 @@ NodeRef NanGuard::nodeRef(const Apply& node, std::span<const std::int64_t> frame
   ref.scope = node.scope();
   ref.site = siteText(node.site());
   ref.frames.assign(frames.begin(), frames.end());
+  // A node a rewrite made names what it was made from (Composites: Note [Fused code keeps
+  // names], done by the caller with the offending element).
+  if (frames.empty() && m_lineage && node.fgraph() == m_watchedGraph &&
+      !dynamic_cast<const Composite*>(&node.op())) {
+    const std::vector<std::int64_t> from = m_lineage->originalNodesFor(node.id());
+    if (!from.empty() && !std::binary_search(from.begin(), from.end(), node.id())) {
+      std::string reasons;
+      for (std::int64_t o : from)
+        for (const std::string& r : m_lineage->reasonsFor(o))
+          if (reasons.find(r) == std::string::npos) reasons += (reasons.empty() ? "" : ", ") + r;
+      const Apply* orig = m_original ? m_original->nodeById(from.front()) : nullptr;
+      if (orig) {
+        ref.scope = orig->scope();
+        ref.site = siteText(orig->site());
+        ref.originalId = orig->id();
+        ref.rewrittenFrom = orig->op().str() + " (node " + std::to_string(orig->id()) + ")" +
+                            (orig->scope().empty() ? "" : " at " + orig->scope()) +
+                            (orig->site().empty() ? "" : " (created at " + ref.site + ")");
+      } else {
+        ref.rewrittenFrom = "original node";
+        for (std::int64_t o : from) ref.rewrittenFrom += " " + std::to_string(o);
+      }
+      if (!reasons.empty()) ref.rewrittenFrom += " by " + reasons;
+    }
+  }
   const GradientOrigin* g = node.gradientOf().get();
   // A rewritten gradient node keeps the name of the original nodes it stands for.
   if (!g && frames.empty() && m_lineage && m_original && node.fgraph() == m_watchedGraph)
