@@ -297,6 +297,7 @@ void NanGuard::onStart(VM& vm) {
   m_lastInFrame.clear();
   m_savedThisCall = false;
   m_reportedThisCall = false;
+  m_savedFor = nullptr;
   const FunctionGraph& g = vm.graph();
   if (!m_info || m_info->graph != &g) {
     m_info = std::make_unique<GraphInfo>();
@@ -376,6 +377,7 @@ void NanGuard::afterNode(VM& vm, const NodeEvent& e) {
     const bool update = e.depth() == 0 && m_info && m_info->updateOf.count(&var);
     checkValue(vm, &e, var, o, *t, update ? "update" : "node");
   }
+  m_savedFor = nullptr;  // the copies are this node's only (Note [Inplace inputs])
 }
 
 namespace {

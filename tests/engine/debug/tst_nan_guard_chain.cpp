@@ -11,6 +11,7 @@
 #include "engine/graph/traversal.h"
 #include "engine/io/tsg.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/blas/dot.h"
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/reduce/reduce.h"
 #include "test_main.h"
@@ -167,6 +168,37 @@ class TestNanGuardChain : public QObject {
     // An allow rule on the original op covers it inside the Composite.
     guard->setOptions({.allow = {AllowRule::parse("op:Elemwise{log}:nan")}});
     QCOMPARE(fast({ft({3}, {1.0, 2.0, -1.0})}).size(), std::size_t{1});
+  }
+
+  void inplaceFusedCreatorKeepsItsInputs() {
+    // The Composite overwrites the Dot's output in place (Note [Inplace inputs]).
+    VarPtr x = fvar("x", {U, 2});
+    auto W = SharedVariable::create(ft({2, 2}, {1.0, 0.0, 0.0, -1.0}), "W");
+    VarPtr y;
+    {
+      NameScope s("head");
+      y = tanh(log(dot(x, W)) * 0.5);
+    }
+    Function plain = compile({x}, {y});
+    auto guard = std::make_shared<NanGuard>();
+    Function fast = compile({x}, {y}, {}, {.mode = Mode::FastRun, .observers = {guard}});
+    guard->watch(fast, &plain.graph());
+    bool inplace = false;
+    for (const Apply* n : fast.graph().nodes())
+      if (dynamic_cast<const Composite*>(&n->op()) && !n->op().destroyMap().empty()) inplace = true;
+    if (!inplace) QSKIP("fast_run made no inplace Composite here");
+    NanReport r = raised(fast, {ft({1, 2}, {2.0, 3.0})});  // dot = [2, -3]: log(-3)
+    QVERIFY(r.creator());
+    QCOMPARE(r.creator()->node.op, std::string("Elemwise{log}"));
+    QCOMPARE(r.creator()->node.scope, std::string("head"));
+    QCOMPARE(*r.creator()->inputs.at(0).value, -3.0);
+    QCOMPARE(r.creator()->inputs.at(0).index, (std::vector<std::int64_t>{0, 1}));
+    // Without the copies, the report says the input is gone and names the Composite.
+    guard->setOptions({.explainInplace = false});
+    r = raised(fast, {ft({1, 2}, {2.0, 3.0})});
+    QVERIFY(r.creator());
+    QVERIFY2(r.creator()->node.op.rfind("Composite{", 0) == 0, r.creator()->node.op.c_str());
+    QCOMPARE(r.creator()->inputs.at(0).summary, std::string("overwritten in place by the node"));
   }
 
   void gradientNamesTheForwardNode() {
