@@ -137,6 +137,10 @@ struct NanGuard::Record {
 struct NanGuard::GraphInfo {
   const FunctionGraph* graph = nullptr;
   std::unordered_map<const Variable*, std::string> updateOf;  // graph output -> shared name
+  std::unordered_set<const Variable*> updated;                // shared inputs with an update
+  // Note [Shared values checked once]: the buffer each read-only shared value had when it was
+  // last found clean.
+  std::unordered_map<const Variable*, const void*> sharedSeen;
 };
 
 NanGuard::NanGuard(NanGuardOptions options) : m_options(std::move(options)) {
@@ -291,7 +295,10 @@ NanChecks NanGuard::allowedFor(const Apply* node, const Variable& var) const {
 // --- callbacks ---
 
 void NanGuard::onStart(VM& vm) {
-  if (!enabled()) return;
+  if (!enabled()) {
+    m_lastCallClean = false;  // its updates go unchecked (Note [Shared values checked once])
+    return;
+  }
   m_calls.fetch_add(1, std::memory_order_relaxed);
   m_records.clear();
   m_lastInFrame.clear();
@@ -304,8 +311,11 @@ void NanGuard::onStart(VM& vm) {
     m_views.clear();
     m_saved.clear();
     m_info->graph = &g;
-    for (const auto& [out, in] : g.updateMapping())
+    for (const auto& [out, in] : g.updateMapping()) {
       m_info->updateOf[g.outputs()[out].get()] = g.inputs()[in]->displayName();
+      m_info->updated.insert(g.inputs()[in].get());
+    }
+    m_lastCallClean = false;
   }
   m_startInputs.clear();
   for (const VarPtr& in : g.inputs()) {
@@ -317,8 +327,28 @@ void NanGuard::onStart(VM& vm) {
       m_startInputs.push_back(value ? value->clone() : Tensor());
     if (!m_options.checkInputs) continue;
     const Tensor* v = value && value->defined() ? value : shared;
-    if (v && v->defined()) checkValue(vm, nullptr, *in, 0, *v, shared ? "shared" : "input");
+    if (!v || !v->defined()) continue;
+    // Note [Shared values checked once]: a shared value this graph updates was checked as its
+    // update when the last call wrote it; one it only reads is checked again only when its buffer
+    // changed (another buffer, as setValue and double-buffered updates give). A weight that a
+    // function without a guard overwrote in place in the same buffer is then caught where it is
+    // first read (the chain names it as the input), not at the start.
+    if (shared && m_lastCallClean) {
+      if (m_info->updated.count(in.get())) continue;
+      auto seen = m_info->sharedSeen.find(in.get());
+      if (seen != m_info->sharedSeen.end() && seen->second == v->rawData()) continue;
+    }
+    const std::size_t before = m_records.size();
+    checkValue(vm, nullptr, *in, 0, *v, shared ? "shared" : "input");
+    if (shared && m_records.size() == before) m_info->sharedSeen[in.get()] = v->rawData();
   }
+  m_lastCallClean = false;  // until onFinish
+}
+
+void NanGuard::onFinish(VM&) {
+  if (!enabled()) return;
+  // Every update was checked as it was computed: the next call need not scan it again.
+  m_lastCallClean = !m_reportedThisCall;
 }
 
 const NanGuard::NodeViews& NanGuard::viewsOf(const Apply& node) {

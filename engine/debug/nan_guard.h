@@ -144,6 +144,7 @@ class NanGuard : public ExecutionObserver {
   void onStart(VM& vm) override;
   void beforeNode(VM& vm, const NodeEvent& event) override;
   void afterNode(VM& vm, const NodeEvent& event) override;
+  void onFinish(VM& vm) override;
 
  private:
   struct Record;
@@ -180,6 +181,7 @@ class NanGuard : public ExecutionObserver {
   std::vector<Tensor> m_startInputs;  // saveFailure: the call's input values
   bool m_savedThisCall = false;
   bool m_reportedThisCall = false;
+  bool m_lastCallClean = false;  // the last call finished with the guard on and no event
 
   mutable std::mutex m_mutex;  // guards what follows
   std::vector<NanReport> m_events;

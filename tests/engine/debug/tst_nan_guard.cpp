@@ -260,6 +260,22 @@ class TestNanGuard : public QObject {
     QCOMPARE(r.where, std::string("node"));
   }
 
+  void readOnlySharedValuesAreScannedOncePerBuffer() {
+    VarPtr x = fvar("x");
+    auto w = SharedVariable::create(ft({2}, {1.0, 2.0}), "w");
+    auto guard = guardWith(kAllNanChecks);
+    Function f = compile({x}, {x * w}, {}, {.observers = {guard}});
+    f({ft({2}, {1.0, 2.0})});
+    const auto first = guard->valuesChecked();
+    f({ft({2}, {1.0, 2.0})});
+    const auto second = guard->valuesChecked() - first;
+    QCOMPARE(second, first - 1);  // w was not scanned again
+    // A new value (a new buffer) is scanned again.
+    w->setValue(ft({2}, {1.0, std::nan("")}));
+    const NanReport r = raised(f, {ft({2}, {1.0, 2.0})});
+    QCOMPARE(r.where, std::string("shared"));
+  }
+
   void updateIsNamedBeforeItIsWritten() {
     VarPtr x = fvar("x");
     auto w = SharedVariable::create(ft({2}, {1.0, 2.0}), "w");
