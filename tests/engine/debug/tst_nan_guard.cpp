@@ -5,6 +5,7 @@
 // report, and bad options.
 #include "engine/compile/function.h"
 #include "engine/debug/nan_guard.h"
+#include "engine/debug/nan_scan.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/op.h"
 #include "engine/ops/basic.h"
@@ -89,6 +90,33 @@ class TestNanGuard : public QObject {
         QVERIFY(f({ft({3}, {2.0, c.input, 3.0})}).size() == 1);
       }
     }
+  }
+
+  void quickScanFindsEveryPositionAndKind() {
+    // Note [One pass per value]: the vector body and the scalar tail, float32 and float64.
+    for (DType d : {DType::Float32, DType::Float64, DType::Float16}) {
+      for (std::int64_t n : {1, 3, 7, 8, 15, 16, 17, 31, 33, 64, 70}) {
+        Tensor clean = Tensor::full(d, {n}, -0.5);
+        QVERIFY(!quickScan(clean, true).nonFinite);
+        QCOMPARE(quickScan(clean, true).maxAbs, 0.5);
+        for (std::int64_t at = 0; at < n; ++at) {
+          for (double bad : {std::nan(""), kInf, -kInf}) {
+            Tensor t = clean.clone();
+            t.set({at}, bad);
+            QVERIFY2(quickScan(t, at % 2 == 0).nonFinite,
+                     qPrintable(QString("n %1 at %2").arg(n).arg(at)));
+          }
+          Tensor big = clean.clone();
+          big.set({at}, -300.0);
+          QCOMPARE(quickScan(big, true).maxAbs, 300.0);
+        }
+      }
+    }
+    // Strided values are scanned too.
+    Tensor m = Tensor::full(DType::Float32, {4, 6}, 1.0);
+    m.set({3, 1}, std::nan(""));
+    QVERIFY(quickScan(m.transpose(), false).nonFinite);
+    QVERIFY(!quickScan(m.slice(0, 0, 3), false).nonFinite);
   }
 
   void countsAndFirstIndexOfA2dValue() {
