@@ -1,5 +1,6 @@
 #include "engine/grad/grad.h"
 
+#include "engine/graph/apply.h"
 #include "engine/graph/config.h"
 #include "engine/graph/traversal.h"
 #include "engine/ops/basic.h"
@@ -57,6 +58,47 @@ VarPtr sumAll(std::vector<VarPtr> terms) {
   return elemwise(ScalarOp::Add, std::move(terms));
 }
 
+// Note [Gradient origin] (apply.h): tags the nodes the pullback or pushforward of `node` built,
+// walking up from its results. The walk stops at forward nodes, at variables without an owner,
+// and at nodes already tagged: by an earlier pullback (tagged == null: any node with an origin),
+// or, for Rop, by an earlier node of this Rop (the nodes in *tagged; the nested grad() of the
+// double-pullback trick tags its nodes after the pullback's nodes, which this re-tags).
+void tagOrigin(std::span<const VarPtr> results, const Apply& node,
+               const std::unordered_set<const Apply*>& forward,
+               std::unordered_set<const Apply*>* tagged, const char* kind) {
+  std::shared_ptr<const GradientOrigin> origin;
+  std::vector<Apply*> work;
+  auto visit = [&](const VarPtr& v) {
+    if (!v || !v->owner()) return;
+    Apply* owner = v->owner();
+    if (forward.count(owner)) return;
+    if (tagged ? tagged->count(owner) > 0 : owner->gradientOf() != nullptr) return;
+    if (!origin)
+      origin = std::make_shared<const GradientOrigin>(
+          GradientOrigin{node.id(), node.op().str(), node.scope(), node.site(), kind});
+    owner->setGradientOf(origin);
+    if (tagged) tagged->insert(owner);
+    work.push_back(owner);
+  };
+  for (const VarPtr& r : results) visit(r);
+  while (!work.empty()) {
+    Apply* n = work.back();
+    work.pop_back();
+    for (const VarPtr& in : n->inputs()) visit(in);
+  }
+}
+
+// The nodes the gradient walk must not tag: everything the outputs and the given seeds (output
+// gradients, eval points) depend on.
+std::unordered_set<const Apply*> forwardNodes(std::span<const VarPtr> outputs,
+                                              std::span<const VarPtr> seeds) {
+  std::vector<VarPtr> roots(outputs.begin(), outputs.end());
+  for (const VarPtr& s : seeds)
+    if (s) roots.push_back(s);
+  const std::vector<Apply*> all = ancestorNodes(roots);
+  return {all.begin(), all.end()};
+}
+
 struct Accumulated {
   std::vector<VarPtr> terms;
   std::string undefinedWhy;  // non-empty: an undefined gradient reached this variable
@@ -86,6 +128,7 @@ std::vector<VarPtr> grad(const std::vector<VarPtr>& outputs, const std::vector<V
   const std::vector<Apply*> order =
       ancestorNodes(outputs, [&](const Variable& v) { return wrtSet.count(&v) > 0; });
   const auto dep = dependents(order, wrt);
+  const auto forward = forwardNodes(outputs, outputGrads);
 
   std::unordered_map<const Variable*, Accumulated> acc;
   for (std::size_t o = 0; o < outputs.size(); ++o)
@@ -125,6 +168,12 @@ std::vector<VarPtr> grad(const std::vector<VarPtr>& outputs, const std::vector<V
     if (gIn.size() != static_cast<std::size_t>(node->nInputs()))
       throw GradientError("grad: " + node->op().str() + " returned " + std::to_string(gIn.size()) +
                           " gradients for " + std::to_string(node->nInputs()) + " inputs");
+    {
+      std::vector<VarPtr> built;
+      for (const Grad& g : gIn)
+        if (g.kind == Grad::Kind::Value) built.push_back(g.value);
+      tagOrigin(built, *node, forward, nullptr, "grad");
+    }
     for (int i = 0; i < node->nInputs(); ++i) {
       const VarPtr& in = node->input(i);
       if (!dep.count(in.get())) continue;
@@ -132,6 +181,7 @@ std::vector<VarPtr> grad(const std::vector<VarPtr>& outputs, const std::vector<V
       switch (g.kind) {
         case Grad::Kind::Value:
           acc[in.get()].terms.push_back(fitGradient(g.value, *in, *node, i));
+          tagOrigin(std::span(&acc[in.get()].terms.back(), 1), *node, forward, nullptr, "grad");
           break;
         case Grad::Kind::Undefined:
           acc[in.get()].undefinedWhy =
@@ -208,6 +258,8 @@ std::vector<VarPtr> Rop(const std::vector<VarPtr>& f, const std::vector<VarPtr>&
   for (const VarPtr& w : wrt) wrtSet.insert(w.get());
   const std::vector<Apply*> order =
       ancestorNodes(f, [&](const Variable& v) { return wrtSet.count(&v) > 0; });
+  const auto forward = forwardNodes(f, evalPoints);
+  std::unordered_set<const Apply*> tagged;
   for (Apply* node : order) {
     std::vector<VarPtr> tIn;
     bool any = false;
@@ -252,6 +304,7 @@ std::vector<VarPtr> Rop(const std::vector<VarPtr>& f, const std::vector<VarPtr>&
       if (t->type().dtype() != out.type().dtype() && isFloat(out.type().dtype()))
         t = cast(t, out.type().dtype());
       tangent[&out] = t;
+      tagOrigin(std::span(&t, 1), *node, forward, &tagged, "rop");
     }
   }
   std::vector<VarPtr> result;

@@ -82,6 +82,7 @@ ApplyPtr Apply::cloneWithNewInputs(std::vector<VarPtr> inputs) const {
   copy->m_inputs = std::move(inputs);
   copy->m_scope = m_scope;
   copy->m_site = m_site;
+  copy->m_gradientOf = m_gradientOf;
   copy->m_id = m_id;
   copy->m_outputs.reserve(m_outputs.size());
   for (std::size_t i = 0; i < m_outputs.size(); ++i) {

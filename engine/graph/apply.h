@@ -17,6 +17,20 @@ namespace tscope::engine {
 
 class Op;
 class Apply;
+
+// Note [Gradient origin]: every node that grad/Lop/Rop builds records the forward node it
+// differentiates, so a NaN in a gradient names "gradient of Exp at encoder/attn (created at
+// model.cpp:88)" (engine/debug/nan_guard.h). A value copy of what names the forward node (its id,
+// -1 when it was in no graph, its op, scope and site), so it survives clones, rewrites that clone
+// the node, and .tsg round trips ("gradient_of"), even when the forward node itself is gone.
+struct GradientOrigin {
+  std::int64_t nodeId = -1;
+  std::string op;             // Op::str() of the forward node: "Elemwise{exp}"
+  std::string scope;          // its scope path
+  SourceSite site;            // its creation site
+  std::string kind = "grad";  // "grad" (pullback: grad/Lop) or "rop" (pushforward: Rop)
+  friend bool operator==(const GradientOrigin&, const GradientOrigin&) = default;
+};
 using OpPtr = std::shared_ptr<const Op>;
 using ApplyPtr = std::shared_ptr<Apply>;
 
@@ -48,6 +62,11 @@ class Apply : public std::enable_shared_from_this<Apply> {
   const SourceSite& site() const { return m_site; }
   // Importers point the site at the model file and node they read the node from.
   void setSite(SourceSite site) { m_site = std::move(site); }
+  // Note [Gradient origin]: null for a node that differentiates nothing.
+  const std::shared_ptr<const GradientOrigin>& gradientOf() const { return m_gradientOf; }
+  void setGradientOf(std::shared_ptr<const GradientOrigin> origin) {
+    m_gradientOf = std::move(origin);
+  }
   // See Note [Node ids] in variable.h.
   std::int64_t id() const { return m_id; }
   FunctionGraph* fgraph() const { return m_fgraph; }
@@ -83,6 +102,7 @@ class Apply : public std::enable_shared_from_this<Apply> {
   std::int64_t m_id = -1;
   SharedString m_scope;
   SourceSite m_site;
+  std::shared_ptr<const GradientOrigin> m_gradientOf;
 };
 
 }  // namespace tscope::engine

@@ -37,8 +37,11 @@ void RewriteRecorder::onChangeInput(FunctionGraph&, Apply*, int, const VarPtr& o
                                     const VarPtr& newVar, std::string_view) {
   std::pair<std::int64_t, std::int64_t> pair{oldVar->id(), newVar->id()};
   if (std::find(m_current.replaced.begin(), m_current.replaced.end(), pair) ==
-      m_current.replaced.end())
+      m_current.replaced.end()) {
     m_current.replaced.push_back(pair);
+    m_current.replacedOwners.emplace_back(oldVar->owner() ? oldVar->owner()->id() : -1,
+                                          newVar->owner() ? newVar->owner()->id() : -1);
+  }
 }
 
 }  // namespace tscope::engine

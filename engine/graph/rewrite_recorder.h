@@ -19,6 +19,10 @@ struct RewriteRecord {
   std::string reason;     // the rewriter's name, or the edit's reason
   // (old variable id, new variable id), each pair once, in the order they were made.
   std::vector<std::pair<std::int64_t, std::int64_t>> replaced;
+  // For replaced[i]: (id of the old variable's owner node, id of the new one's), -1 for a free
+  // variable. Lets a reader follow a removed node to what replaced it (engine/debug/lineage.h);
+  // empty in logs read from files written before it existed.
+  std::vector<std::pair<std::int64_t, std::int64_t>> replacedOwners;
   std::vector<std::int64_t> addedNodes;    // ids of the nodes imported by the change
   std::vector<std::int64_t> removedNodes;  // ids of the nodes pruned by the change
   double seconds = 0;                      // wall time of the change itself

@@ -373,6 +373,17 @@ class GraphReader {
       ApplyPtr node = Apply::create(op, std::move(inputs), std::move(types),
                                     readSite(a, m_sites).value_or(SourceSite{}));
       node->setScope(readScope(a));
+      if (auto g = a.find("gradient_of")) {  // Note [Gradient origin]
+        GradientOrigin origin;
+        origin.nodeId = g->at("id").integer(-1, kMaxId);
+        origin.op = g->at("op").string();
+        if (auto kind = g->find("kind")) origin.kind = kind->string();
+        if (origin.kind != "grad" && origin.kind != "rop")
+          g->fail("expected \"kind\": \"grad\" or \"rop\", found \"" + origin.kind + "\"");
+        if (g->find("scope")) origin.scope = readScope(*g);
+        origin.site = readSite(*g, m_sites).value_or(SourceSite{});
+        node->setGradientOf(std::make_shared<const GradientOrigin>(std::move(origin)));
+      }
       for (int k = 0; k < node->nOutputs(); ++k) node->outputRef(k).setScope(node->scope());
       node->presetId(id);
       for (std::size_t k = 0; k < outEntries.size(); ++k) {
@@ -464,6 +475,17 @@ std::vector<RewriteRecord> readRewrites(const JsonCursor& c) {
       if (pair.arraySize() != 2) pair.fail("expected a pair [old id, new id]");
       rec.replaced.emplace_back(pair.at(std::size_t{0}).integer(0, kMaxId),
                                 pair.at(std::size_t{1}).integer(0, kMaxId));
+    }
+    if (auto owners = r.find("replaced_owners")) {
+      if (owners->arraySize() != rec.replaced.size())
+        owners->fail("expected one owner pair per replaced pair (" +
+                     std::to_string(rec.replaced.size()) + ")");
+      for (std::size_t k = 0, m = owners->arraySize(); k < m; ++k) {
+        JsonCursor pair = owners->at(k);
+        if (pair.arraySize() != 2) pair.fail("expected a pair [old owner id, new owner id]");
+        rec.replacedOwners.emplace_back(pair.at(std::size_t{0}).integer(-1, kMaxId),
+                                        pair.at(std::size_t{1}).integer(-1, kMaxId));
+      }
     }
     rec.addedNodes = ids(r.at("added"));
     rec.removedNodes = ids(r.at("removed"));

@@ -152,6 +152,11 @@ json applyToJson(const Apply& node, SiteTable& sites) {
   json props = node.op().props();
   if (!props.empty()) out["props"] = std::move(props);
   putMetadata(out, node.scope(), node.site(), sites);
+  if (const auto& g = node.gradientOf()) {  // Note [Gradient origin]
+    json origin = {{"id", g->nodeId}, {"op", g->op}, {"kind", g->kind}};
+    putMetadata(origin, g->scope, g->site, sites);
+    out["gradient_of"] = std::move(origin);
+  }
   return out;
 }
 
@@ -231,9 +236,15 @@ void appendGraph(std::string& out, const FunctionGraph& fg, SiteTable& sites) {
 json rewriteToJson(const RewriteRecord& r) {
   json replaced = json::array();
   for (const auto& [a, b] : r.replaced) replaced.push_back({a, b});
-  return {{"order", r.order},     {"phase", r.phase},      {"reason", r.reason},
-          {"replaced", replaced}, {"added", r.addedNodes}, {"removed", r.removedNodes},
-          {"seconds", r.seconds}};
+  json out = {{"order", r.order},     {"phase", r.phase},      {"reason", r.reason},
+              {"replaced", replaced}, {"added", r.addedNodes}, {"removed", r.removedNodes},
+              {"seconds", r.seconds}};
+  if (!r.replacedOwners.empty()) {
+    json owners = json::array();
+    for (const auto& [a, b] : r.replacedOwners) owners.push_back({a, b});
+    out["replaced_owners"] = std::move(owners);
+  }
+  return out;
 }
 
 }  // namespace
