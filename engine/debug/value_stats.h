@@ -32,9 +32,9 @@ TensorStats statsOf(const Tensor& value);
 // One line: dtype, shape, min, max, mean, norm, and the non-finite counts when there are any.
 std::string toString(const TensorStats& stats);
 
-// The largest |a - b| over the elements (same shape required; NaN when either holds a NaN where
-// the other does not, +Inf when an infinity differs). For "changed since the last run by more
-// than k" breakpoint conditions.
+// The largest |a - b| over the elements (same shape required). A NaN or an infinity on one side
+// where the other differs counts as +Inf; NaN against NaN is no difference. For "changed since
+// the last run by more than k" breakpoint conditions.
 double maxAbsDifference(const Tensor& a, const Tensor& b);
 
 }  // namespace tscope::engine::debug
