@@ -2,6 +2,7 @@
 
 #include "engine/graph/errors.h"
 #include "engine/graph/op.h"
+#include "engine/ops/debug/breakpoint.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -146,29 +147,35 @@ std::shared_ptr<const Program> linkProgram(const FunctionGraph& graph, std::vect
     for (int o = 0; o < node->nOutputs(); ++o)
       p.m_operandSlots.push_back(slotOf(node->outputRef(o)));
     t.kernel = kernels.choose(node->op(), options.device);
-    if (const FunctionGraph* inner = node->op().innerGraph()) {
-      // Nodes applying one op share its child program (ops are values: equal bodies).
+    t.breakOp = isDebugBarrier(node->op());
+    p.m_hasBreakOps = p.m_hasBreakOps || t.breakOp;
+    const std::vector<const FunctionGraph*> inners = node->op().innerGraphs();
+    if (!inners.empty()) {
+      // Nodes applying one op share its child programs (ops are values: equal bodies).
       auto [it, fresh] = childOf.emplace(t.op, -1);
       if (fresh) {
-        std::shared_ptr<const Program> child =
-            options.linkInner ? options.linkInner(*node, *inner)
-                              : linkProgram(*inner, inner->toposort(),
-                                            LinkOptions{.keepBuffers = false,
-                                                        .device = options.device,
-                                                        .kernels = options.kernels,
-                                                        .linkInner = {}});
-        if (child->inputSlots().size() != node->inputs().size() ||
-            child->outputSlots().size() != static_cast<std::size_t>(node->nOutputs()))
-          throw GraphError("linkProgram: the inner graph of " + node->op().str() + " (node " +
-                           std::to_string(node->id()) + ") has " +
-                           std::to_string(child->inputSlots().size()) + " inputs and " +
-                           std::to_string(child->outputSlots().size()) + " outputs; the node has " +
-                           std::to_string(node->nInputs()) + " and " +
-                           std::to_string(node->nOutputs()));
         it->second = static_cast<std::int32_t>(p.m_children.size());
-        p.m_children.push_back(std::move(child));
+        for (const FunctionGraph* inner : inners) {
+          std::shared_ptr<const Program> child =
+              options.linkInner ? options.linkInner(*node, *inner)
+                                : linkProgram(*inner, inner->toposort(),
+                                              LinkOptions{.keepBuffers = false,
+                                                          .device = options.device,
+                                                          .kernels = options.kernels,
+                                                          .linkInner = {}});
+          if (child->inputSlots().size() != node->inputs().size() ||
+              child->outputSlots().size() != static_cast<std::size_t>(node->nOutputs()))
+            throw GraphError("linkProgram: the inner graph of " + node->op().str() + " (node " +
+                             std::to_string(node->id()) + ") has " +
+                             std::to_string(child->inputSlots().size()) + " inputs and " +
+                             std::to_string(child->outputSlots().size()) +
+                             " outputs; the node has " + std::to_string(node->nInputs()) + " and " +
+                             std::to_string(node->nOutputs()));
+          p.m_children.push_back(std::move(child));
+        }
       }
       t.child = it->second;
+      t.nChildren = static_cast<std::uint32_t>(inners.size());
     }
     p.m_nodes.push_back(t);
   }

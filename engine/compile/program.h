@@ -67,6 +67,10 @@ struct LinkedNode {
   Kernel kernel;
   std::uint32_t inBegin = 0, nIn = 0, outBegin = 0, nOut = 0;  // into Program::operandSlots()
   std::int32_t child = -1;  // index into Program::children(), -1 for an ordinary node
+  // Note [Several inner graphs] (op.h): the node's bodies are children [child, child + nChildren).
+  std::uint32_t nChildren = 0;
+  // A BreakPoint node (Note [BreakPoint at run time] in engine/ops/debug/breakpoint.h).
+  bool breakOp = false;
 };
 
 struct LinkOptions {
@@ -100,6 +104,8 @@ class Program {
   const std::vector<Tensor>& constants() const { return m_constants; }
   // The graph a child program was linked from keeps alive here (an optimized clone of the body).
   const std::shared_ptr<const FunctionGraph>& ownedGraph() const { return m_owned; }
+  // Whether a node of this program (not its children) is a BreakPoint.
+  bool hasBreakOps() const { return m_hasBreakOps; }
   // Nodes in this program and all its children (what a profiler sizes its tables by).
   std::size_t totalNodeCount() const;
 
@@ -118,6 +124,7 @@ class Program {
   std::vector<Tensor> m_constants;
   FlatHashMap<const Variable*, std::uint32_t> m_slots;
   std::vector<std::shared_ptr<const Program>> m_children;
+  bool m_hasBreakOps = false;
 };
 
 // Plans storage and links kernels for `schedule` (every node of graph, in an executable order).

@@ -2,6 +2,8 @@
 
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
+#include "engine/ops/control/ifelse.h"
+#include "engine/ops/debug/breakpoint.h"
 #include "engine/ops/elemwise/elemwise.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/nn/nn.h"
@@ -20,6 +22,8 @@ void registerAllOps(OpRegistry& registry) {
   registerRandomOps(registry);
   registerGraphOps(registry);
   registerReduceOps(registry);
+  registerDebugOps(registry);
+  registerControlOps(registry);
 }
 
 const OpRegistry& defaultOpRegistry() {

@@ -2,6 +2,7 @@
 
 #include "engine/graph/errors.h"
 #include "engine/graph/op.h"
+#include "engine/ops/debug/breakpoint.h"
 #include "engine/vm/cancel.h"
 #include "engine/vm/clock.h"
 
@@ -77,26 +78,6 @@ inline void freeAfter(Frame& f, const Hot& t, const std::uint32_t* freeSlots) {
 
 }  // namespace
 
-std::string_view statusName(VM::Status status) {
-  switch (status) {
-    case VM::Status::Idle:
-      return "idle";
-    case VM::Status::Ready:
-      return "ready";
-    case VM::Status::Running:
-      return "running";
-    case VM::Status::Paused:
-      return "paused";
-    case VM::Status::Finished:
-      return "finished";
-    case VM::Status::Failed:
-      return "failed";
-    case VM::Status::Stopped:
-      break;
-  }
-  return "stopped";
-}
-
 // One node as the dispatch loop reads it: a compact copy of the program's LinkedNode with its
 // operands resolved into this frame's storage.
 struct VM::Hot {
@@ -107,6 +88,8 @@ struct VM::Hot {
   std::uint32_t freeBegin, nFree;        // into the plan's freeSlots
   std::uint32_t destroyBegin, nDestroy;  // into the plan's overwrites
   std::int32_t child;
+  std::uint32_t nChildren;
+  bool breakOp;
 };
 
 struct VM::Frame {
@@ -146,6 +129,8 @@ struct VM::Frame {
       while (d < plan.overwrites.size() && plan.overwrites[d].position == pos) ++d;
       h.nDestroy = d - h.destroyBegin;
       h.child = n.child;
+      h.nChildren = n.nChildren;
+      h.breakOp = n.breakOp;
       hot.push_back(h);
     }
   }
@@ -261,6 +246,7 @@ void VM::start(std::span<const Tensor> inputValues) {
   }
   m_error = nullptr;
   m_pauseReason = PauseReason::None;
+  m_breakOpNode = nullptr;
   m_boundaryVisited = false;
   // A request made before this start() was for the execution it replaces.
   m_pauseRequested.store(false, std::memory_order_release);
@@ -379,6 +365,12 @@ void VM::runNode(Frame& f) {
         m_observers, m_inCallbacks, true, [&](ExecutionObserver& o) { o.afterNode(*this, event); },
         [&](std::exception_ptr e) { fail(f, e, true); });
   }
+  // Note [BreakPoint at run time]: the condition is input 0; the node's slots stay until the
+  // pause is over (a monitored value nothing reads later would be freed right here).
+  if (t.breakOp && m_options.breakOps && BreakPointOp::holds(*f.ptrs[t.in])) {
+    m_breakOpNode = t.node;
+    return;
+  }
   if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan().freeSlots.data());
 }
 
@@ -392,7 +384,32 @@ void VM::enterFrame(Frame& f) {
         [&](ExecutionObserver& o) { o.beforeNode(*this, event); },
         [&](std::exception_ptr e) { fail(f, e, false); });
   }
-  Frame& c = frameFor(*f.program->children()[static_cast<std::size_t>(t.child)]);
+  // Note [Several inner graphs] (op.h): only the body the op selects runs (IfElse's taken branch).
+  std::size_t body = 0;
+  if (t.nChildren > 1) {
+    try {
+      body = t.op->selectInnerGraph(f.inputs(t));
+    } catch (const std::exception& e) {
+      try {
+        rethrowWithContext(f, t, e);
+      } catch (...) {
+        fail(f, std::current_exception(), false);
+        throw;
+      }
+    }
+    if (body >= t.nChildren) {
+      try {
+        throw ExecutionError(t.op->str() + " (node " + std::to_string(t.node->id()) +
+                                 ") selected inner graph " + std::to_string(body) + " of " +
+                                 std::to_string(t.nChildren),
+                             t.node->id(), m_path);
+      } catch (...) {
+        fail(f, std::current_exception(), false);
+        throw;
+      }
+    }
+  }
+  Frame& c = frameFor(*f.program->children()[static_cast<std::size_t>(t.child) + body]);
   const auto inputSlots = c.program->inputSlots();
   for (std::size_t i = 0; i < inputSlots.size(); ++i) c.storage[inputSlots[i]] = *f.ptrs[t.in + i];
   c.pc = 0;
@@ -535,6 +552,7 @@ VM::Status VM::drive(Drive how) {
   const bool stepping = how == Drive::StepInto || how == Drive::StepOver;
   m_status = Status::Running;
   m_pauseReason = PauseReason::None;
+  m_breakOpNode = nullptr;
   // Note [Cancellation seam]: long kernels on this thread see requestStop().
   const CancellationScope cancellation(&m_stopRequested);
   try {
@@ -550,12 +568,18 @@ VM::Status VM::driveLoop(Drive how, std::size_t startDepth, bool stepping) {
   while (true) {
     applyObserverChanges();
     if (how == Drive::Run && m_stack.size() == 1 && m_observers.empty() && m_breaks.empty() &&
-        m_options.retain == Retain::AfterLastUse && (!first || !m_boundaryVisited)) {
+        m_options.retain == Retain::AfterLastUse && (!first || !m_boundaryVisited) &&
+        !(m_options.breakOps && m_program->hasBreakOps())) {
       if (runFast()) return m_status;
     }
     Frame& f = *m_stack.back();
     if (boundaryPauses(f, first && stepping)) return m_status;
     first = false;
+    if (m_stack.size() == 1 && f.pc >= f.hot.size()) {
+      // Paused after a BreakPoint that was the last node.
+      finishRun();
+      return m_status;
+    }
     if (f.pc >= f.hot.size())
       returnFromFrame();
     else if (f.hot[f.pc].child >= 0)
@@ -563,6 +587,14 @@ VM::Status VM::driveLoop(Drive how, std::size_t startDepth, bool stepping) {
     else
       runNode(f);
     m_boundaryVisited = false;
+    if (m_breakOpNode) {
+      // Note [BreakPoint at run time]: this pause ends a step too; resuming moves past this
+      // boundary. At the end of the schedule the run still pauses first (the values are there).
+      m_pauseRequested.store(false, std::memory_order_release);
+      m_boundaryVisited = true;
+      pause(PauseReason::BreakPointOp);
+      return m_status;
+    }
     if (m_stack.size() == 1 && m_root->pc >= m_root->hot.size()) {
       finishRun();
       return m_status;

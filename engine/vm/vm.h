@@ -87,11 +87,15 @@ struct VMOptions {
   Retain retain = Retain::AfterLastUse;
   // One steady-clock pair around every kernel (NodeEvent t0/t1, timings()).
   bool timing = false;
+  // Pause after a BreakPoint node whose condition holds (Note [BreakPoint at run time] in
+  // engine/ops/debug/breakpoint.h). Off: BreakPoint nodes are plain views.
+  bool breakOps = false;
 };
 
 class VM {
  public:
   enum class Status { Idle, Ready, Running, Paused, Finished, Failed, Stopped };
+  // BreakPointOp: a BreakPoint node's condition held (breakOps on); the VM stopped after it.
   enum class PauseReason { None, Requested, Breakpoint, Observer, Step, BreakPointOp };
 
   explicit VM(std::shared_ptr<const Program> program, VMOptions options = {});
@@ -139,6 +143,15 @@ class VM {
   void setBreakBefore(const Apply& node, bool on = true);
   void clearBreakpoints() { m_breaks.clear(); }
   bool hasBreakBefore(const Apply& node) const { return m_breaks.count(&node) > 0; }
+
+  // Note [BreakPoint at run time]: with breakOps on, a BreakPoint node whose condition holds
+  // pauses the VM right after it (in any frame), pc past it, reason BreakPointOp; resuming does
+  // not stop again at that boundary for a break position or a verdict.
+  void setBreakOps(bool on) { m_options.breakOps = on; }
+  bool breakOps() const { return m_options.breakOps; }
+  // After a pause with PauseReason::BreakPointOp: the BreakPoint node that paused (its outputs
+  // are the monitored values, readable with value()); null otherwise.
+  const Apply* breakOpNode() const { return m_breakOpNode; }
 
   void setRetain(Retain retain) { m_options.retain = retain; }
   Retain retain() const { return m_options.retain; }
@@ -233,11 +246,15 @@ class VM {
   // Whether the current boundary was already checked for breaks (Note [VM states]).
   bool m_boundaryVisited = false;
   bool m_inCallbacks = false;
+  // The BreakPoint node of a BreakPointOp pause, set by runNode when its condition held.
+  const Apply* m_breakOpNode = nullptr;
   std::atomic<bool> m_pauseRequested{false};
   // Also raises m_pauseRequested, so the hot loop checks one flag (Note [Cancellation seam]).
   std::atomic<bool> m_stopRequested{false};
 };
 
 std::string_view statusName(VM::Status status);
+// "none", "requested", "breakpoint", "observer", "step", "breakpoint-op".
+std::string_view pauseReasonName(VM::PauseReason reason);
 
 }  // namespace tscope::engine

@@ -152,6 +152,11 @@ void emitSpecifyShape(NodeExport& n) {
   n.add("Identity", {n.input(0)}, {n.output(0)});
 }
 
+// BreakPoint: one Identity per monitored value; the doc string (op str) keeps the name.
+void emitBreakPoint(NodeExport& n) {
+  for (int o = 0; o < n.node().nOutputs(); ++o) n.add("Identity", {n.input(o + 1)}, {n.output(o)});
+}
+
 void emitJoin(NodeExport& n) {
   const DType out = n.outType(0).dtype();
   std::vector<std::string> parts;
@@ -554,6 +559,7 @@ void registerShapeEmitters(EmitterTable& table) {
   table.add("ShapeI", &emitShapeI);
   table.add("MakeVector", &emitMakeVector);
   table.add("SpecifyShape", &emitSpecifyShape);
+  table.add("BreakPoint", &emitBreakPoint);
   table.add("Join", &emitJoin);
   table.add("Split", &emitSplit);
   table.add("Alloc", &emitAlloc);

@@ -2,6 +2,7 @@
 // dead code removal.
 #include "engine/graph/flat_hash_map.h"
 #include "engine/graph/op.h"
+#include "engine/ops/debug/breakpoint.h"
 #include "engine/rewrite/rewrite_db.h"
 #include "engine/tensor/tensor.h"
 
@@ -106,7 +107,10 @@ std::size_t mergeGraph(RewriteContext& ctx, const std::string& reason) {
         if (ctx.replace({{replaced, canonical}}, reason)) ++changes;
       }
     }
-    if (!node->op().isExecutable() || !node->op().destroyMap().empty()) continue;
+    // Note [Debug ops survive rewrites] (breakpoint.h): each BreakPoint node stays its own.
+    if (!node->op().isExecutable() || !node->op().destroyMap().empty() ||
+        isDebugBarrier(node->op()))
+      continue;
     std::size_t h = node->op().hash();
     for (const VarPtr& in : node->inputs())
       h = h * 1000003u ^ std::hash<const Variable*>()(in.get());
@@ -135,7 +139,8 @@ std::size_t mergeGraph(RewriteContext& ctx, const std::string& reason) {
 
 bool foldable(const Apply& node) {
   const Op& op = node.op();
-  if (node.nInputs() == 0 || !op.isExecutable() || !op.destroyMap().empty()) return false;
+  if (node.nInputs() == 0 || !op.isExecutable() || !op.destroyMap().empty() || isDebugBarrier(op))
+    return false;
   const std::string name = op.name();
   // Alloc-like ops would turn a cheap broadcast into a big constant in the graph and the file;
   // random ops are kept so the graph still shows where randomness comes from.
