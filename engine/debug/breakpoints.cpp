@@ -1,9 +1,9 @@
 #include "engine/debug/breakpoints.h"
 
 #include <charconv>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 

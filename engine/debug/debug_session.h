@@ -223,8 +223,9 @@ class DebugSession {
   void onPause(std::function<void(const SessionState&)> callback);
   const Function& function() const;
 
+  struct Impl;  // internal: engine/debug/debug_session_impl.h
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> m_impl;
 };
 

@@ -12,12 +12,13 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 namespace tscope::engine::debug {
 
-class BreakpointObserver;
 class NanGuard;
 
 // One node of the program tree (the outer program and every child program, recursively).
@@ -39,6 +40,37 @@ struct Edit {
   std::size_t frame;
   const Variable* var;
   Tensor original;
+};
+
+// Evaluates the breakpoints after each node they name (Note [Breakpoint conditions]); a hit asks
+// the VM to pause at the next boundary. Attached only while an enabled breakpoint exists.
+class BreakpointObserver final : public ExecutionObserver {
+ public:
+  explicit BreakpointObserver(DebugSession::Impl& session) : m_session(session) {}
+  void rebuild(const std::map<int, Breakpoint>& breakpoints);
+  bool empty() const { return m_table.empty(); }
+  void onStart(VM&) override {
+    ++m_generation;
+    m_hit = -1;
+  }
+  void afterNode(VM& vm, const NodeEvent& event) override;
+  // The breakpoint that asked for the pending pause (-1: none), and its node.
+  int takeHit() { return std::exchange(m_hit, -1); }
+  std::int64_t hitNode() const { return m_hitNode; }
+  void setMuted(bool muted) { m_muted = muted; }
+
+ private:
+  struct Previous {
+    Tensor value;
+    std::uint64_t generation = 0;
+  };
+  DebugSession::Impl& m_session;
+  std::unordered_map<const Apply*, std::vector<int>> m_table;  // node -> enabled breakpoints
+  std::unordered_map<const Variable*, Previous> m_previous;    // @changed: the last value
+  std::uint64_t m_generation = 0;
+  int m_hit = -1;
+  std::int64_t m_hitNode = -1;
+  bool m_muted = false;
 };
 
 struct DebugSession::Impl {
@@ -63,12 +95,16 @@ struct DebugSession::Impl {
   // Set by stop() before its command is queued; run commands queued before it do not run.
   std::atomic<int> pendingStops{0};
   // Whether a run command is driving the VM (interrupt() only then asks for a pause).
-  std::atomic<bool> driving{false};
+  std::mutex driveMutex;  // driving changes under it, so interrupt() never reaches a later run
+  bool driving = false;
   std::atomic<bool> interruptRequested{false};
 
   // ---- worker-only ----
   std::optional<Execution> execution;
   SessionPhase phase = SessionPhase::Idle;
+  SessionState details;  // the last pause's breakpoint, BreakPoint op, report, error, message
+  Retain savedRetain = Retain::AfterLastUse;  // the VM's settings before the session
+  bool savedTiming = false, savedBreakOps = false;
   std::uint64_t serial = 0;
   bool started = false;  // restart() has arguments to repeat
   std::vector<Tensor> startArgs;
@@ -80,6 +116,7 @@ struct DebugSession::Impl {
   std::shared_ptr<BreakpointObserver> breakpointObserver;
   bool observersAttached = false;
   std::shared_ptr<NanGuard> nanGuard;
+  std::shared_ptr<ExecutionObserver> nanGuardObserver;  // the same guard, as an observer
   std::vector<Edit> edits;
   std::unordered_set<const Variable*> dirty;  // edited or undone since the last recompute
 
@@ -102,6 +139,8 @@ struct DebugSession::Impl {
   Breakpoint resolve(const BreakpointSpec& spec, bool onOriginalGraph) const;
   void rebuildBreakpointTable();
   std::vector<const Apply*> findNodes(std::int64_t id) const;
+  // NanGuard (session_nan_guard.cpp): the report of a NanGuard pause, null when none.
+  std::shared_ptr<const NanReport> takeNanReport();
 
   // Values (session_values.cpp).
   const Variable& lookup(std::string_view nameOrId, std::size_t frame) const;
@@ -112,7 +151,35 @@ struct DebugSession::Impl {
   RecomputeResult recompute();
 };
 
-// A stop: the message of a command refused in the current phase.
+template <class T>
+inline std::future<T> DebugSession::Impl::submit(std::function<T()> work) {
+  auto promise = std::make_shared<std::promise<T>>();
+  std::future<T> future = promise->get_future();
+  {
+    std::lock_guard lock(queueMutex);
+    if (quit) {
+      promise->set_exception(
+          std::make_exception_ptr(std::logic_error("the debug session is closing")));
+      return future;
+    }
+    queue.push_back([promise, work = std::move(work)] {
+      try {
+        if constexpr (std::is_void_v<T>) {
+          work();
+          promise->set_value();
+        } else {
+          promise->set_value(work());
+        }
+      } catch (...) {
+        promise->set_exception(std::current_exception());
+      }
+    });
+  }
+  queueCv.notify_one();
+  return future;
+}
+
+// Throws std::logic_error: `command` needs `needs`, and the session is in `phase`.
 [[noreturn]] void refuseInPhase(const char* command, SessionPhase phase, const char* needs);
 
 }  // namespace tscope::engine::debug
