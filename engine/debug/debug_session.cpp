@@ -55,10 +55,10 @@ void DebugSession::Impl::loop() {
     if (breakpointObserver) vm.removeObserver(*breakpointObserver);
     if (nanGuardObserver) vm.removeObserver(*nanGuardObserver);
     for (const auto& o : options.observers) vm.removeObserver(*o);
+    vm.setRetain(savedRetain);
+    vm.setTiming(savedTiming);
+    vm.setBreakOps(savedBreakOps);
   }
-  vm.setRetain(savedRetain);
-  vm.setTiming(savedTiming);
-  vm.setBreakOps(savedBreakOps);
   std::lock_guard lock(queueMutex);
   queue.clear();
 }
@@ -297,6 +297,7 @@ std::future<SessionState> DebugSession::start(std::vector<Tensor> args) {
     s.edits.clear();
     s.dirty.clear();
     s.execution.emplace(std::move(e));
+    ++s.executions;
     s.startArgs = std::move(copies);
     s.sharedAtStart = std::move(shared);
     s.started = true;
@@ -320,6 +321,7 @@ std::future<SessionState> DebugSession::restart() {
         sv->setValueBorrowed(value);
     s.syncObservers();
     s.execution.emplace(s.function.begin(s.startArgs));
+    ++s.executions;
     s.edits.clear();
     s.dirty.clear();
     s.details = {};

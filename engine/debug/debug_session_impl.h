@@ -49,10 +49,6 @@ class BreakpointObserver final : public ExecutionObserver {
   explicit BreakpointObserver(DebugSession::Impl& session) : m_session(session) {}
   void rebuild(const std::map<int, Breakpoint>& breakpoints);
   bool empty() const { return m_table.empty(); }
-  void onStart(VM&) override {
-    ++m_generation;
-    m_hit = -1;
-  }
   void afterNode(VM& vm, const NodeEvent& event) override;
   // The breakpoint that asked for the pending pause (-1: none), and its node.
   int takeHit() { return std::exchange(m_hit, -1); }
@@ -67,7 +63,6 @@ class BreakpointObserver final : public ExecutionObserver {
   DebugSession::Impl& m_session;
   std::unordered_map<const Apply*, std::vector<int>> m_table;  // node -> enabled breakpoints
   std::unordered_map<const Variable*, Previous> m_previous;    // @changed: the last value
-  std::uint64_t m_generation = 0;
   int m_hit = -1;
   std::int64_t m_hitNode = -1;
   bool m_muted = false;
@@ -106,7 +101,8 @@ struct DebugSession::Impl {
   Retain savedRetain = Retain::AfterLastUse;  // the VM's settings before the session
   bool savedTiming = false, savedBreakOps = false;
   std::uint64_t serial = 0;
-  bool started = false;  // restart() has arguments to repeat
+  bool started = false;          // restart() has arguments to repeat
+  std::uint64_t executions = 0;  // start() and restart() calls (@changed compares across them)
   std::vector<Tensor> startArgs;
   // Every shared variable of the graph with its value at start() (restart puts them back).
   std::vector<std::pair<SharedVariable*, Tensor>> sharedAtStart;

@@ -170,10 +170,10 @@ void BreakpointObserver::afterNode(VM& vm, const NodeEvent& event) {
       if (c.kind == BreakCondition::Kind::ChangedBy) {
         // Note [Breakpoint conditions]: against the previous execution's value.
         Previous& prev = m_previous[&event.node.outputRef(o)];
-        const bool fromEarlier = prev.value.defined() && prev.generation < m_generation;
+        const std::uint64_t now = m_session.executions;
+        const bool fromEarlier = prev.value.defined() && prev.generation < now;
         holds = holds || (fromEarlier && conditionHolds(c, *value, &prev.value));
-        if (prev.generation != m_generation || !prev.value.defined())
-          prev = {value->clone(), m_generation};
+        if (prev.generation != now || !prev.value.defined()) prev = {value->clone(), now};
       } else if (!holds) {
         holds = conditionHolds(c, *value);
       }
