@@ -2,6 +2,7 @@
 
 #include "engine/compile/function.h"
 #include "engine/graph/errors.h"
+#include "engine/io/atomic_file.h"
 
 #include <random>
 #include <set>
@@ -85,8 +86,60 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
   }
   CompileOptions options;
   options.mode = given.mode;
-  Function f = compile(inputs, graph.outputs(), {}, options);
-  result.outputs = f(args);
+  std::shared_ptr<debug::NanGuard> guard;
+  if (given.nanGuard) {
+    debug::NanGuardOptions o = *given.nanGuard;
+    if (o.action == debug::NanAction::Pause) o.action = debug::NanAction::Warn;
+    guard = std::make_shared<debug::NanGuard>(std::move(o));
+    options.observers.push_back(guard);
+  }
+  if (!guard) {
+    Function f = compile(inputs, graph.outputs(), {}, options);
+    result.outputs = f(args);
+    return result;
+  }
+  // Guarded, the graph's updates are compiled in as updates (not as plain outputs), so a replay
+  // file (NanGuardOptions::saveFailure) runs the step as the failed call did; a raised call leaves
+  // the shared values as they were. An update output's value in the result is the new value.
+  std::vector<VarPtr> plainOutputs;
+  std::vector<std::size_t> plainIndex;
+  std::vector<Update> updates;
+  const auto& mapping = graph.updateMapping();
+  for (std::size_t o = 0; o < graph.outputs().size(); ++o) {
+    auto up = mapping.find(o);
+    if (up != mapping.end()) {
+      updates.push_back({graph.inputs()[up->second], graph.outputs()[o]});
+    } else {
+      plainIndex.push_back(o);
+      plainOutputs.push_back(graph.outputs()[o]);
+    }
+  }
+  Function f = compile(inputs, plainOutputs, updates, options);
+  guard->watch(f, &graph);
+  auto writeReport = [&] {
+    result.nanEvents = guard->events();
+    if (given.reportJson.empty()) return;
+    nlohmann::json events = nlohmann::json::array();
+    for (const debug::NanReport& r : result.nanEvents) events.push_back(r.toJson());
+    const nlohmann::json doc = {{"outcome", result.nanEvents.empty() ? "clean" : "nan"},
+                                {"event_count", guard->eventCount()},
+                                {"events", std::move(events)}};
+    const std::string text = doc.dump(2) + "\n";
+    if (auto error = io::writeFileAtomically(given.reportJson,
+                                             std::as_bytes(std::span(text.data(), text.size()))))
+      throw std::runtime_error("writing the NanGuard report " + given.reportJson + ": " + *error);
+  };
+  try {
+    std::vector<Tensor> outs = f(args);
+    result.outputs.resize(graph.outputs().size());
+    for (std::size_t k = 0; k < plainIndex.size(); ++k) result.outputs[plainIndex[k]] = outs[k];
+    for (const auto& [o, in] : mapping)
+      result.outputs[o] = static_cast<const SharedVariable&>(*graph.inputs()[in]).value().clone();
+  } catch (const debug::NanGuardError&) {
+    writeReport();
+    throw;
+  }
+  writeReport();
   return result;
 }
 

@@ -3,6 +3,7 @@
 // scripts, tests and the GUI share it.
 
 #include "engine/compile/function.h"
+#include "engine/debug/nan_guard.h"
 #include "engine/graph/function_graph.h"
 #include "engine/tensor/tensor.h"
 
@@ -23,12 +24,22 @@ struct RunInputs {
   std::optional<std::uint64_t> randomSeed;
   // How the graph is compiled (Mode::FastRun rewrites a copy first; the given graph is unchanged).
   Mode mode = Mode::None;
+  // `tensorscope run --nan-guard`: when set, the run is checked by a NanGuard with these options
+  // (engine/debug/nan_guard.h), naming nodes as in the given graph; saveFailure there writes a
+  // replayable .tsg at the first event. Raise rethrows the NanGuardError after the report is
+  // written; Warn returns the events in RunResult::nanEvents (Pause acts as Warn: nothing drives
+  // a pause here).
+  std::optional<debug::NanGuardOptions> nanGuard;
+  // With nanGuard: writes {"events": [report...], "event_count": n, "outcome": "clean" | "nan"}
+  // there (the reports' toJson()).
+  std::string reportJson;
 };
 
 struct RunResult {
   std::vector<Tensor> outputs;  // one per graph output
   std::vector<std::string>
       inputSource;  // per non-shared graph input: "given", "test value", "random"
+  std::vector<debug::NanReport> nanEvents;  // with RunInputs::nanGuard
 };
 
 // An input that runGraph has no value for: none given, no test value, and random values either not
@@ -45,7 +56,8 @@ class MissingInputValue : public std::invalid_argument {
 
 // Compiles the graph (inputs.mode) and runs it once. Throws std::invalid_argument for a name that
 // is not a graph input (listing the inputs) or a value that does not fit its input,
-// MissingInputValue for an input without a value, ExecutionError when a node fails.
+// MissingInputValue for an input without a value, ExecutionError when a node fails,
+// debug::NanGuardError when the guard (RunInputs::nanGuard, action raise) stops the run.
 RunResult runGraph(const FunctionGraph& graph, const RunInputs& inputs);
 
 }  // namespace tscope::engine::session

@@ -1,0 +1,128 @@
+// The cost of the debugger's checks (engine/debug/nan_guard.h), paired in one run: one SGD step of
+// the MLP 784-500-10 at batch 128 (fast_run, buffers kept) and ResNet-18 inference (the ONNX
+// fixture, fast_run, when ONNX is built), each with NanGuard (nan + inf + big) off (/0) and on
+// (/1); and the cost of keeping parameters safe (Note [Parameters stay whole]): the MLP step with
+// an observer that does nothing (/2), which makes Function copy every weight an update overwrites
+// in place. Pairs alternate calls within each repetition, so both see the same machine state.
+//   bench_debug [--benchmark_filter=...] [--benchmark_repetitions=5]
+
+#include "engine/backends/cpu/gemm.h"
+#include "engine/compile/function.h"
+#include "engine/debug/nan_guard.h"
+#include "engine/grad/grad.h"
+#include "engine/ops/basic.h"
+#include "engine/ops/blas/dot.h"
+#include "engine/ops/nn/crossentropy.h"
+#include "engine/ops/reduce/reduce.h"
+#ifdef TSCOPE_BENCH_WITH_ONNX
+#include "engine/io/npy.h"
+#include "engine/io/onnx/onnx_import.h"
+#endif
+
+#include <benchmark/benchmark.h>
+#include <cstdio>
+#include <random>
+
+using namespace tscope::engine;
+
+namespace {
+
+struct NullObserver final : ExecutionObserver {
+  void afterNode(VM&, const NodeEvent&) override {}
+};
+
+Tensor uniform(std::mt19937& rng, Shape shape, float limit) {
+  std::uniform_real_distribution<float> d(-limit, limit);
+  Tensor t = Tensor::empty(DType::Float32, shape);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+std::shared_ptr<ExecutionObserver> observerFor(std::int64_t variant,
+                                               std::shared_ptr<debug::NanGuard>* guard) {
+  if (variant == 1) {
+    *guard = std::make_shared<debug::NanGuard>(debug::NanGuardOptions{});  // nan, inf, big
+    return *guard;
+  }
+  if (variant == 2) return std::make_shared<NullObserver>();
+  return nullptr;
+}
+const char* labelFor(std::int64_t variant) {
+  return variant == 0 ? "guard off" : variant == 1 ? "NanGuard nan+inf+big" : "null observer";
+}
+
+void BM_MlpSgdStep(benchmark::State& state) {
+  constexpr std::int64_t kIn = 784, kHidden = 500, kOut = 10, kBatch = 128;
+  std::mt19937 rng(1);
+  auto x = Variable::create(TensorType(DType::Float32, {kUnknownDim, kIn}), "x");
+  auto y = Variable::create(TensorType(DType::Int64, {kUnknownDim}), "y");
+  auto W1 = SharedVariable::create(uniform(rng, {kIn, kHidden}, 0.07f), "W1");
+  auto b1 = SharedVariable::create(Tensor::zeros(DType::Float32, {kHidden}), "b1");
+  auto W2 = SharedVariable::create(uniform(rng, {kHidden, kOut}, 0.1f), "W2");
+  auto b2 = SharedVariable::create(Tensor::zeros(DType::Float32, {kOut}), "b2");
+  auto h = tanh(dot(x, W1) + b1);
+  auto loss = mean(softmaxCrossEntropyWithLogits(dot(h, W2) + b2, y));
+  auto g = grad(loss, std::vector<VarPtr>{W1, b1, W2, b2});
+  std::vector<Update> updates{{W1, W1 - g[0] * 0.001},
+                              {b1, b1 - g[1] * 0.001},
+                              {W2, W2 - g[2] * 0.001},
+                              {b2, b2 - g[3] * 0.001}};
+  CompileOptions opts;
+  opts.keepBuffers = true;
+  opts.mode = Mode::FastRun;
+  std::shared_ptr<debug::NanGuard> guard;
+  if (auto o = observerFor(state.range(0), &guard)) opts.observers.push_back(o);
+  Function step = compile({x, y}, {loss}, updates, opts);
+  if (guard) guard->watch(step);
+  Tensor xb = uniform(rng, {kBatch, kIn}, 1.0f);
+  Tensor yb = Tensor::empty(DType::Int64, {kBatch});
+  for (std::int64_t i = 0; i < kBatch; ++i) yb.data<std::int64_t>()[i] = i % kOut;
+  std::vector<Tensor> args{xb, yb};
+  step(args);
+  for (auto _ : state) benchmark::DoNotOptimize(step(args));
+  if (guard) {
+    state.counters["values_per_step"] =
+        static_cast<double>(guard->valuesChecked()) / static_cast<double>(guard->calls());
+    if (guard->eventCount() != 0) state.SkipWithError("NanGuard reported an event");
+  }
+  state.SetLabel(labelFor(state.range(0)));
+}
+BENCHMARK(BM_MlpSgdStep)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+#ifdef TSCOPE_BENCH_WITH_ONNX
+void BM_ResNet18Inference(benchmark::State& state) {
+  const std::filesystem::path model(TSCOPE_TEST_DATA_DIR "/onnx/models/resnet18.onnx");
+  static io::OnnxImportResult imported = io::loadOnnx(model);
+  const FunctionGraph& graph = *imported.document.original;
+  std::vector<VarPtr> inputs;
+  for (const VarPtr& in : graph.inputs())
+    if (in->kind() != Variable::Kind::Shared) inputs.push_back(in);
+  CompileOptions opts;
+  opts.mode = Mode::FastRun;
+  opts.keepBuffers = true;
+  std::shared_ptr<debug::NanGuard> guard;
+  if (auto o = observerFor(state.range(0), &guard)) opts.observers.push_back(o);
+  Function f = compile(inputs, graph.outputs(), {}, opts);
+  if (guard) guard->watch(f, &graph);
+  const std::vector<Tensor> args{
+      io::loadNpy(model.parent_path() / (model.stem().string() + ".in0.npy"))};
+  for (int i = 0; i < 3; ++i) f(args);
+  for (auto _ : state) benchmark::DoNotOptimize(f(args));
+  if (guard && guard->eventCount() != 0) state.SkipWithError("NanGuard reported an event");
+  state.SetLabel(labelFor(state.range(0)));
+}
+BENCHMARK(BM_ResNet18Inference)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+#endif
+
+}  // namespace
+
+// One BLAS thread, as the other VM benchmarks.
+int main(int argc, char** argv) {
+  tscope::engine::cpu::setGemmThreads(1);
+  std::printf("GEMM backend: %s, 1 thread\n", tscope::engine::cpu::gemmBackendName().c_str());
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
