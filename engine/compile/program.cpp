@@ -1,6 +1,7 @@
 #include "engine/compile/program.h"
 
 #include "engine/graph/errors.h"
+#include "engine/graph/inner_graphs.h"
 #include "engine/graph/op.h"
 #include "engine/ops/debug/breakpoint.h"
 
@@ -149,7 +150,7 @@ std::shared_ptr<const Program> linkProgram(const FunctionGraph& graph, std::vect
     t.kernel = kernels.choose(node->op(), options.device);
     t.breakOp = isDebugBarrier(node->op());
     p.m_hasBreakOps = p.m_hasBreakOps || t.breakOp;
-    const std::vector<const FunctionGraph*> inners = node->op().innerGraphs();
+    const std::vector<const FunctionGraph*> inners = innerGraphsOf(node->op());
     if (!inners.empty()) {
       // Nodes applying one op share its child programs (ops are values: equal bodies).
       auto [it, fresh] = childOf.emplace(t.op, -1);

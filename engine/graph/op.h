@@ -144,19 +144,6 @@ class Op : public std::enable_shared_from_this<Op> {
   // see, time and check its nodes like outer ones; perform stays the reference. The viewer draws
   // such a node as a group. Null for every other op.
   virtual const FunctionGraph* innerGraph() const { return nullptr; }
-  // Note [Several inner graphs]: an op with alternative bodies (IfElse: then and else) lists them
-  // all here, innerGraph() being the first; each takes the node's inputs and gives its outputs.
-  // compile links one child program per body, and the VM enters only the one that
-  // selectInnerGraph picks from the node's input values (the taken branch). Default: innerGraph()
-  // alone, and body 0.
-  virtual std::vector<const FunctionGraph*> innerGraphs() const {
-    if (const FunctionGraph* g = innerGraph()) return {g};
-    return {};
-  }
-  std::size_t innerGraphCount() const { return innerGraphs().size(); }
-  virtual std::size_t selectInnerGraph(std::span<const Tensor* const> /*inputs*/) const {
-    return 0;
-  }
   // Whether compile may rewrite the inner graph with the outer mode (true), or must link it as
   // it is (an op whose body is meant to run exactly as written).
   virtual bool optimizeInnerGraph() const { return true; }

@@ -262,8 +262,37 @@ json graphToJson(const FunctionGraph& graph) {
   return out;
 }
 
+namespace {
+
+// Note [Unsaveable props]: an op whose props hold "not_saveable" (an OpFromGraph with a C++
+// callable gradient or R-op override) is built, compared and drawn like any other, but a file
+// cannot hold it: saving names the node and the reason.
+const json* notSaveable(const json& j) {
+  if (j.is_object()) {
+    if (auto it = j.find("not_saveable"); it != j.end()) return &*it;
+    for (const auto& [key, value] : j.items())
+      if (const json* why = notSaveable(value)) return why;
+  } else if (j.is_array()) {
+    for (const json& value : j)
+      if (const json* why = notSaveable(value)) return why;
+  }
+  return nullptr;
+}
+
+void checkSaveable(const FunctionGraph& graph) {
+  for (const Apply* node : graph.nodes())
+    if (const json* why = notSaveable(node->op().props()))
+      throw std::invalid_argument(
+          "writeTsg: node " + std::to_string(node->id()) + " " + node->op().str() +
+          " cannot be saved: " + (why->is_string() ? why->get<std::string>() : why->dump()));
+}
+
+}  // namespace
+
 std::string writeTsg(const TsgDocument& doc) {
   if (!doc.original) throw std::invalid_argument("writeTsg: the document has no original graph");
+  checkSaveable(*doc.original);
+  if (doc.optimized) checkSaveable(*doc.optimized);
   json producer = doc.producer.is_object() && !doc.producer.empty()
                       ? doc.producer
                       : json{{"name", "tensorscope"}, {"version", "0.1.0"}};

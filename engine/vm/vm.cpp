@@ -1,6 +1,7 @@
 #include "engine/vm/vm.h"
 
 #include "engine/graph/errors.h"
+#include "engine/graph/inner_graphs.h"
 #include "engine/graph/op.h"
 #include "engine/ops/debug/breakpoint.h"
 #include "engine/vm/cancel.h"
@@ -384,11 +385,12 @@ void VM::enterFrame(Frame& f) {
         [&](ExecutionObserver& o) { o.beforeNode(*this, event); },
         [&](std::exception_ptr e) { fail(f, e, false); });
   }
-  // Note [Several inner graphs] (op.h): only the body the op selects runs (IfElse's taken branch).
+  // Note [Several inner graphs] (engine/graph/inner_graphs.h): only the body the op selects runs
+  // (IfElse's taken branch).
   std::size_t body = 0;
   if (t.nChildren > 1) {
     try {
-      body = t.op->selectInnerGraph(f.inputs(t));
+      body = dynamic_cast<const AlternativeBodies&>(*t.op).selectInnerGraph(f.inputs(t));
     } catch (const std::exception& e) {
       try {
         rethrowWithContext(f, t, e);

@@ -457,7 +457,9 @@ void Importer::convertNode(const onnx::NodeProto& node, int index) {
   const bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
   Converter fn = defaultDomain ? defaultConverters().find(node.op_type()) : nullptr;
   std::vector<VarPtr> outputs;
-  if (!fn) {
+  if (defaultDomain && node.op_type() == "If") {
+    outputs = convertIf(node, index, inputs);
+  } else if (!fn) {
     std::string why = defaultDomain
                           ? "the ONNX op " + safeText(node.op_type()) + " (opset " +
                                 std::to_string(m_opset) + ") has no Tensorscope converter yet"

@@ -32,6 +32,10 @@ class Importer {
   void readInputs(const onnx::GraphProto& graph);
   std::vector<int> nodeOrder(const onnx::GraphProto& graph) const;
   void convertNode(const onnx::NodeProto& node, int index);
+  // ONNX If onto IfElse (onnx_import_if.cpp): both subgraphs converted on the outer values they
+  // name, then cut into the IfElse's branches.
+  std::vector<VarPtr> convertIf(const onnx::NodeProto& node, int index,
+                                const std::vector<VarPtr>& inputs);
   std::vector<VarPtr> convertOpaque(const onnx::NodeProto& node, int index,
                                     const std::vector<VarPtr>& inputs, const std::string& why);
   void adoptNewNodes(const std::vector<VarPtr>& outputs, const onnx::NodeProto& node, int index);

@@ -7,6 +7,7 @@
 #include "engine/io/graph_json.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/debug/breakpoint.h"
+#include "engine/ops/register_ops.h"
 
 #include <unordered_map>
 #include <unordered_set>
@@ -281,8 +282,9 @@ std::vector<ShapeExpr> IfElse::inferShape(const Apply& node,
         }
       }
       for (int o = 0; o < inner->nOutputs(); ++o) {
-        ShapeExpr s = o < static_cast<int>(out.size()) ? out[static_cast<std::size_t>(o)]
-                                                       : shapeFor(inner->output(o));
+        ShapeExpr s = o < static_cast<int>(out.size())
+                          ? out[static_cast<std::size_t>(o)]
+                          : shapeFor(const_cast<Apply*>(inner)->output(o));
         for (VarPtr& d : s)
           if (d && !given.count(d.get()) && !constantIntValue(d)) d = nullptr;
         shapes[&inner->outputRef(o)] = std::move(s);
@@ -309,7 +311,7 @@ std::vector<ShapeExpr> IfElse::inferShape(const Apply& node,
       else if (cx && cy && *cx == *cy)
         s.push_back(x);
       else
-        s.push_back(shapeI(node.output(o), static_cast<int>(d)));
+        s.push_back(shapeI(const_cast<Apply&>(node).output(o), static_cast<int>(d)));
     }
     result.push_back(std::move(s));
   }

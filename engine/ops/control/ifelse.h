@@ -12,9 +12,9 @@
 //   are the free and shared variables both branches use (or the `inputs` given: a branch then
 //   starts at those variables, whatever computes them runs before the IfElse). compile links one
 //   child program per body (optimized with the outer mode) and the VM enters only the taken one
-//   as a frame (Note [Several inner graphs] in engine/graph/op.h), so observers see the branch's
-//   nodes with the frame path and stepInto enters it. perform, the reference, evaluates the
-//   taken body node by node.
+//   as a frame (Note [Several inner graphs] in engine/graph/inner_graphs.h), so observers see the
+//   branch's nodes with the frame path and stepInto enters it. perform, the reference, evaluates
+//   the taken body node by node.
 // - The branches' outputs must agree in dtype and rank (TypeError naming the output and both
 //   types); the output type keeps the dimensions both know alike, unknown elsewhere. inferShape
 //   gives a dimension both branches agree on (a constant, or the same input's size), else the
@@ -25,6 +25,7 @@
 // - props {"label", "then": GRAPH, "else": GRAPH} (the .tsg GRAPH schema, engine/io/graph_json.h).
 
 #include "engine/graph/function_graph.h"
+#include "engine/graph/inner_graphs.h"
 #include "engine/graph/op.h"
 
 #include <memory>
@@ -36,7 +37,7 @@ namespace tscope::engine {
 
 class OpRegistry;
 
-class IfElse final : public Op {
+class IfElse final : public Op, public AlternativeBodies {
  public:
   // Both graphs take [cond, inputs...] of the same types and give the same number of outputs.
   // Throws GraphError/TypeError naming the label and the output or input that disagrees.

@@ -8,6 +8,7 @@
 #include "engine/ops/basic.h"
 #include "engine/ops/register_ops.h"
 
+#include <atomic>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -84,8 +85,8 @@ std::string joinScope(std::string_view outer, std::string_view inner) {
 }
 
 OpFromGraph::OpFromGraph(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& outputs,
-                         std::string label, bool isInline)
-    : m_label(std::move(label)), m_inline(isInline) {
+                         std::string label, bool isInline, OpFromGraphOverrides overrides)
+    : m_overrides(std::move(overrides)), m_label(std::move(label)), m_inline(isInline) {
   if (m_label.empty())
     throw GraphError("OpFromGraph: the label is empty; name the subgraph (\"gelu_block\")");
   m_graph = cloneInner(inputs, outputs, m_label);
@@ -93,8 +94,11 @@ OpFromGraph::OpFromGraph(const std::vector<VarPtr>& inputs, const std::vector<Va
 }
 
 OpFromGraph::OpFromGraph(std::shared_ptr<const FunctionGraph> graph, std::string label,
-                         bool isInline)
-    : m_graph(std::move(graph)), m_label(std::move(label)), m_inline(isInline) {
+                         bool isInline, OpFromGraphOverrides overrides)
+    : m_graph(std::move(graph)),
+      m_overrides(std::move(overrides)),
+      m_label(std::move(label)),
+      m_inline(isInline) {
   if (!m_graph) throw GraphError("OpFromGraph{" + m_label + "}: the inner graph is null");
   init();
 }
@@ -140,6 +144,52 @@ void OpFromGraph::init() {
   }
   m_props = {{"label", m_label}, {"inline", m_inline}, {"graph", io::graphToJson(*m_graph)}};
   m_order.assign(order.begin(), order.end());
+  checkOverrides();
+}
+
+namespace {
+// A distinct id per callable override (Note [OpFromGraph overrides]): equal props, equal ops.
+std::int64_t nextCallableId() {
+  static std::atomic<std::int64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+void OpFromGraph::checkOverrides() {
+  const std::size_t nIn = m_graph->inputs().size(), nOut = m_graph->outputs().size();
+  auto checkGraph = [&](const std::shared_ptr<const OpFromGraph>& g, const char* what,
+                        std::size_t extra, std::size_t outs, const char* extraWhat) {
+    const std::size_t ins = g->body().inputs().size(), gives = g->body().outputs().size();
+    if (ins != nIn + extra || gives != outs)
+      throw GraphError(str() + ": the " + what + " override " + g->str() + " takes " +
+                       std::to_string(ins) + " inputs and gives " + std::to_string(gives) +
+                       "; expected " + std::to_string(nIn) + " inputs + " + std::to_string(extra) +
+                       " " + extraWhat + " and " + std::to_string(outs) + " outputs");
+  };
+  nlohmann::json notSaveable;
+  if (m_overrides.grad && m_overrides.gradGraph)
+    throw GraphError(str() + ": set either a gradient override callable or a graph, not both");
+  if (m_overrides.rop && m_overrides.ropGraph)
+    throw GraphError(str() + ": set either an R-op override callable or a graph, not both");
+  if (m_overrides.gradGraph) {
+    checkGraph(m_overrides.gradGraph, "gradient", nOut, nIn, "output gradients");
+    m_props["grad_override"] = m_overrides.gradGraph->props();
+  } else if (m_overrides.grad) {
+    m_props["grad_override"] = {{"callable", nextCallableId()}};
+    notSaveable =
+        "its gradient override is a C++ callable, which a file cannot hold (give an "
+        "OpFromGraph as gradGraph to save it)";
+  }
+  if (m_overrides.ropGraph) {
+    checkGraph(m_overrides.ropGraph, "R-op", nIn, nOut, "tangents");
+    m_props["rop_override"] = m_overrides.ropGraph->props();
+  } else if (m_overrides.rop) {
+    m_props["rop_override"] = {{"callable", nextCallableId()}};
+    notSaveable =
+        "its R-op override is a C++ callable, which a file cannot hold (give an "
+        "OpFromGraph as ropGraph to save it)";
+  }
+  if (!notSaveable.is_null()) m_props["not_saveable"] = notSaveable;
 }
 
 std::string OpFromGraph::str() const {
@@ -319,6 +369,30 @@ std::vector<VarPtr> OpFromGraph::distinctSlots(const Apply& node) {
 std::vector<Grad> OpFromGraph::pullback(const Apply& node,
                                         std::span<const VarPtr> outputGrads) const {
   std::vector<Grad> result(static_cast<std::size_t>(node.nInputs()), Grad::disconnected());
+  if (m_overrides.grad || m_overrides.gradGraph) {
+    // Note [OpFromGraph overrides].
+    std::vector<VarPtr> grads;
+    if (m_overrides.gradGraph) {
+      std::vector<VarPtr> ins(node.inputs().begin(), node.inputs().end());
+      ins.insert(ins.end(), outputGrads.begin(), outputGrads.end());
+      grads = m_overrides.gradGraph->apply(std::move(ins));
+    } else {
+      grads = m_overrides.grad(node.inputs(), outputGrads);
+    }
+    if (grads.size() != result.size())
+      throw GraphError(str() + ": the gradient override gave " + std::to_string(grads.size()) +
+                       " gradients; expected one per input (" + std::to_string(result.size()) +
+                       ")");
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      if (!grads[i]) continue;
+      const TensorType& want = node.input(static_cast<int>(i))->type();
+      if (grads[i]->type().dtype() != want.dtype() || grads[i]->type().ndim() != want.ndim())
+        throw TypeError(str() + ": the gradient override gave " + grads[i]->type().str() +
+                        " for input " + std::to_string(i) + ", expected " + want.str());
+      result[i] = Grad(grads[i]);
+    }
+    return result;
+  }
   std::vector<VarPtr> wrt;
   std::vector<std::size_t> which;
   const std::vector<VarPtr> slots = distinctSlots(node);
@@ -349,6 +423,26 @@ std::vector<Grad> OpFromGraph::pullback(const Apply& node,
 
 std::optional<std::vector<VarPtr>> OpFromGraph::pushforward(
     const Apply& node, std::span<const VarPtr> tangents) const {
+  if (m_overrides.rop || m_overrides.ropGraph) {
+    // Note [OpFromGraph overrides]: zeros for the inputs held fixed.
+    std::vector<VarPtr> full;
+    for (int i = 0; i < node.nInputs(); ++i)
+      full.push_back(tangents[static_cast<std::size_t>(i)] ? tangents[static_cast<std::size_t>(i)]
+                                                           : zerosLike(node.input(i)));
+    std::vector<VarPtr> out;
+    if (m_overrides.ropGraph) {
+      std::vector<VarPtr> ins(node.inputs().begin(), node.inputs().end());
+      ins.insert(ins.end(), full.begin(), full.end());
+      out = m_overrides.ropGraph->apply(std::move(ins));
+    } else {
+      out = m_overrides.rop(node.inputs(), full);
+    }
+    if (out.size() != static_cast<std::size_t>(node.nOutputs()))
+      throw GraphError(str() + ": the R-op override gave " + std::to_string(out.size()) +
+                       " tangents; expected one per output (" + std::to_string(node.nOutputs()) +
+                       ")");
+    return out;
+  }
   const std::vector<VarPtr> slots = distinctSlots(node);
   std::vector<VarPtr> wrt, points;
   for (std::size_t i = 0; i < slots.size(); ++i)
@@ -369,9 +463,14 @@ OpPtr OpFromGraph::fromProps(const nlohmann::json& props) {
     throw std::invalid_argument(
         "OpFromGraph: expected props {\"label\", \"inline\", \"graph\"}, found " + props.dump());
   for (const auto& [key, value] : props.items())
-    if (key != "label" && key != "inline" && key != "graph")
-      throw std::invalid_argument("OpFromGraph: unknown prop \"" + key +
-                                  "\"; expected \"label\", \"inline\", \"graph\"");
+    if (key != "label" && key != "inline" && key != "graph" && key != "grad_override" &&
+        key != "rop_override" && key != "not_saveable")
+      throw std::invalid_argument(
+          "OpFromGraph: unknown prop \"" + key +
+          "\"; expected \"label\", \"inline\", \"graph\", \"grad_override\", \"rop_override\"");
+  if (props.contains("not_saveable"))
+    throw std::invalid_argument("OpFromGraph: cannot be rebuilt from props: " +
+                                props["not_saveable"].dump());
   if (!props.contains("label") || !props["label"].is_string())
     throw std::invalid_argument("OpFromGraph: prop \"label\" must be a string");
   if (!props.contains("inline") || !props["inline"].is_boolean())
@@ -383,8 +482,19 @@ OpPtr OpFromGraph::fromProps(const nlohmann::json& props) {
   try {
     std::shared_ptr<const FunctionGraph> graph = io::graphFromJson(
         props["graph"], defaultOpRegistry(), "OpFromGraph{" + label + "} prop \"graph\"");
-    return std::make_shared<const OpFromGraph>(std::move(graph), label,
-                                               props["inline"].get<bool>());
+    OpFromGraphOverrides overrides;
+    auto overrideGraph = [&](const char* key) -> std::shared_ptr<const OpFromGraph> {
+      if (!props.contains(key)) return nullptr;
+      auto op = std::dynamic_pointer_cast<const OpFromGraph>(fromProps(props[key]));
+      if (!op)
+        throw std::invalid_argument(std::string("OpFromGraph: prop \"") + key +
+                                    "\" is not an OpFromGraph");
+      return op;
+    };
+    overrides.gradGraph = overrideGraph("grad_override");
+    overrides.ropGraph = overrideGraph("rop_override");
+    return std::make_shared<const OpFromGraph>(std::move(graph), label, props["inline"].get<bool>(),
+                                               std::move(overrides));
   } catch (const std::invalid_argument&) {
     throw;
   } catch (const std::exception& e) {
@@ -396,6 +506,14 @@ std::shared_ptr<const OpFromGraph> opFromGraph(const std::vector<VarPtr>& inputs
                                                const std::vector<VarPtr>& outputs,
                                                std::string label, bool isInline) {
   return std::make_shared<const OpFromGraph>(inputs, outputs, std::move(label), isInline);
+}
+
+std::shared_ptr<const OpFromGraph> opFromGraph(const std::vector<VarPtr>& inputs,
+                                               const std::vector<VarPtr>& outputs,
+                                               std::string label, OpFromGraphOverrides overrides,
+                                               bool isInline) {
+  return std::make_shared<const OpFromGraph>(inputs, outputs, std::move(label), isInline,
+                                             std::move(overrides));
 }
 
 void registerGraphOps(OpRegistry& registry) {

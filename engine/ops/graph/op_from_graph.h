@@ -18,12 +18,14 @@
 // - An inline op is replaced by its inner graph in the canonicalize phase
 //   (engine/rewrite/rules/inline_op_from_graph.cpp); a non-inline one stays one node through
 //   fast_run, which is what the viewer draws as a collapsible group.
+// - gradOverride / ropOverride: Note [OpFromGraph overrides] below.
 // - props: {"label", "inline", "graph": the inner graph in the .tsg GRAPH schema
 //   (engine/io/graph_json.h)}, so .tsg files round-trip it exactly. Equal props, equal ops.
 
 #include "engine/graph/function_graph.h"
 #include "engine/graph/op.h"
 
+#include <functional>
 #include <memory>
 #include <source_location>
 #include <string>
@@ -33,6 +35,30 @@
 namespace tscope::engine {
 
 class OpRegistry;
+class OpFromGraph;
+
+// Note [OpFromGraph overrides] (Theano's grad_overrides / rop_overrides): the gradient or the R-op
+// of an OpFromGraph given instead of derived from the body.
+// - grad: called with the node's inputs and the gradients of its outputs; returns one gradient
+//   per input (null: disconnected). gradGraph: an OpFromGraph taking (inputs..., output grads...)
+//   and giving one gradient per input.
+// - rop: called with the node's inputs and one tangent per input (zeros where an input is held
+//   fixed); returns one tangent per output. ropGraph: an OpFromGraph taking (inputs...,
+//   tangents...) and giving one tangent per output.
+// A graph override is part of the props (and of .tsg files); a callable is not: the props carry
+// a per-callable id (two ops with different callables are different ops) and "not_saveable", so
+// saving the graph fails naming the node (Note [Unsaveable props] in tsg_writer.cpp). Set either
+// the callable or the graph of each, not both.
+using GradOverrideFn = std::function<std::vector<VarPtr>(std::span<const VarPtr> inputs,
+                                                         std::span<const VarPtr> outputGrads)>;
+using RopOverrideFn = std::function<std::vector<VarPtr>(std::span<const VarPtr> inputs,
+                                                        std::span<const VarPtr> tangents)>;
+struct OpFromGraphOverrides {
+  GradOverrideFn grad;
+  std::shared_ptr<const OpFromGraph> gradGraph;
+  RopOverrideFn rop;
+  std::shared_ptr<const OpFromGraph> ropGraph;
+};
 
 class OpFromGraph final : public Op {
  public:
@@ -40,9 +66,10 @@ class OpFromGraph final : public Op {
   // input is not a free variable (or is listed twice), when an output depends on a free variable
   // that is not an input, or on a shared variable.
   OpFromGraph(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& outputs,
-              std::string label, bool isInline = false);
+              std::string label, bool isInline = false, OpFromGraphOverrides overrides = {});
   // Takes a graph already built (the registry, from props); the same checks.
-  OpFromGraph(std::shared_ptr<const FunctionGraph> graph, std::string label, bool isInline);
+  OpFromGraph(std::shared_ptr<const FunctionGraph> graph, std::string label, bool isInline,
+              OpFromGraphOverrides overrides = {});
   ~OpFromGraph() override;
 
   std::string name() const override { return "OpFromGraph"; }
@@ -71,6 +98,7 @@ class OpFromGraph final : public Op {
   // The user's name for the subgraph ("gelu_block").
   const std::string& label() const { return m_label; }
   bool isInline() const { return m_inline; }
+  const OpFromGraphOverrides& overrides() const { return m_overrides; }
 
   // Every output of the node applied to `inputs`.
   std::vector<VarPtr> apply(std::vector<VarPtr> inputs,
@@ -93,7 +121,10 @@ class OpFromGraph final : public Op {
   // node at the second, so each input's gradient and tangent stays its own.
   static std::vector<VarPtr> distinctSlots(const Apply& node);
 
+  void checkOverrides();
+
   std::shared_ptr<const FunctionGraph> m_graph;
+  OpFromGraphOverrides m_overrides;
   std::string m_label;
   bool m_inline = false;
   bool m_executable = true;
@@ -106,6 +137,11 @@ class OpFromGraph final : public Op {
 std::shared_ptr<const OpFromGraph> opFromGraph(const std::vector<VarPtr>& inputs,
                                                const std::vector<VarPtr>& outputs,
                                                std::string label, bool isInline = false);
+// With a gradient and/or R-op override (Note [OpFromGraph overrides]).
+std::shared_ptr<const OpFromGraph> opFromGraph(const std::vector<VarPtr>& inputs,
+                                               const std::vector<VarPtr>& outputs,
+                                               std::string label, OpFromGraphOverrides overrides,
+                                               bool isInline = false);
 
 // "a/b" from "a" and "b"; either may be empty.
 std::string joinScope(std::string_view outer, std::string_view inner);
