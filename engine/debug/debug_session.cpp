@@ -234,7 +234,7 @@ SessionState DebugSession::Impl::drive(const char* command, const std::function<
     } else if (nan) {
       reason = PauseKind::NanGuard;
       details.nan = std::move(nan);
-      details.message = "NanGuard";
+      details.message = "NanGuard: " + nanSummary(*details.nan);
     } else if (vm.pauseReason() == VM::PauseReason::BreakPointOp && vm.breakOpNode()) {
       reason = PauseKind::BreakPointOp;
       const Apply& node = *vm.breakOpNode();

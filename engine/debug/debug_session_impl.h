@@ -137,6 +137,7 @@ struct DebugSession::Impl {
   std::vector<const Apply*> findNodes(std::int64_t id) const;
   // NanGuard (session_nan_guard.cpp): the report of a NanGuard pause, null when none.
   std::shared_ptr<const NanReport> takeNanReport();
+  static std::string nanSummary(const NanReport& report);
 
   // Values (session_values.cpp).
   const Variable& lookup(std::string_view nameOrId, std::size_t frame) const;

@@ -24,6 +24,10 @@ std::shared_ptr<const NanReport> DebugSession::Impl::takeNanReport() {
   return std::make_shared<const NanReport>(std::move(*report));
 }
 
+std::string DebugSession::Impl::nanSummary(const NanReport& report) {
+  return report.summary();
+}
+
 std::future<void> DebugSession::setNanGuard(std::optional<NanGuardOptions> options) {
   Impl& s = *m_impl;
   return s.submit<void>([&s, options = std::move(options)] {
@@ -47,6 +51,10 @@ std::future<void> DebugSession::setNanGuard(std::optional<NanGuardOptions> optio
 
 std::shared_ptr<const NanReport> DebugSession::Impl::takeNanReport() {
   return nullptr;
+}
+
+std::string DebugSession::Impl::nanSummary(const NanReport&) {
+  return {};
 }
 
 #endif

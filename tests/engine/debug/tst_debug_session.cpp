@@ -7,6 +7,7 @@
 // random command sequences from two threads.
 #include "engine/compile/function.h"
 #include "engine/debug/debug_session.h"
+#include "engine/debug/nan_guard.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/op.h"
 #include "engine/graph/source_site.h"
@@ -520,6 +521,35 @@ class TestDebugSession : public QObject {
     SessionState st = get(s.run());
     while (st.phase == SessionPhase::Paused) st = get(s.run());
     QCOMPARE(st.phase, SessionPhase::Finished);
+  }
+
+  // NanGuard with action Pause: the session pauses after the node that made the NaN, with the
+  // report; continuing finishes; off again, the same run does not pause.
+  void testNanGuardPause() {
+    VarPtr x = fvar("x");
+    VarPtr l = named(log(x), "l");
+    VarPtr y = named(l * 2.0, "y");
+    Function f = compile({x}, {y});
+    DebugSession s(f);
+    get(s.setNanGuard(NanGuardOptions{}));
+    get(s.start({ft({2}, {1, -1})}));
+    SessionState st = get(s.run());
+    QCOMPARE(st.phase, SessionPhase::Paused);
+    QCOMPARE(st.reason, PauseKind::NanGuard);
+    QVERIFY(st.nan != nullptr);
+    QCOMPARE(st.nan->node.id, l->owner()->id());
+    QCOMPARE(st.lastNodeId, l->owner()->id());
+    QVERIFY2(st.message.find("NanGuard") != std::string::npos, st.message.c_str());
+    QVERIFY(!get(s.value("y")).has_value());  // paused right after the log
+    // Fix the value and go on: the guard sees the recomputed value, the run finishes.
+    get(s.setValue("l", ft({2}, {0, 0})));
+    get(s.recompute());
+    st = get(s.run());
+    QCOMPARE(st.phase, SessionPhase::Finished);
+    QCOMPARE(get(s.value("y"))->value.at({1}), 0.0);
+    get(s.setNanGuard(std::nullopt));
+    get(s.start({ft({2}, {1, -1})}));
+    QCOMPARE(get(s.run()).phase, SessionPhase::Finished);
   }
 
   void testOnPauseCallback() {
