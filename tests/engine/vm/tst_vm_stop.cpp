@@ -73,12 +73,13 @@ class TestVMStop : public QObject {
   void testStopInsideKernel() {
     std::atomic<int> calls{0};
     std::atomic<VM*> vmSeen{nullptr};
+    std::atomic<bool> clearBefore{false}, setAfter{false};
     auto op = asOp("slow", {TensorType(DType::Float32, {U})}, {TensorType(DType::Float32, {U})},
                    [&](std::span<const Tensor> in) -> std::vector<Tensor> {
                      ++calls;
-                     QVERIFY(!cancellationRequested());
+                     clearBefore = !cancellationRequested();
                      vmSeen.load()->requestStop();  // as stop() from another thread would
-                     QVERIFY(cancellationRequested());
+                     setAfter = cancellationRequested();
                      throwIfCancelled();
                      return {in[0].clone()};
                    });
@@ -89,6 +90,8 @@ class TestVMStop : public QObject {
     Execution e = f.begin({ft({1}, {0})});
     QCOMPARE(e.run(), VM::Status::Stopped);
     QCOMPARE(calls.load(), 1);
+    QVERIFY(clearBefore.load());
+    QVERIFY(setAfter.load());
     QVERIFY(e.vm().error() == nullptr);
     QVERIFY(!cancellationRequested());  // outside a VM drive the flag is not visible
   }
