@@ -220,6 +220,8 @@ class DebugSession {
   // The latest snapshot; thread-safe, never waits for the worker.
   SessionState state() const;
   // Called on the worker with every new state that has a serial (pauses, finish, failure, stop).
+  // The callback may queue commands but must not wait for their futures (it runs on the thread
+  // that answers them).
   void onPause(std::function<void(const SessionState&)> callback);
   const Function& function() const;
 
