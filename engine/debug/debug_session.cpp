@@ -79,6 +79,7 @@ SessionState DebugSession::Impl::snapshot(PauseKind reason) const {
     if (k > 0) v.callerOp = vm.frame(k - 1).program->schedule()[info.callerPosition]->op().str();
     v.pc = info.pc;
     v.scheduleSize = info.program->schedule().size();
+    v.program = info.program;
     if (info.pc < v.scheduleSize) {
       const Apply& next = *info.program->schedule()[info.pc];
       v.nextNodeId = next.id();

@@ -120,6 +120,9 @@ struct FrameView {
   std::int64_t nextNodeId = -1;    // -1 at the end of the schedule
   std::string nextNodeOp;
   std::size_t scheduleSize = 0;
+  // The frame's linked program (its schedule() for a listing around pc); immutable, owned by the
+  // Function, so it may be read on any thread while the Function lives.
+  const Program* program = nullptr;
 };
 
 // An immutable snapshot of the session.
