@@ -171,6 +171,7 @@ SessionState DebugSession::Impl::drive(const char* command, const std::function<
   }
   syncObservers();
   details = {};
+  details.message = std::string(command) + ": running";
   phase = SessionPhase::Running;
   publish(PauseKind::None, false);
   std::exception_ptr failure;
