@@ -133,7 +133,6 @@ struct DebugSession::Impl {
   // Breakpoints (session_breakpoints.cpp).
   void collectNodes();
   Breakpoint resolve(const BreakpointSpec& spec, bool onOriginalGraph) const;
-  void rebuildBreakpointTable();
   std::vector<const Apply*> findNodes(std::int64_t id) const;
   // NanGuard (session_nan_guard.cpp): the report of a NanGuard pause, null when none.
   std::shared_ptr<const NanReport> takeNanReport();
