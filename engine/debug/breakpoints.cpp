@@ -15,16 +15,11 @@ namespace {
   throw std::invalid_argument("breakpoint '" + std::string(text) + "': " + what);
 }
 
+// The shortest text that reads back as the same double ("10", "0.5", "1e+30").
 std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  // The shortest text that reads back the same.
-  for (int precision = 1; precision <= 17; ++precision) {
-    char shortBuf[32];
-    std::snprintf(shortBuf, sizeof shortBuf, "%.*g", precision, v);
-    if (std::strtod(shortBuf, nullptr) == v) return shortBuf;
-  }
-  return buf;
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
 }
 
 double parseNumber(std::string_view text, std::string_view part, std::string_view what) {

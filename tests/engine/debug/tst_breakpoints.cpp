@@ -42,7 +42,7 @@ class TestBreakpoints : public QObject {
     QTest::newRow("op braces") << "op:Elemwise{log}@inf#3" << int(T::OpType) << "Elemwise{log}"
                                << int(K::AnyInf) << 0.0 << 3 << "op:Elemwise{log}@inf#3";
     QTest::newRow("scope max") << "scope:encoder/attn@max>1e4" << int(T::Scope) << "encoder/attn"
-                               << int(K::MaxGt) << 1e4 << 1 << "scope:encoder/attn@max>1e+04";
+                               << int(K::MaxGt) << 1e4 << 1 << "scope:encoder/attn@max>10000";
     QTest::newRow("min") << "node:3@min<-2.5" << int(T::Node) << "3" << int(K::MinLt) << -2.5 << 1
                          << "node:3@min<-2.5";
     QTest::newRow("norm hit") << "var:h@norm>10#2" << int(T::Variable) << "h" << int(K::NormGt)
@@ -67,7 +67,7 @@ class TestBreakpoints : public QObject {
     QCOMPARE(s.condition.k, k);
     QCOMPARE(s.hitCount, hits);
     QCOMPARE(QString::fromStdString(toString(s)), printed);
-    QCOMPARE(parseBreakSpec(toString(s)), s);  // the printed form reads back
+    QVERIFY(parseBreakSpec(toString(s)) == s);  // the printed form reads back
   }
 
   void testMalformed_data() {
