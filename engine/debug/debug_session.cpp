@@ -285,15 +285,12 @@ std::future<SessionState> DebugSession::start(std::vector<Tensor> args) {
   Impl& s = *m_impl;
   return s.submit<SessionState>([&s, args = std::move(args)]() {
     s.collectNodes();
-    std::vector<Tensor> copies;
-    copies.reserve(args.size());
-    for (const Tensor& a : args) copies.push_back(a.defined() ? a.clone() : a);
-    std::vector<std::pair<SharedVariable*, Tensor>> shared;
-    for (const VarPtr& in : s.function.graph().inputs())
-      if (in->kind() == Variable::Kind::Shared) {
-        auto* sv = static_cast<SharedVariable*>(in.get());
-        shared.emplace_back(sv, sv->value());
-      }
+    // Note [Restart state]: restart() repeats this call: the same argument tensors (held, not
+    // copied: the caller must not write into them meanwhile) and the shared values as they are
+    // now. Those stay as they are until finish() applies the updates, which keeps the values
+    // they replace (sharedAtStart); holding nothing before that keeps the VM's buffer
+    // recycling between calls (Note [Update double buffering] in vm.h) intact.
+    std::vector<Tensor> copies = args;
     s.syncObservers();
     Execution e = s.function.begin(copies);  // ArgumentError: nothing changed
     s.edits.clear();
@@ -301,7 +298,7 @@ std::future<SessionState> DebugSession::start(std::vector<Tensor> args) {
     s.execution.emplace(std::move(e));
     ++s.executions;
     s.startArgs = std::move(copies);
-    s.sharedAtStart = std::move(shared);
+    s.sharedAtStart.clear();
     s.started = true;
     s.details = {};
     s.phase = s.vm.status() == VM::Status::Finished ? SessionPhase::Finished : SessionPhase::Ready;
@@ -321,6 +318,7 @@ std::future<SessionState> DebugSession::restart() {
     for (auto& [sv, value] : s.sharedAtStart)
       if (!sv->value().sharesStorageWith(value) || sv->value().shape() != value.shape())
         sv->setValueBorrowed(value);
+    s.sharedAtStart.clear();  // the shared values are those of the last start() again
     s.syncObservers();
     s.execution.emplace(s.function.begin(s.startArgs));
     ++s.executions;
@@ -524,6 +522,13 @@ std::future<std::vector<Tensor>> DebugSession::finish() {
     if (!s.execution || s.vm.status() != VM::Status::Finished ||
         (s.phase != SessionPhase::Finished && s.phase != SessionPhase::Paused))
       refuseInPhase("finish", s.phase, "a finished execution (run() to the end first)");
+    // Note [Restart state]: the values the updates replace.
+    s.sharedAtStart.clear();
+    for (const VarPtr& in : s.function.graph().inputs())
+      if (in->kind() == Variable::Kind::Shared) {
+        auto* sv = static_cast<SharedVariable*>(in.get());
+        s.sharedAtStart.emplace_back(sv, sv->value());
+      }
     std::vector<Tensor> outputs = s.execution->finish();
     s.execution.reset();
     s.edits.clear();

@@ -182,7 +182,8 @@ class DebugSession {
   std::future<SessionState> runToNode(std::int64_t nodeId);
   // Starts again with the same arguments and the same shared values (the random state included)
   // as the last start(): the same values again. Also after finish() applied updates (they are
-  // undone first). Ready, nothing ran.
+  // undone first). Ready, nothing ran. The argument tensors of start() are held, not copied:
+  // do not write into them while you may restart.
   std::future<SessionState> restart();
   // From every phase, also in the middle of a long node: ends the execution (Stopped, no update);
   // from Idle it changes nothing.

@@ -104,7 +104,8 @@ struct DebugSession::Impl {
   bool started = false;          // restart() has arguments to repeat
   std::uint64_t executions = 0;  // start() and restart() calls (@changed compares across them)
   std::vector<Tensor> startArgs;
-  // Every shared variable of the graph with its value at start() (restart puts them back).
+  // Every shared variable of the graph with its value before finish() applied the updates of the
+  // last start() (restart puts them back; Note [Restart state] in debug_session.cpp).
   std::vector<std::pair<SharedVariable*, Tensor>> sharedAtStart;
   std::vector<ProgramNode> allNodes;  // the program tree, outer program first
   std::map<int, Breakpoint> breakpoints;
