@@ -67,7 +67,8 @@ struct LinkedNode {
   Kernel kernel;
   std::uint32_t inBegin = 0, nIn = 0, outBegin = 0, nOut = 0;  // into Program::operandSlots()
   std::int32_t child = -1;  // index into Program::children(), -1 for an ordinary node
-  // Note [Several inner graphs] (engine/graph/inner_graphs.h): the node's bodies are children [child, child + nChildren).
+  // Note [Several inner graphs] (engine/graph/inner_graphs.h): the node's bodies are children
+  // [child, child + nChildren).
   std::uint32_t nChildren = 0;
   // A BreakPoint node (Note [BreakPoint at run time] in engine/ops/debug/breakpoint.h).
   bool breakOp = false;

@@ -280,11 +280,13 @@ const json* notSaveable(const json& j) {
 }
 
 void checkSaveable(const FunctionGraph& graph) {
-  for (const Apply* node : graph.nodes())
-    if (const json* why = notSaveable(node->op().props()))
+  for (const Apply* node : graph.nodes()) {
+    const json props = node->op().props();
+    if (const json* why = notSaveable(props))
       throw std::invalid_argument(
           "writeTsg: node " + std::to_string(node->id()) + " " + node->op().str() +
           " cannot be saved: " + (why->is_string() ? why->get<std::string>() : why->dump()));
+  }
 }
 
 }  // namespace

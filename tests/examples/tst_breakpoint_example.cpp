@@ -11,6 +11,14 @@
 
 using namespace tscope::engine;
 
+namespace {
+CompileOptions withMode(Mode mode) {
+  CompileOptions o;
+  o.mode = mode;
+  return o;
+}
+}  // namespace
+
 class TestBreakpointExample : public QObject {
   Q_OBJECT
 
@@ -46,7 +54,7 @@ class TestBreakpointExample : public QObject {
         args.push_back(*in->testValue());
       }
     for (Mode mode : {Mode::None, Mode::FastRun}) {
-      Function f = compile(inputs, {g.outputs()[0]}, {}, CompileOptions{.mode = mode});
+      Function f = compile(inputs, {g.outputs()[0]}, {}, withMode(mode));
       f.vm().setBreakOps(true);
       Execution e = f.begin(args);
       QCOMPARE(e.run(), VM::Status::Paused);
@@ -58,7 +66,7 @@ class TestBreakpointExample : public QObject {
       const Tensor* loss = f.vm().value(paused->outputRef(0));
       const Tensor* w1 = f.vm().value(paused->outputRef(1));
       QVERIFY(loss && w1);
-      QVERIFY(loss->item() > 5.0);
+      QVERIFY(loss->item() > 2.5);
       QCOMPARE(w1->shape(), (Shape{20, 16}));
       const double seen = loss->item();
       QCOMPARE(e.run(), VM::Status::Finished);

@@ -9,6 +9,7 @@
 #include "engine/ops/as_op.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/control/ifelse.h"
+#include "engine/ops/debug/breakpoint.h"
 #include "engine/ops/op_test_support.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/vm/vm.h"
@@ -20,6 +21,11 @@ using namespace tscope::engine;
 using namespace tscope::test;
 
 namespace {
+CompileOptions withMode(Mode mode) {
+  CompileOptions o;
+  o.mode = mode;
+  return o;
+}
 constexpr std::int64_t U = kUnknownDim;
 constexpr Mode kModes[] = {Mode::None, Mode::FastCompile, Mode::FastRun, Mode::Debug};
 
@@ -80,20 +86,23 @@ class TestIfElse : public QObject {
     auto x = fvar("x");
     VarPtr y = ifelse(positive(x), (*a)({exp(x)}), (*b)({x * 3.0}));
     for (Mode mode : kModes) {
+      // DebugMode re-runs each node's perform (the IfElse's too, on its taken branch), so it may
+      // call the taken branch's op more than once; the other branch never runs.
+      const bool exact = mode != Mode::Debug;
       thenCalls = elseCalls = 0;
-      Function f = compile({x}, {y}, {}, CompileOptions{.mode = mode});
+      Function f = compile({x}, {y}, {}, withMode(mode));
       QVERIFY(closeTo(f({ft({2}, {0, 1})})[0], ft({2}, {2, std::exp(1.0) + 1})));
-      QCOMPARE(thenCalls.load(), 1);
+      QVERIFY(exact ? thenCalls == 1 : thenCalls >= 1);
       QCOMPARE(elseCalls.load(), 0);
+      const int thenBefore = thenCalls;
       QVERIFY(closeTo(f({ft({2}, {-1, -2})})[0], ft({2}, {-2, -5})));
-      QCOMPARE(thenCalls.load(), 1);
-      QCOMPARE(elseCalls.load(), 1);
+      QCOMPARE(thenCalls.load(), thenBefore);
+      QVERIFY(exact ? elseCalls == 1 : elseCalls >= 1);
       // An observer sees only the taken branch's nodes, in a frame.
       auto counter = std::make_shared<Counter>();
       f.vm().addObserver(counter);
       f({ft({2}, {-1, -2})});
-      QCOMPARE(elseCalls.load(), 2);
-      QCOMPARE(thenCalls.load(), 1);
+      QCOMPARE(thenCalls.load(), thenBefore);
       QVERIFY(counter->inner >= 1);
       for (const std::string& op : counter->innerOps) QVERIFY(op != "ThenWork");
       QVERIFY(std::find(counter->innerOps.begin(), counter->innerOps.end(), "ElseWork") !=
@@ -121,7 +130,7 @@ class TestIfElse : public QObject {
     QCOMPARE(QString::fromStdString(y[0]->owner()->op().str()), QString("IfElse{pick}"));
     QCOMPARE(y[0]->owner()->nInputs(), 3);  // cond, x, w
     for (Mode mode : kModes) {
-      Function f = compile({x}, y, {}, CompileOptions{.mode = mode});
+      Function f = compile({x}, y, {}, withMode(mode));
       auto r = f({ft({2}, {1, 2})});
       QVERIFY(closeTo(r[0], ft({2}, {10, 40})));
       QCOMPARE(r[1].item(), 3.0);
@@ -149,6 +158,12 @@ class TestIfElse : public QObject {
           },
           {Tensor::full(DType::Float64, {3}, sign), randomTensor(DType::Float64, {3}, 2)});
     }
+    // The R-op follows from the pullback.
+    checkRopLop(
+        [](const std::vector<VarPtr>& in) -> std::vector<VarPtr> {
+          return {ifelse(positive(in[0]), tanh(in[0]) * in[1], exp(in[1]))};
+        },
+        {Tensor::full(DType::Float64, {3}, 1.0), randomTensor(DType::Float64, {3}, 4)});
     // A branch that does not use an input gives zeros for it.
     auto x = fvar("x");
     auto v = fvar("v");
@@ -207,10 +222,32 @@ class TestIfElse : public QObject {
     io::TsgDocument loaded = io::readTsg(text);
     QCOMPARE(QString::fromStdString(io::writeTsg(loaded)), QString::fromStdString(text));
     Function again = compile({loaded.original->inputs()[0]}, loaded.original->outputs(), {},
-                             CompileOptions{.mode = Mode::FastRun});
+                             withMode(Mode::FastRun));
     const auto r = again({ft({2}, {-1, -2})});
     QVERIFY(closeTo(r[0], ft({2}, {-2, -4})));
     QVERIFY(closeTo(r[1], ft({2}, {1, 2})));
+  }
+
+  void testBreakPointInABranch() {
+    // A BreakPoint inside the taken branch pauses in the IfElse's frame; in the other branch it
+    // never runs.
+    auto x = fvar("x");
+    auto inner = [&](const VarPtr& v) {
+      return breakpoint("in_then", gt(sum(v), constant(0.0, DType::Float32)), {v * 2.0})[0];
+    };
+    VarPtr y = ifelse(positive(x), inner(x), x * 3.0);
+    for (Mode mode : {Mode::None, Mode::FastRun}) {
+      Function f = compile({x}, {y}, {}, withMode(mode));
+      f.vm().setBreakOps(true);
+      Execution e = f.begin({ft({2}, {1, 2})});
+      QCOMPARE(e.run(), VM::Status::Paused);
+      QCOMPARE(f.vm().pauseReason(), VM::PauseReason::BreakPointOp);
+      QCOMPARE(f.vm().depth(), std::size_t{1});
+      QVERIFY(closeTo(*f.vm().value(f.vm().breakOpNode()->outputRef(0)), ft({2}, {2, 4})));
+      QCOMPARE(e.run(), VM::Status::Finished);
+      QVERIFY(closeTo(e.finish()[0], ft({2}, {2, 4})));
+      QCOMPARE(f.begin({ft({2}, {-1, -2})}).run(), VM::Status::Finished);
+    }
   }
 
   void testStepInto() {

@@ -18,6 +18,11 @@ using namespace tscope::engine;
 using namespace tscope::test;
 
 namespace {
+CompileOptions withMode(Mode mode) {
+  CompileOptions o;
+  o.mode = mode;
+  return o;
+}
 constexpr std::int64_t U = kUnknownDim;
 VarPtr var(const std::string& name, DType dtype = DType::Float64) {
   return Variable::create(TensorType(dtype, {U}), name);
@@ -67,7 +72,7 @@ class TestOpFromGraphDebug : public QObject {
     const Tensor x = dt({3}, {0.1, -0.7, 1.3}), w = dt({3}, {2, 3, -1});
     for (Mode mode : {Mode::None, Mode::FastRun}) {
       auto xs = var("x"), ws = var("w");
-      Function f = compile({xs, ws}, build({xs, ws}), {}, CompileOptions{.mode = mode});
+      Function f = compile({xs, ws}, build({xs, ws}), {}, withMode(mode));
       const Tensor got = f({x, w})[0];
       for (std::int64_t i = 0; i < 3; ++i) {
         const double xv = x.at({i});
@@ -174,7 +179,7 @@ class TestOpFromGraphDebug : public QObject {
     auto x = Variable::create(TensorType(DType::Float32, {U}), "x");
     VarPtr y = (*n.outer)({x}) * 3.0;
     for (Mode mode : {Mode::None, Mode::FastRun}) {
-      Function f = compile({x}, {y}, {}, CompileOptions{.mode = mode});
+      Function f = compile({x}, {y}, {}, withMode(mode));
       auto paths = std::make_shared<Paths>();
       f.vm().addObserver(paths);
       f({Tensor::fromDoubles(DType::Float32, {2}, {1, 2})});

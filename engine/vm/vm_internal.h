@@ -1,0 +1,65 @@
+#pragma once
+// The VM's per-frame state (internal to engine/vm): vm.cpp runs it, vm_state.cpp reads it.
+#include "engine/vm/vm.h"
+
+namespace tscope::engine {
+
+struct VM::Hot {
+  const Op* op;
+  const Apply* node;
+  KernelFn fn;
+  std::uint32_t in, nIn, out, nOut;      // into Frame::ptrs
+  std::uint32_t freeBegin, nFree;        // into the plan's freeSlots
+  std::uint32_t destroyBegin, nDestroy;  // into the plan's overwrites
+  std::int32_t child;
+  std::uint32_t nChildren;
+  bool breakOp;
+};
+
+struct VM::Frame {
+  const Program* program = nullptr;
+  std::vector<Tensor> storage;
+  std::vector<Tensor*> ptrs;
+  std::vector<Hot> hot;
+  std::size_t pc = 0;
+  Frame* caller = nullptr;  // non-null while the frame is on the stack (frames above 0)
+  std::int64_t callerNodeId = -1;
+  std::size_t callerPosition = 0;
+  std::int64_t t0 = 0;  // when the caller node entered this frame (timing)
+  NodeTiming* timing = nullptr;
+
+  explicit Frame(const Program& p) : program(&p) {
+    storage = p.constants();
+    const auto operands = p.operandSlots();
+    ptrs.resize(operands.size());
+    for (std::size_t k = 0; k < operands.size(); ++k) ptrs[k] = &storage[operands[k]];
+    const StoragePlan& plan = p.plan();
+    hot.reserve(p.nodes().size());
+    std::uint32_t d = 0;
+    for (std::size_t pos = 0; pos < p.nodes().size(); ++pos) {
+      const LinkedNode& n = p.nodes()[pos];
+      Hot h{};
+      h.op = n.op;
+      h.node = n.node;
+      h.fn = n.kernel.fn;
+      h.in = n.inBegin;
+      h.nIn = n.nIn;
+      h.out = n.outBegin;
+      h.nOut = n.nOut;
+      h.freeBegin = plan.freeBegin[pos];
+      h.nFree = plan.freeBegin[pos + 1] - plan.freeBegin[pos];
+      while (d < plan.overwrites.size() && plan.overwrites[d].position < pos) ++d;
+      h.destroyBegin = d;
+      while (d < plan.overwrites.size() && plan.overwrites[d].position == pos) ++d;
+      h.nDestroy = d - h.destroyBegin;
+      h.child = n.child;
+      h.nChildren = n.nChildren;
+      h.breakOp = n.breakOp;
+      hot.push_back(h);
+    }
+  }
+  std::span<const Tensor* const> inputs(const Hot& t) const { return {ptrs.data() + t.in, t.nIn}; }
+  std::span<Tensor* const> outputs(const Hot& t) const { return {ptrs.data() + t.out, t.nOut}; }
+};
+
+}  // namespace tscope::engine
