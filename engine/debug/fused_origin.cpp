@@ -55,17 +55,20 @@ std::optional<FusedOrigin> findFusedOrigin(const Apply& node, std::span<const Te
   if (!comp || static_cast<int>(inputs.size()) != comp->nInputs()) return std::nullopt;
   (void)output;
   std::vector<VarPtr> scalars;
+  std::vector<std::vector<std::int64_t>> indices;
   for (int i = 0; i < comp->nInputs(); ++i) {
     const Tensor* in = inputs[static_cast<std::size_t>(i)];
     if (!in || !in->defined()) return std::nullopt;
     auto idx = broadcastIndex(outIndex, in->shape());
     if (!idx) return std::nullopt;
+    indices.push_back(*idx);
     const double v = in->at(*idx);
     scalars.push_back(
         Constant::create(Tensor::scalar(comp->inputDTypes()[static_cast<std::size_t>(i)], v)));
   }
   std::vector<VarPtr> expanded = expandComposite(*comp, scalars);
-  FunctionGraph fg({}, expanded);
+  // Adopt: the nodes keep their inputs, so an operand is recognised as the Composite's input.
+  FunctionGraph fg({}, expanded, FunctionGraph::Ownership::Adopt);
   const std::vector<Apply*> order = fg.toposort();
   VM vm(fg, order);
   auto finder = std::make_shared<FirstBad>(kinds, bigThreshold);
@@ -86,12 +89,13 @@ std::optional<FusedOrigin> findFusedOrigin(const Apply& node, std::span<const Te
     s.input = static_cast<int>(k);
     const Variable& v = *finder->node->input(static_cast<int>(k));
     for (std::size_t i = 0; i < scalars.size(); ++i)
-      if (scalars[i].get() == &v)
-        s.variable =
-            "i" + std::to_string(i) + " = " + node.input(static_cast<int>(i))->displayName();
+      if (scalars[i].get() == &v) {
+        s.variable = node.input(static_cast<int>(i))->displayName() + " (Composite input " +
+                     std::to_string(i) + ")";
+        s.index = indices[i];
+      }
     if (s.variable.empty() && v.owner()) s.variable = "(fused " + v.owner()->op().str() + ")";
     s.value = finder->operands[k];
-    s.index = {};
     out.inputs.push_back(std::move(s));
   }
   return out;

@@ -137,6 +137,10 @@ struct NanGuard::Record {
 struct NanGuard::GraphInfo {
   const FunctionGraph* graph = nullptr;
   std::unordered_map<const Variable*, std::string> updateOf;  // graph output -> shared name
+  std::unordered_set<const Variable*> updated;                // shared inputs with an update
+  // Note [Shared values checked once]: the buffer each read-only shared value had when it was
+  // last found clean.
+  std::unordered_map<const Variable*, const void*> sharedSeen;
 };
 
 NanGuard::NanGuard(NanGuardOptions options) : m_options(std::move(options)) {
@@ -216,6 +220,31 @@ NodeRef NanGuard::nodeRef(const Apply& node, std::span<const std::int64_t> frame
   ref.scope = node.scope();
   ref.site = siteText(node.site());
   ref.frames.assign(frames.begin(), frames.end());
+  // A node a rewrite made names what it was made from (Composites: Note [Fused code keeps
+  // names], done by the caller with the offending element).
+  if (frames.empty() && m_lineage && node.fgraph() == m_watchedGraph &&
+      !dynamic_cast<const Composite*>(&node.op())) {
+    const std::vector<std::int64_t> from = m_lineage->originalNodesFor(node.id());
+    if (!from.empty() && !std::binary_search(from.begin(), from.end(), node.id())) {
+      std::string reasons;
+      for (std::int64_t o : from)
+        for (const std::string& r : m_lineage->reasonsFor(o))
+          if (reasons.find(r) == std::string::npos) reasons += (reasons.empty() ? "" : ", ") + r;
+      const Apply* orig = m_original ? m_original->nodeById(from.front()) : nullptr;
+      if (orig) {
+        ref.scope = orig->scope();
+        ref.site = siteText(orig->site());
+        ref.originalId = orig->id();
+        ref.rewrittenFrom = orig->op().str() + " (node " + std::to_string(orig->id()) + ")" +
+                            (orig->scope().empty() ? "" : " at " + orig->scope()) +
+                            (orig->site().empty() ? "" : " (created at " + ref.site + ")");
+      } else {
+        ref.rewrittenFrom = "original node";
+        for (std::int64_t o : from) ref.rewrittenFrom += " " + std::to_string(o);
+      }
+      if (!reasons.empty()) ref.rewrittenFrom += " by " + reasons;
+    }
+  }
   const GradientOrigin* g = node.gradientOf().get();
   // A rewritten gradient node keeps the name of the original nodes it stands for.
   if (!g && frames.empty() && m_lineage && m_original && node.fgraph() == m_watchedGraph)
@@ -266,18 +295,27 @@ NanChecks NanGuard::allowedFor(const Apply* node, const Variable& var) const {
 // --- callbacks ---
 
 void NanGuard::onStart(VM& vm) {
-  if (!enabled()) return;
+  if (!enabled()) {
+    m_lastCallClean = false;  // its updates go unchecked (Note [Shared values checked once])
+    return;
+  }
   m_calls.fetch_add(1, std::memory_order_relaxed);
   m_records.clear();
   m_lastInFrame.clear();
   m_savedThisCall = false;
   m_reportedThisCall = false;
+  m_savedFor = nullptr;
   const FunctionGraph& g = vm.graph();
   if (!m_info || m_info->graph != &g) {
     m_info = std::make_unique<GraphInfo>();
+    m_views.clear();
+    m_saved.clear();
     m_info->graph = &g;
-    for (const auto& [out, in] : g.updateMapping())
+    for (const auto& [out, in] : g.updateMapping()) {
       m_info->updateOf[g.outputs()[out].get()] = g.inputs()[in]->displayName();
+      m_info->updated.insert(g.inputs()[in].get());
+    }
+    m_lastCallClean = false;
   }
   m_startInputs.clear();
   for (const VarPtr& in : g.inputs()) {
@@ -289,19 +327,87 @@ void NanGuard::onStart(VM& vm) {
       m_startInputs.push_back(value ? value->clone() : Tensor());
     if (!m_options.checkInputs) continue;
     const Tensor* v = value && value->defined() ? value : shared;
-    if (v && v->defined()) checkValue(vm, nullptr, *in, 0, *v, shared ? "shared" : "input");
+    if (!v || !v->defined()) continue;
+    // Note [Shared values checked once]: a shared value this graph updates was checked as its
+    // update when the last call wrote it; one it only reads is checked again only when its buffer
+    // changed (another buffer, as setValue and double-buffered updates give). A weight that a
+    // function without a guard overwrote in place in the same buffer is then caught where it is
+    // first read (the chain names it as the input), not at the start.
+    if (shared && m_lastCallClean) {
+      if (m_info->updated.count(in.get())) continue;
+      auto seen = m_info->sharedSeen.find(in.get());
+      if (seen != m_info->sharedSeen.end() && seen->second == v->rawData()) continue;
+    }
+    const std::size_t before = m_records.size();
+    checkValue(vm, nullptr, *in, 0, *v, shared ? "shared" : "input");
+    if (shared && m_records.size() == before) m_info->sharedSeen[in.get()] = v->rawData();
   }
+  m_lastCallClean = false;  // until onFinish
+}
+
+void NanGuard::onFinish(VM&) {
+  if (!enabled()) return;
+  // Every update was checked as it was computed: the next call need not scan it again.
+  m_lastCallClean = !m_reportedThisCall;
+}
+
+const NanGuard::NodeViews& NanGuard::viewsOf(const Apply& node) {
+  auto it = m_views.find(&node);
+  if (it != m_views.end() && it->second.op == &node.op()) return it->second;
+  NodeViews v{
+      &node.op(), std::vector<std::vector<int>>(static_cast<std::size_t>(node.nOutputs())), {}};
+  for (const auto& [out, ins] : node.op().viewMap())
+    if (out >= 0 && out < node.nOutputs()) v.of[static_cast<std::size_t>(out)] = ins;
+  const std::string name = node.op().name();
+  if (name == "Elemwise" || name == "Composite")
+    for (const auto& [out, ins] : node.op().destroyMap())
+      for (int i : ins)
+        if (i >= 0 && i < node.nInputs()) v.destroyed.push_back(i);
+  return m_views.insert_or_assign(&node, std::move(v)).first->second;
+}
+
+// Note [Inplace inputs]: an elementwise node that overwrites an input leaves nothing of it to
+// explain a bad output with; the guard keeps a copy (reusing its buffer across calls).
+void NanGuard::beforeNode(VM&, const NodeEvent& e) {
+  if (!enabled() || !m_options.explainInplace) return;
+  const NodeViews& views = viewsOf(e.node);
+  if (views.destroyed.empty()) return;
+  std::vector<Tensor>& saved = m_saved[&e.node];
+  saved.resize(static_cast<std::size_t>(e.node.nInputs()));
+  for (int i : views.destroyed) {
+    const Tensor* in = e.inputs[static_cast<std::size_t>(i)];
+    if (!in || !in->defined() || !isFloat(in->dtype())) continue;
+    Tensor& copy = saved[static_cast<std::size_t>(i)];
+    if (copy.defined() && copy.dtype() == in->dtype() && copy.shape() == in->shape() &&
+        copy.storage().use_count() == 1)
+      copy.copyFrom(*in);
+    else
+      copy = in->clone();
+  }
+  m_savedFor = &e.node;
 }
 
 void NanGuard::afterNode(VM& vm, const NodeEvent& e) {
   if (!enabled()) return;
+  // Note [Views are not scanned]: an output an op declares as a view of an input holds a subset
+  // of that input's values: good when the input was good (no record), so it is scanned only when
+  // the input was bad. This saves a strided copy and a pass per transpose, reshape or slice.
+  const NodeViews& views = viewsOf(e.node);
   for (int o = 0; o < e.node.nOutputs(); ++o) {
     const Tensor* t = e.outputs[static_cast<std::size_t>(o)];
     if (!t || !t->defined()) continue;
     const Variable& var = e.node.outputRef(o);
+    if (const std::vector<int>& ins = views.of[static_cast<std::size_t>(o)]; !ins.empty()) {
+      bool inputBad = false;
+      for (int i : ins)
+        if (i >= 0 && i < e.node.nInputs() && m_records.count(e.node.input(i).get()))
+          inputBad = true;
+      if (!inputBad) continue;
+    }
     const bool update = e.depth() == 0 && m_info && m_info->updateOf.count(&var);
     checkValue(vm, &e, var, o, *t, update ? "update" : "node");
   }
+  m_savedFor = nullptr;  // the copies are this node's only (Note [Inplace inputs])
 }
 
 namespace {
@@ -351,6 +457,20 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
   link.firstIndex = unflatten(first, value.shape());
   link.firstValue = rec->detail.firstValue[static_cast<std::size_t>(kindSlot(link.firstKind))];
   if (e) {
+    // The inputs as the node read them (Note [Inplace inputs]).
+    std::vector<const Tensor*> read(e->inputs.begin(), e->inputs.end());
+    std::vector<bool> lost(read.size(), false);
+    {
+      const NodeViews& views = viewsOf(e->node);
+      auto saved = m_savedFor == &e->node ? m_saved.find(&e->node) : m_saved.end();
+      for (int i : views.destroyed) {
+        const auto k = static_cast<std::size_t>(i);
+        if (saved != m_saved.end() && k < saved->second.size() && saved->second[k].defined())
+          read[k] = &saved->second[k];
+        else
+          lost[k] = true;
+      }
+    }
     link.node = nodeRef(e->node, e->framePath);
     // Which inputs already held bad values (Note [Root-cause chain]).
     for (int i = 0; i < e->node.nInputs(); ++i) {
@@ -360,9 +480,11 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
         continue;
       }
       if (in.owner()) continue;  // computed and checked: it was good
-      const Tensor* t = e->inputs[static_cast<std::size_t>(i)];
+      const Tensor* t = read[static_cast<std::size_t>(i)];
       if (in.kind() == Variable::Kind::Constant) t = &static_cast<const Constant&>(in).value();
-      if (!t || !t->defined() || destroys(e->node, i) || !isFloat(t->dtype())) continue;
+      if (!t || !t->defined() || (lost[static_cast<std::size_t>(i)] && destroys(e->node, i)) ||
+          !isFloat(t->dtype()))
+        continue;
       if (!quickScan(*t, false).nonFinite) continue;
       // A constant, or an input of an inner frame: bad before any node of this frame ran.
       auto src = std::make_shared<Record>();
@@ -403,13 +525,13 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
       s.variable = in.displayName();
       s.bad = std::any_of(rec->badInputs.begin(), rec->badInputs.end(),
                           [&](const auto& b) { return b->var == &in; });
-      const Tensor* t = e->inputs[static_cast<std::size_t>(i)];
+      const Tensor* t = read[static_cast<std::size_t>(i)];
       if (link.role == ChainLink::Role::Propagator) {
         if (s.bad) link.inputs.push_back(std::move(s));
         continue;
       }
       if (!t || !t->defined()) continue;
-      if (destroys(e->node, i)) {
+      if (lost[static_cast<std::size_t>(i)] && destroys(e->node, i)) {
         s.summary = "overwritten in place by the node";
       } else if (auto idx = broadcastIndex(link.firstIndex, t->shape());
                  idx && t->ndim() > 0 && value.ndim() > 0) {
@@ -426,22 +548,35 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
     // Note [Fused code keeps names].
     if (link.role != ChainLink::Role::Propagator &&
         dynamic_cast<const Composite*>(&e->node.op()) != nullptr) {
-      if (auto fused = findFusedOrigin(e->node, e->inputs, output, link.firstIndex,
-                                       bit(link.firstKind), threshold)) {
+      if (auto fused = findFusedOrigin(e->node, read, output, link.firstIndex, bit(link.firstKind),
+                                       threshold)) {
         NodeRef ref = link.node;
         ref.fusedInto = e->node.op().str() + " node " + std::to_string(e->node.id());
         ref.op = fused->op;
         if (m_lineage && e->framePath.empty() && e->node.fgraph() == m_watchedGraph) {
-          std::vector<std::int64_t> same;
+          // The original node with the inner op, or one the op was canonicalized from
+          // (log(1 + x) -> log1p: "Elemwise{log" begins "Elemwise{log1p").
+          std::vector<std::int64_t> same, similar;
+          const std::string inner = fused->op.substr(0, fused->op.size() - 1);
           for (std::int64_t o : m_lineage->originalNodesFor(e->node.id()))
-            if (const Apply* orig = m_original ? m_original->nodeById(o) : nullptr;
-                orig && orig->op().str() == fused->op)
-              same.push_back(o);
+            if (const Apply* orig = m_original ? m_original->nodeById(o) : nullptr) {
+              const std::string op = orig->op().str();
+              if (op == fused->op)
+                same.push_back(o);
+              else if (op.size() > 1 && inner.rfind(op.substr(0, op.size() - 1), 0) == 0)
+                similar.push_back(o);
+            }
+          if (same.empty()) same = similar;
           if (!same.empty()) {
             const std::int64_t o = same[std::min<std::size_t>(
                 static_cast<std::size_t>(fused->occurrence), same.size() - 1)];
             const Apply& orig = *m_original->nodeById(o);
             ref.originalId = o;
+            // Named as written; what ran is noted ("Elemwise{log}" computed as log1p).
+            if (orig.op().str() != fused->op) {
+              ref.fusedInto += ", computed as " + fused->op;
+              ref.op = orig.op().str();
+            }
             ref.scope = orig.scope();
             ref.site = siteText(orig.site());
             ref.gradientOf = orig.gradientOf() ? originText(*orig.gradientOf()) : ref.gradientOf;

@@ -32,6 +32,7 @@
 #include "engine/debug/lineage.h"
 #include "engine/debug/nan_report.h"
 #include "engine/tensor/dtype.h"
+#include "engine/tensor/tensor.h"
 #include "engine/vm/observer.h"
 
 #include <atomic>
@@ -45,6 +46,8 @@
 #include <vector>
 
 namespace tscope::engine {
+class Apply;
+class Op;
 class Function;
 class FunctionGraph;
 class Variable;
@@ -86,6 +89,10 @@ struct NanGuardOptions {
   std::vector<AllowRule> allow;
   bool checkInputs = true;       // the graph inputs and shared values at the call's start
   std::size_t maxEvents = 1000;  // Warn: events kept beyond this are counted, not stored
+  // Note [Inplace inputs]: copy the inputs an elementwise node (Elemwise, Composite) overwrites
+  // in place before it runs, so the creator's report shows what it read and a fused creator is
+  // named; off saves one copy per inplace elementwise node and call.
+  bool explainInplace = true;
   // When set, the first event of a call writes a replayable .tsg there (engine/debug/failure.h):
   // the graph with the inputs and shared values of the call's start as test values.
   std::string saveFailure;
@@ -135,7 +142,9 @@ class NanGuard : public ExecutionObserver {
   std::string lastFailureFile() const;
 
   void onStart(VM& vm) override;
+  void beforeNode(VM& vm, const NodeEvent& event) override;
   void afterNode(VM& vm, const NodeEvent& event) override;
+  void onFinish(VM& vm) override;
 
  private:
   struct Record;
@@ -157,9 +166,22 @@ class NanGuard : public ExecutionObserver {
   // Per frame (its caller node id): the last bad record made inside it.
   std::unordered_map<std::int64_t, std::shared_ptr<Record>> m_lastInFrame;
   std::unique_ptr<GraphInfo> m_info;
+  // Per node seen: for each output, the inputs it is a declared view of (Note [Views are not
+  // scanned]); nodes stay alive while their program runs, and onStart of another graph clears it.
+  struct NodeViews {
+    const Op* op = nullptr;  // checked with the node: a node address reused by another program
+    std::vector<std::vector<int>> of;
+    std::vector<int> destroyed;  // inputs an elementwise node overwrites (Note [Inplace inputs])
+  };
+  std::unordered_map<const Apply*, NodeViews> m_views;
+  const NodeViews& viewsOf(const Apply& node);
+  // Note [Inplace inputs]: the inputs the running node overwrites, copied before it runs.
+  const Apply* m_savedFor = nullptr;
+  std::unordered_map<const Apply*, std::vector<Tensor>> m_saved;
   std::vector<Tensor> m_startInputs;  // saveFailure: the call's input values
   bool m_savedThisCall = false;
   bool m_reportedThisCall = false;
+  bool m_lastCallClean = false;  // the last call finished with the guard on and no event
 
   mutable std::mutex m_mutex;  // guards what follows
   std::vector<NanReport> m_events;

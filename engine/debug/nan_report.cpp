@@ -116,6 +116,7 @@ std::string NodeRef::describe() const {
   if (!scope.empty()) out += " at " + scope;
   if (!site.empty()) out += " (created at " + site + ")";
   if (!fusedInto.empty()) out += " [fused into " + fusedInto + "]";
+  if (!rewrittenFrom.empty()) out += " [rewritten from " + rewrittenFrom + "]";
   if (!gradientOf.empty()) out += ": " + gradientOf;
   if (!frames.empty()) {
     out += " in frame";
@@ -131,6 +132,7 @@ json NodeRef::toJson() const {
     out["original_id"] = originalId;
   }
   if (!gradientOf.empty()) out["gradient_of"] = gradientOf;
+  if (!rewrittenFrom.empty()) out["rewritten_from"] = rewrittenFrom;
   return out;
 }
 

@@ -64,6 +64,10 @@ struct NodeRef {
   // Composite that ran ("Composite{tanh(log(i0))} node 41") and the original node's id.
   std::string fusedInto;
   std::int64_t originalId = -1;
+  // A node a rewrite made (not a Composite: those get fusedInto): what it was made from, e.g.
+  // "Elemwise{mul} (node 40) at layer2 (created at mlp.cpp:30) by specialize/gemm"; the scope and
+  // site above are then the original node's, not the rewrite's.
+  std::string rewrittenFrom;
   // Note [Gradient origin]: "gradient of Elemwise{exp} at encoder/attn (created at model.cpp:88)".
   std::string gradientOf;
   // "Elemwise{log} at layer3/fc (created at model.cpp:12)", with the fused/gradient notes.

@@ -1,30 +1,50 @@
 #include "engine/debug/nan_scan.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace tscope::engine::debug {
 
 namespace {
 
-constexpr int kLanes = 16;
-
-// Note [One pass per value].
-template <class T>
+// Note [One pass per value]: four independent 16-byte vectors per step (GCC vector extensions,
+// so it vectorises at -O2 on the baseline instruction set); |x| clears the sign bit, and NaN
+// never wins the max (a > m is false), the x * 0 sum catches it.
+template <class T, class I>
 QuickScan scanFloats(const T* p, std::int64_t n, bool wantMax) {
-  T zero[kLanes] = {};
-  T m[kLanes] = {};
+  constexpr int L = static_cast<int>(16 / sizeof(T));
+  typedef T V __attribute__((vector_size(16)));
+  typedef I IV __attribute__((vector_size(16)));
+  const IV noSign = ~IV{} >> 1;  // all bits but the sign (logical shift of an unsigned type)
+  V z0{}, z1{}, z2{}, z3{}, m0{}, m1{}, m2{}, m3{};
+  const V zero{};
   std::int64_t i = 0;
+  auto load = [&](std::int64_t k) {
+    V v;
+    std::memcpy(&v, p + k, sizeof(V));
+    return v;
+  };
+  auto absOf = [&](V v) { return reinterpret_cast<V>(reinterpret_cast<IV>(v) & noSign); };
   if (wantMax) {
-    for (; i + kLanes <= n; i += kLanes)
-      for (int j = 0; j < kLanes; ++j) {
-        const T x = p[i + j];
-        zero[j] += x * T(0);
-        const T a = x < T(0) ? -x : x;
-        m[j] = a > m[j] ? a : m[j];
-      }
+    for (; i + 4 * L <= n; i += 4 * L) {
+      const V a0 = load(i), a1 = load(i + L), a2 = load(i + 2 * L), a3 = load(i + 3 * L);
+      z0 += a0 * zero;
+      z1 += a1 * zero;
+      z2 += a2 * zero;
+      z3 += a3 * zero;
+      const V b0 = absOf(a0), b1 = absOf(a1), b2 = absOf(a2), b3 = absOf(a3);
+      m0 = b0 > m0 ? b0 : m0;
+      m1 = b1 > m1 ? b1 : m1;
+      m2 = b2 > m2 ? b2 : m2;
+      m3 = b3 > m3 ? b3 : m3;
+    }
   } else {
-    for (; i + kLanes <= n; i += kLanes)
-      for (int j = 0; j < kLanes; ++j) zero[j] += p[i + j] * T(0);
+    for (; i + 4 * L <= n; i += 4 * L) {
+      z0 += load(i) * zero;
+      z1 += load(i + L) * zero;
+      z2 += load(i + 2 * L) * zero;
+      z3 += load(i + 3 * L) * zero;
+    }
   }
   T z = 0, mx = 0;
   for (; i < n; ++i) {
@@ -32,9 +52,10 @@ QuickScan scanFloats(const T* p, std::int64_t n, bool wantMax) {
     const T a = std::fabs(p[i]);
     mx = a > mx ? a : mx;
   }
-  for (int j = 0; j < kLanes; ++j) {
-    z += zero[j];
-    mx = m[j] > mx ? m[j] : mx;
+  const V zs = z0 + z1 + z2 + z3;
+  for (int j = 0; j < L; ++j) {
+    z += zs[j];
+    for (const V* m : {&m0, &m1, &m2, &m3}) mx = (*m)[j] > mx ? (*m)[j] : mx;
   }
   QuickScan out;
   out.nonFinite = z != z;
@@ -63,9 +84,9 @@ QuickScan quickScan(const Tensor& value, bool wantMaxAbs) {
   const std::int64_t n = c.numel();
   switch (d) {
     case DType::Float32:
-      return scanFloats(c.data<float>(), n, wantMaxAbs);
+      return scanFloats<float, std::uint32_t>(c.data<float>(), n, wantMaxAbs);
     case DType::Float64:
-      return scanFloats(c.data<double>(), n, wantMaxAbs);
+      return scanFloats<double, std::uint64_t>(c.data<double>(), n, wantMaxAbs);
     case DType::Float16: {
       const Half* p = c.data<Half>();
       QuickScan out;

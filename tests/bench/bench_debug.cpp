@@ -3,7 +3,9 @@
 // fixture, fast_run, when ONNX is built), each with NanGuard (nan + inf + big) off (/0) and on
 // (/1); and the cost of keeping parameters safe (Note [Parameters stay whole]): the MLP step with
 // an observer that does nothing (/2), which makes Function copy every weight an update overwrites
-// in place. Pairs alternate calls within each repetition, so both see the same machine state.
+// in place; and the guard without the copies of inputs that inplace nodes overwrite (/3). Off and
+// on run one after the other in one process; on a shared machine, repeat
+// (--benchmark_repetitions=5 --benchmark_report_aggregates_only=true) and compare medians.
 //   bench_debug [--benchmark_filter=...] [--benchmark_repetitions=5]
 
 #include "engine/backends/cpu/gemm.h"
@@ -19,9 +21,15 @@
 #include "engine/io/onnx/onnx_import.h"
 #endif
 
+#include <algorithm>
 #include <benchmark/benchmark.h>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <random>
+
+// Options are written as designated initializers naming only what a case sets.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 using namespace tscope::engine;
 
@@ -45,10 +53,17 @@ std::shared_ptr<ExecutionObserver> observerFor(std::int64_t variant,
     return *guard;
   }
   if (variant == 2) return std::make_shared<NullObserver>();
+  if (variant == 3) {  // without Note [Inplace inputs]'s copies
+    *guard = std::make_shared<debug::NanGuard>(debug::NanGuardOptions{.explainInplace = false});
+    return *guard;
+  }
   return nullptr;
 }
 const char* labelFor(std::int64_t variant) {
-  return variant == 0 ? "guard off" : variant == 1 ? "NanGuard nan+inf+big" : "null observer";
+  return variant == 0   ? "guard off"
+         : variant == 1 ? "NanGuard nan+inf+big"
+         : variant == 2 ? "null observer"
+                        : "NanGuard, explainInplace off";
 }
 
 void BM_MlpSgdStep(benchmark::State& state) {
@@ -87,7 +102,86 @@ void BM_MlpSgdStep(benchmark::State& state) {
   }
   state.SetLabel(labelFor(state.range(0)));
 }
-BENCHMARK(BM_MlpSgdStep)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_MlpSgdStep)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(3)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
+// Note [Paired timing]: on a shared machine, consecutive benchmarks see different loads; here each
+// iteration times one call without and one with the observer (in alternating order) and the
+// counters are the medians and the overhead of the medians.
+template <class Off, class On>
+void paired(benchmark::State& state, Off&& off, On&& on) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> a, b;
+  bool flip = false;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    if (flip)
+      on();
+    else
+      off();
+    auto t1 = Clock::now();
+    if (flip)
+      off();
+    else
+      on();
+    auto t2 = Clock::now();
+    const double first = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    const double second = std::chrono::duration<double, std::milli>(t2 - t1).count();
+    a.push_back(flip ? second : first);
+    b.push_back(flip ? first : second);
+    flip = !flip;
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  const double ma = median(a), mb = median(b);
+  state.counters["off_ms"] = ma;
+  state.counters["on_ms"] = mb;
+  state.counters["overhead_pct"] = ma > 0 ? 100.0 * (mb - ma) / ma : 0.0;
+}
+
+void BM_MlpSgdStepPaired(benchmark::State& state) {
+  constexpr std::int64_t kIn = 784, kHidden = 500, kOut = 10, kBatch = 128;
+  std::mt19937 rng(1);
+  auto x = Variable::create(TensorType(DType::Float32, {kUnknownDim, kIn}), "x");
+  auto y = Variable::create(TensorType(DType::Int64, {kUnknownDim}), "y");
+  auto W1 = SharedVariable::create(uniform(rng, {kIn, kHidden}, 0.07f), "W1");
+  auto b1 = SharedVariable::create(Tensor::zeros(DType::Float32, {kHidden}), "b1");
+  auto W2 = SharedVariable::create(uniform(rng, {kHidden, kOut}, 0.1f), "W2");
+  auto b2 = SharedVariable::create(Tensor::zeros(DType::Float32, {kOut}), "b2");
+  auto h = tanh(dot(x, W1) + b1);
+  auto loss = mean(softmaxCrossEntropyWithLogits(dot(h, W2) + b2, y));
+  auto g = grad(loss, std::vector<VarPtr>{W1, b1, W2, b2});
+  std::vector<Update> updates{{W1, W1 - g[0] * 0.001},
+                              {b1, b1 - g[1] * 0.001},
+                              {W2, W2 - g[2] * 0.001},
+                              {b2, b2 - g[3] * 0.001}};
+  CompileOptions opts;
+  opts.keepBuffers = true;
+  opts.mode = Mode::FastRun;
+  Function off = compile({x, y}, {loss}, updates, opts);
+  std::shared_ptr<debug::NanGuard> guard;
+  opts.observers.push_back(observerFor(state.range(0), &guard));
+  Function on = compile({x, y}, {loss}, updates, opts);
+  Tensor xb = uniform(rng, {kBatch, kIn}, 1.0f);
+  Tensor yb = Tensor::empty(DType::Int64, {kBatch});
+  for (std::int64_t i = 0; i < kBatch; ++i) yb.data<std::int64_t>()[i] = i % kOut;
+  std::vector<Tensor> args{xb, yb};
+  off(args);
+  on(args);
+  paired(
+      state, [&] { benchmark::DoNotOptimize(off(args)); },
+      [&] { benchmark::DoNotOptimize(on(args)); });
+  if (guard && guard->eventCount() != 0) state.SkipWithError("NanGuard reported an event");
+  state.SetLabel(labelFor(state.range(0)));
+}
+BENCHMARK(BM_MlpSgdStepPaired)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->MinTime(4.0);
 
 #ifdef TSCOPE_BENCH_WITH_ONNX
 void BM_ResNet18Inference(benchmark::State& state) {
@@ -111,7 +205,38 @@ void BM_ResNet18Inference(benchmark::State& state) {
   if (guard && guard->eventCount() != 0) state.SkipWithError("NanGuard reported an event");
   state.SetLabel(labelFor(state.range(0)));
 }
-BENCHMARK(BM_ResNet18Inference)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_ResNet18Inference)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(3)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
+void BM_ResNet18InferencePaired(benchmark::State& state) {
+  const std::filesystem::path model(TSCOPE_TEST_DATA_DIR "/onnx/models/resnet18.onnx");
+  static io::OnnxImportResult imported = io::loadOnnx(model);
+  const FunctionGraph& graph = *imported.document.original;
+  std::vector<VarPtr> inputs;
+  for (const VarPtr& in : graph.inputs())
+    if (in->kind() != Variable::Kind::Shared) inputs.push_back(in);
+  CompileOptions opts;
+  opts.mode = Mode::FastRun;
+  opts.keepBuffers = true;
+  Function off = compile(inputs, graph.outputs(), {}, opts);
+  std::shared_ptr<debug::NanGuard> guard;
+  opts.observers.push_back(observerFor(state.range(0), &guard));
+  Function on = compile(inputs, graph.outputs(), {}, opts);
+  if (guard) guard->watch(on, &graph);
+  const std::vector<Tensor> args{
+      io::loadNpy(model.parent_path() / (model.stem().string() + ".in0.npy"))};
+  for (int i = 0; i < 3; ++i) off(args), on(args);
+  paired(
+      state, [&] { benchmark::DoNotOptimize(off(args)); },
+      [&] { benchmark::DoNotOptimize(on(args)); });
+  if (guard && guard->eventCount() != 0) state.SkipWithError("NanGuard reported an event");
+  state.SetLabel(labelFor(state.range(0)));
+}
+BENCHMARK(BM_ResNet18InferencePaired)->Arg(1)->Arg(3)->Unit(benchmark::kMillisecond)->MinTime(4.0);
 #endif
 
 }  // namespace

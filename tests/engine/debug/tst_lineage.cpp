@@ -11,6 +11,9 @@
 
 #include <algorithm>
 
+// Options are written as designated initializers naming only what a case sets.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 using namespace tscope::engine;
 using tscope::engine::debug::NodeLineage;
 

@@ -11,11 +11,15 @@
 #include "engine/graph/traversal.h"
 #include "engine/io/tsg.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/blas/dot.h"
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/reduce/reduce.h"
 #include "test_main.h"
 
 #include <cmath>
+
+// Options are written as designated initializers naming only what a case sets.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 using namespace tscope::engine;
 using namespace tscope::engine::debug;
@@ -47,7 +51,8 @@ class TestNanGuardChain : public QObject {
     VarPtr a = x * 2.0;
     VarPtr b;
     {
-      NameScope s("layer3/fc");
+      NameScope s("layer3");
+      NameScope fc("fc");
       b = log(a - 10.0);  // the creator
     }
     VarPtr c = b * 3.0;
@@ -165,11 +170,43 @@ class TestNanGuardChain : public QObject {
     QCOMPARE(fast({ft({3}, {1.0, 2.0, -1.0})}).size(), std::size_t{1});
   }
 
+  void inplaceFusedCreatorKeepsItsInputs() {
+    // The Composite overwrites the Dot's output in place (Note [Inplace inputs]).
+    VarPtr x = fvar("x", {U, 2});
+    auto W = SharedVariable::create(ft({2, 2}, {1.0, 0.0, 0.0, -1.0}), "W");
+    VarPtr y;
+    {
+      NameScope s("head");
+      y = tanh(log(dot(x, W)) * 0.5);
+    }
+    Function plain = compile({x}, {y});
+    auto guard = std::make_shared<NanGuard>();
+    Function fast = compile({x}, {y}, {}, {.mode = Mode::FastRun, .observers = {guard}});
+    guard->watch(fast, &plain.graph());
+    bool inplace = false;
+    for (const Apply* n : fast.graph().nodes())
+      if (dynamic_cast<const Composite*>(&n->op()) && !n->op().destroyMap().empty()) inplace = true;
+    if (!inplace) QSKIP("fast_run made no inplace Composite here");
+    NanReport r = raised(fast, {ft({1, 2}, {2.0, 3.0})});  // dot = [2, -3]: log(-3)
+    QVERIFY(r.creator());
+    QCOMPARE(r.creator()->node.op, std::string("Elemwise{log}"));
+    QCOMPARE(r.creator()->node.scope, std::string("head"));
+    QCOMPARE(*r.creator()->inputs.at(0).value, -3.0);
+    QCOMPARE(r.creator()->inputs.at(0).index, (std::vector<std::int64_t>{0, 1}));
+    // Without the copies, the report says the input is gone and names the Composite.
+    guard->setOptions({.explainInplace = false});
+    r = raised(fast, {ft({1, 2}, {2.0, 3.0})});
+    QVERIFY(r.creator());
+    QVERIFY2(r.creator()->node.op.rfind("Composite{", 0) == 0, r.creator()->node.op.c_str());
+    QCOMPARE(r.creator()->inputs.at(0).summary, std::string("overwritten in place by the node"));
+  }
+
   void gradientNamesTheForwardNode() {
     VarPtr x = fvar("x");
     VarPtr h;
     {
-      NameScope s("encoder/attn");
+      NameScope s("encoder");
+      NameScope attn("attn");
       h = sqrt(x);
     }
     VarPtr cost = sum(h * 3.0);
@@ -224,13 +261,16 @@ class TestNanGuardChain : public QObject {
     }
     VarPtr gx = grad(sum(h), x);
     FunctionGraph fg({x}, {gx});
-    int tagged = 0;
+    int tagged = 0, ofExp = 0;
     for (const Apply* n : fg.nodes())
       if (n->gradientOf()) {
-        ++tagged;
-        QCOMPARE(n->gradientOf()->op, std::string("Elemwise{exp}"));
-        QCOMPARE(n->gradientOf()->scope, std::string("enc"));
+        ++tagged;  // the gradient of exp, and of the sum (its broadcast back)
+        if (n->gradientOf()->op == "Elemwise{exp}") {
+          ++ofExp;
+          QCOMPARE(n->gradientOf()->scope, std::string("enc"));
+        }
       }
+    QVERIFY(ofExp > 0);
     QVERIFY(tagged > 0);
     io::TsgDocument doc;
     doc.original = fg.clone();
@@ -241,8 +281,6 @@ class TestNanGuardChain : public QObject {
     for (const Apply* n : back.original->nodes())
       if (const auto& g = n->gradientOf()) {
         ++tagged2;
-        QCOMPARE(g->op, std::string("Elemwise{exp}"));
-        QCOMPARE(g->scope, std::string("enc"));
         QCOMPARE(g->kind, std::string("grad"));
         QVERIFY(g->site.file.str().find("tst_nan_guard_chain.cpp") != std::string::npos);
         const Apply* orig = fg.nodeById(n->id());
