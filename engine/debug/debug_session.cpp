@@ -281,29 +281,41 @@ DebugSession::~DebugSession() {
   if (s.worker.joinable()) s.worker.join();
 }
 
+SessionState DebugSession::Impl::startExecution(std::vector<Tensor> args) {
+  collectNodes();
+  // Note [Restart state]: restart() repeats this call: the same argument tensors (held, not
+  // copied: the caller must not write into them meanwhile) and the shared values as they are
+  // now. Those stay as they are until finish() applies the updates, which keeps the values
+  // they replace (sharedAtStart); holding nothing before that keeps the VM's buffer
+  // recycling between calls (Note [Update double buffering] in vm.h) intact.
+  std::vector<Tensor> copies = std::move(args);
+  syncObservers();
+  Execution e = function.begin(copies);  // ArgumentError: nothing changed
+  edits.clear();
+  dirty.clear();
+  execution.emplace(std::move(e));
+  ++executions;
+  startArgs = std::move(copies);
+  sharedAtStart.clear();
+  started = true;
+  details = {};
+  phase = vm.status() == VM::Status::Finished ? SessionPhase::Finished : SessionPhase::Ready;
+  details.message = phase == SessionPhase::Ready ? "ready" : "finished (empty graph)";
+  return publish(phase == SessionPhase::Ready ? PauseKind::None : PauseKind::Finished);
+}
+
 std::future<SessionState> DebugSession::start(std::vector<Tensor> args) {
   Impl& s = *m_impl;
-  return s.submit<SessionState>([&s, args = std::move(args)]() {
-    s.collectNodes();
-    // Note [Restart state]: restart() repeats this call: the same argument tensors (held, not
-    // copied: the caller must not write into them meanwhile) and the shared values as they are
-    // now. Those stay as they are until finish() applies the updates, which keeps the values
-    // they replace (sharedAtStart); holding nothing before that keeps the VM's buffer
-    // recycling between calls (Note [Update double buffering] in vm.h) intact.
-    std::vector<Tensor> copies = args;
-    s.syncObservers();
-    Execution e = s.function.begin(copies);  // ArgumentError: nothing changed
-    s.edits.clear();
-    s.dirty.clear();
-    s.execution.emplace(std::move(e));
-    ++s.executions;
-    s.startArgs = std::move(copies);
-    s.sharedAtStart.clear();
-    s.started = true;
-    s.details = {};
-    s.phase = s.vm.status() == VM::Status::Finished ? SessionPhase::Finished : SessionPhase::Ready;
-    s.details.message = s.phase == SessionPhase::Ready ? "ready" : "finished (empty graph)";
-    return s.publish(s.phase == SessionPhase::Ready ? PauseKind::None : PauseKind::Finished);
+  return s.submit<SessionState>(
+      [&s, args = std::move(args)]() mutable { return s.startExecution(std::move(args)); });
+}
+
+std::future<SessionState> DebugSession::run(std::vector<Tensor> args) {
+  Impl& s = *m_impl;
+  return s.submit<SessionState>([&s, args = std::move(args)]() mutable {
+    const SessionState ready = s.startExecution(std::move(args));
+    if (ready.phase != SessionPhase::Ready) return ready;
+    return s.drive("run", [](VM& vm) { vm.run(); });
   });
 }
 

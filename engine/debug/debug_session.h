@@ -170,6 +170,9 @@ class DebugSession {
   std::future<SessionState> start(std::vector<Tensor> args);
   // Continue: until a pause, the end, a failure or a stop.
   std::future<SessionState> run();
+  // start(args) and run() as one command (one hand-off to the worker: what a loop of calls that
+  // should only stop at a breakpoint uses).
+  std::future<SessionState> run(std::vector<Tensor> args);
   std::future<SessionState> continueRun() { return run(); }
   // One node of the innermost frame (a node with an inner graph runs whole: step over).
   std::future<SessionState> step();

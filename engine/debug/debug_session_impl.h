@@ -126,6 +126,7 @@ struct DebugSession::Impl {
   SessionState snapshot(PauseKind reason) const;
   SessionState publish(PauseKind reason, bool newSerial = true);
   SessionState drive(const char* command, const std::function<void(VM&)>& how);
+  SessionState startExecution(std::vector<Tensor> args);
   void requireExecution(const char* command) const;
   void abandon();
   void syncObservers();

@@ -11,7 +11,8 @@
 //              of the parameters it updates in place (Note [Parameters stay whole]), as in every
 //              session, so safe - plain is the cost of keeping the parameters whole and
 //              session - safe the session's own (the worker hand-offs of start, run, finish)
-//   session    DebugSession with Retain::AfterLastUse (the VM frees as a plain call does)
+//   session    DebugSession with Retain::AfterLastUse (the VM frees as a plain call does);
+//              each step is run(args) then finish(): two hand-offs to the worker
 //   retained   DebugSession with Retain::All (the debugger's default: every value kept, in-place
 //              updates write into a copy; this is also what keeps the parameters whole)
 //   watched    retained, plus a breakpoint on the loss that never hits (the observer runs after
@@ -117,8 +118,7 @@ int main(int argc, char** argv) {
   watchedSession.addBreakpoint(parseBreakSpec("var:loss@nan")).get();
 
   auto viaSession = [](DebugSession& s, const std::vector<Tensor>& args) {
-    s.start(args).get();
-    const SessionState st = s.run().get();
+    const SessionState st = s.run(args).get();  // start + run: one hand-off
     if (st.phase != SessionPhase::Finished) {
       std::fprintf(stderr, "unexpected pause: %s\n", st.message.c_str());
       std::exit(1);

@@ -101,6 +101,8 @@ class TestDebugSession : public QObject {
     QCOMPARE(st.phase, SessionPhase::Finished);
     QCOMPARE(st.reason, PauseKind::Finished);
     QVERIFY(st.serial > 0);
+    // run(args): start and run as one command, the same values.
+    QCOMPARE(get(s.run({ft({2}, {0, 1})})).phase, SessionPhase::Finished);
     const std::vector<Tensor> out = get(s.finish());
     QCOMPARE(out.size(), std::size_t(1));
     const double e = std::exp(1.0);
