@@ -11,6 +11,7 @@
 #include "engine/graph/apply.h"
 #include "engine/graph/op.h"
 #include "engine/graph/source_site.h"
+#include "engine/ops/as_op.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/graph/op_from_graph.h"
@@ -450,6 +451,100 @@ class TestDebugSession : public QObject {
     QCOMPARE(s.state().phase, SessionPhase::Finished);
     get(s.finish());
     QVERIFY(!errorOf(s.finish()).empty());
+  }
+
+  // Every command from every phase (table-driven): each is answered, accepted or refused as the
+  // table says, and a refused one leaves the phase as it was.
+  void testEveryCommandFromEveryPhase_data() {
+    QTest::addColumn<int>("phase");
+    QTest::addColumn<QString>("command");
+    QTest::addColumn<bool>("accepted");
+    const char* commands[] = {"start",     "run",           "step",       "stepInto",  "stepOut",
+                              "runToNode", "restart",       "stop",       "interrupt", "values",
+                              "value",     "nextInputs",    "setValue",   "recompute", "undoEdit",
+                              "finish",    "addBreakpoint", "breakpoints"};
+    // Per phase (Idle, Ready, Paused, Finished, Failed, Stopped), in the order of `commands`.
+    const std::vector<std::pair<SessionPhase, std::string>> table{
+        {SessionPhase::Idle, "100000011000000011"},
+        {SessionPhase::Ready, "111111111111010011"},
+        {SessionPhase::Paused, "111111111111110011"},
+        {SessionPhase::Finished, "100000111111000111"},
+        {SessionPhase::Failed, "100000111111000011"},
+        {SessionPhase::Stopped, "100000111000000011"},
+    };
+    for (const auto& [phase, row] : table)
+      for (std::size_t c = 0; c < std::size(commands); ++c)
+        QTest::addRow("%s %s", std::string(phaseName(phase)).c_str(), commands[c])
+            << int(phase) << QString(commands[c]) << (row[c] == '1');
+  }
+  void testEveryCommandFromEveryPhase() {
+    QFETCH(int, phase);
+    QFETCH(QString, command);
+    QFETCH(bool, accepted);
+    // exp, then a kernel that fails on values above 100, then two more nodes.
+    auto boom = asOp("Boom", {TensorType(DType::Float32, {U})}, {TensorType(DType::Float32, {U})},
+                     [](std::span<const Tensor> in) -> std::vector<Tensor> {
+                       if (in[0].at({0}) > 100) throw std::runtime_error("too big");
+                       return {in[0].clone()};
+                     });
+    VarPtr x = fvar("x");
+    VarPtr h = named(exp(x), "h");
+    VarPtr b = named((*boom)({h}), "b");
+    VarPtr out = named((b + 1.0) * 2.0, "out");
+    Function f = compile({x}, {out});
+    DebugSession s(f);
+    const Tensor fine = ft({1}, {0}), failing = ft({1}, {10});
+    switch (SessionPhase(phase)) {
+      case SessionPhase::Idle:
+        break;
+      case SessionPhase::Ready:
+        get(s.start({fine}));
+        break;
+      case SessionPhase::Paused:
+        get(s.start({fine}));
+        get(s.step());
+        get(s.step());
+        break;
+      case SessionPhase::Finished:
+        get(s.start({fine}));
+        get(s.run());
+        break;
+      case SessionPhase::Failed:
+        get(s.start({failing}));
+        get(s.run());
+        break;
+      default:
+        get(s.start({fine}));
+        get(s.stop());
+        break;
+    }
+    QCOMPARE(int(s.state().phase), phase);
+    const std::string c = command.toStdString();
+    const std::int64_t lastNode = nodeOf(f, "out");
+    std::string error;
+    if (c == "start") error = errorOf(s.start({fine}));
+    if (c == "run") error = errorOf(s.run());
+    if (c == "step") error = errorOf(s.step());
+    if (c == "stepInto") error = errorOf(s.stepInto());
+    if (c == "stepOut") error = errorOf(s.stepOut());
+    if (c == "runToNode") error = errorOf(s.runToNode(lastNode));
+    if (c == "restart") error = errorOf(s.restart());
+    if (c == "stop") error = errorOf(s.stop());
+    if (c == "interrupt") error = errorOf(s.interrupt());
+    if (c == "values") error = errorOf(s.values());
+    if (c == "value") error = errorOf(s.value("h"));
+    if (c == "nextInputs") error = errorOf(s.nextInputs());
+    if (c == "setValue") error = errorOf(s.setValue("h", ft({1}, {2})));
+    if (c == "recompute") error = errorOf(s.recompute());
+    if (c == "undoEdit") error = errorOf(s.undoEdit("h"));
+    if (c == "finish") error = errorOf(s.finish());
+    if (c == "addBreakpoint") error = errorOf(s.addBreakpoint(parseBreakSpec("var:out")));
+    if (c == "breakpoints") error = errorOf(s.breakpoints());
+    QVERIFY2(error.empty() == accepted, (c + ": " + (error.empty() ? "accepted" : error)).c_str());
+    if (!accepted) {
+      QCOMPARE(int(s.state().phase), phase);  // a refusal changes nothing
+      QVERIFY2(error.find('\n') == std::string::npos, error.c_str());
+    }
   }
 
   // Two OpFromGraphs deep: stepInto enters each frame, values are read per frame, stepOut leaves.
