@@ -80,6 +80,7 @@ struct DebugSession::Impl {
   std::condition_variable queueCv;
   std::deque<std::function<void()>> queue;
   bool quit = false;
+  std::atomic<std::size_t> queued{0};  // queue.size(), read without the lock (Note [Worker spin])
   std::thread worker;
 
   // The published snapshot and the pause callback.
@@ -172,6 +173,7 @@ inline std::future<T> DebugSession::Impl::submit(std::function<T()> work) {
         promise->set_exception(std::current_exception());
       }
     });
+    queued.fetch_add(1, std::memory_order_acq_rel);
   }
   queueCv.notify_one();
   return future;
