@@ -14,8 +14,11 @@
 #include "engine/ops/as_op.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
+#include "engine/ops/control/ifelse.h"
+#include "engine/ops/debug/breakpoint.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/random/random_stream.h"
+#include "engine/ops/reduce/reduce.h"
 #include "test_main.h"
 
 #include <chrono>
@@ -545,6 +548,54 @@ class TestDebugSession : public QObject {
       QCOMPARE(int(s.state().phase), phase);  // a refusal changes nothing
       QVERIFY2(error.find('\n') == std::string::npos, error.c_str());
     }
+  }
+
+  // A BreakPoint op in the graph pauses the session (reason BreakPointOp, its name, its outputs
+  // readable) only when its condition holds.
+  void testBreakPointOpPause() {
+    VarPtr x = fvar("x");
+    VarPtr loss = named(sum(x * x), "loss");
+    const std::vector<VarPtr> seen =
+        breakpoint("loss_spike", gt(loss, constant(10.0, DType::Float32)), {loss});
+    VarPtr y = named(seen[0] * 2.0, "y");
+    Function f = compile({x}, {y});
+    DebugSession s(f);
+    get(s.start({ft({2}, {1, 1})}));
+    QCOMPARE(get(s.run()).phase, SessionPhase::Finished);  // 2 < 10: no pause
+    get(s.start({ft({2}, {3, 3})}));
+    const SessionState st = get(s.run());
+    QCOMPARE(st.phase, SessionPhase::Paused);
+    QCOMPARE(st.reason, PauseKind::BreakPointOp);
+    QCOMPARE(st.breakOpName, std::string("loss_spike"));
+    QVERIFY(st.breakOpNodeId >= 0);
+    QCOMPARE(get(s.value("node:" + std::to_string(st.breakOpNodeId)))->value.item(), 18.0);
+    QVERIFY(!get(s.value("y")).has_value());  // paused right after the BreakPoint
+    QCOMPARE(get(s.run()).phase, SessionPhase::Finished);
+  }
+
+  // stepInto enters the taken IfElse branch only; a breakpoint on a node of the other branch
+  // never hits.
+  void testStepIntoIfElseBranch() {
+    VarPtr c = Variable::create(TensorType(DType::Float32, {}), "c");
+    VarPtr x = fvar("x");
+    const std::vector<VarPtr> r = ifelse(c, std::vector<VarPtr>{named(exp(x), "then_exp")},
+                                         std::vector<VarPtr>{named(x * 5.0, "else_mul")});
+    VarPtr y = named(r[0] + 1.0, "y");
+    Function f = compile({c, x}, {y});
+    DebugSession s(f);
+    get(s.addBreakpoint(parseBreakSpec("var:else_mul")));
+    get(s.start({Tensor::scalar(DType::Float32, 1), ft({1}, {0})}));
+    SessionState st = get(s.stepInto());
+    QCOMPARE(st.frames.size(), std::size_t(2));
+    QCOMPARE(st.frames[1].nextNodeOp, std::string("Elemwise{exp}"));
+    st = get(s.run());
+    QCOMPARE(st.phase, SessionPhase::Finished);
+    QCOMPARE(get(s.value("y"))->value.at({0}), 2.0);
+    get(s.start({Tensor::scalar(DType::Float32, 0), ft({1}, {1})}));
+    st = get(s.run());
+    QCOMPARE(st.reason, PauseKind::Breakpoint);  // the else branch ran
+    QCOMPARE(st.frames.size(), std::size_t(2));
+    QCOMPARE(get(s.value("else_mul", 1))->value.at({0}), 5.0);
   }
 
   // Two OpFromGraphs deep: stepInto enters each frame, values are read per frame, stepOut leaves.
