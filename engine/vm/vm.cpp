@@ -4,68 +4,17 @@
 #include "engine/graph/inner_graphs.h"
 #include "engine/graph/op.h"
 #include "engine/ops/debug/breakpoint.h"
+#include "engine/vm/cancel.h"
+#include "engine/vm/clock.h"
 #include "engine/vm/vm_internal.h"
 
 #include <algorithm>
-#include <chrono>
 
 namespace tscope::engine {
 
 namespace {
 
-std::int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// Note [VM clock]: the timing flag reads the clock once or twice per node, so the clock's own cost
-// is the flag's cost. steady_clock::now() is a vDSO call of 26 ns on this project's VMs; the
-// time-stamp counter reads in 11 ns and, on CPUs with an invariant TSC (constant_tsc and
-// nonstop_tsc), ticks at a fixed rate on every core. It is calibrated once against steady_clock
-// (over 2 ms: 0.1 % error at most, measured 0.01 %), so its readings are steady-clock nanoseconds
-// and mix with steady_clock's. Other CPUs use steady_clock.
-#if defined(__x86_64__) || defined(_M_X64)
-struct TscClock {
-  std::int64_t baseNs = 0;
-  std::uint64_t baseTicks = 0;
-  double nsPerTick = 0;
-  bool usable = false;
-  TscClock() {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    // CPUID 0x80000007, EDX bit 8: invariant TSC.
-    __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0x80000000u));
-    if (eax >= 0x80000007u) {
-      __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0x80000007u));
-      usable = (edx >> 8) & 1u;
-    }
-    if (!usable) return;
-    const std::int64_t t0 = steadyNs();
-    const std::uint64_t c0 = __builtin_ia32_rdtsc();
-    std::int64_t t1 = t0;
-    while (t1 - t0 < 2'000'000) t1 = steadyNs();
-    const std::uint64_t c1 = __builtin_ia32_rdtsc();
-    if (c1 <= c0) {
-      usable = false;
-      return;
-    }
-    nsPerTick = static_cast<double>(t1 - t0) / static_cast<double>(c1 - c0);
-    baseNs = t1;
-    baseTicks = c1;
-  }
-};
-
-std::int64_t nowNs() {
-  static const TscClock clock;
-  if (!clock.usable) return steadyNs();
-  const auto ticks = static_cast<std::int64_t>(__builtin_ia32_rdtsc() - clock.baseTicks);
-  return clock.baseNs + static_cast<std::int64_t>(static_cast<double>(ticks) * clock.nsPerTick);
-}
-#else
-std::int64_t nowNs() {
-  return steadyNs();
-}
-#endif
+using vmclock::nowNs;  // Note [VM clock]
 
 // Runs the observers' callbacks with the VM marked as inside them, so addObserver/removeObserver
 // from a callback are deferred (Note [VM states], "Threads").
@@ -87,6 +36,8 @@ inline void invokeKernel(const Frame& f, const Hot& t, Contextualize&& contextua
     else
       t.op->perform(*t.node, f.inputs(t), f.outputs(t));
   } catch (const ExecutionError&) {
+    throw;
+  } catch (const ExecutionCancelled&) {
     throw;
   } catch (const std::exception& e) {
     contextualize(e);
@@ -241,6 +192,7 @@ void VM::start(std::span<const Tensor> inputValues) {
   m_boundaryVisited = false;
   // A request made before this start() was for the execution it replaces.
   m_pauseRequested.store(false, std::memory_order_release);
+  m_stopRequested.store(false, std::memory_order_release);
   applyObserverChanges();
   m_status = f.hot.empty() ? Status::Finished : Status::Ready;
   for (std::size_t k = 0; k < m_observers.size(); ++k) m_observers[k]->onStart(*this);
@@ -297,6 +249,13 @@ void VM::pause(PauseReason reason) {
   m_pauseReason = reason;
 }
 
+void VM::stopRun() {
+  m_status = Status::Stopped;
+  m_pauseReason = PauseReason::None;
+  m_stopRequested.store(false, std::memory_order_release);
+  m_pauseRequested.store(false, std::memory_order_release);
+}
+
 void VM::runNode(Frame& f) {
   const std::size_t pos = f.pc;
   const Hot& t = f.hot[pos];
@@ -329,6 +288,9 @@ void VM::runNode(Frame& f) {
   if (timed) event.t0 = nowNs();
   try {
     invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
+  } catch (const ExecutionCancelled&) {
+    restore();  // drive() stops the run
+    throw;
   } catch (...) {
     restore();
     fail(f, std::current_exception(), false);
@@ -446,6 +408,10 @@ void VM::finishRun() {
 }
 
 bool VM::boundaryPauses(Frame& f, bool firstOfStep) {
+  if (m_stopRequested.load(std::memory_order_acquire)) {
+    stopRun();
+    return true;
+  }
   if (!firstOfStep && m_pauseRequested.load(std::memory_order_acquire)) {
     m_pauseRequested.store(false, std::memory_order_release);
     pause(PauseReason::Requested);
@@ -492,6 +458,10 @@ bool VM::runFast() {
   std::int64_t previous = timed ? nowNs() : 0;
   while (f.pc < n) {
     if (m_pauseRequested.load(std::memory_order_relaxed)) {
+      if (m_stopRequested.load(std::memory_order_acquire)) {
+        stopRun();
+        return true;
+      }
       m_pauseRequested.store(false, std::memory_order_release);
       pause(PauseReason::Requested);
       return true;
@@ -500,6 +470,9 @@ bool VM::runFast() {
     if (t.child >= 0) return false;
     try {
       invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
+    } catch (const ExecutionCancelled&) {
+      stopRun();
+      return true;
     } catch (...) {
       fail(f, std::current_exception(), false);
       throw;
@@ -523,6 +496,17 @@ VM::Status VM::drive(Drive how) {
   m_status = Status::Running;
   m_pauseReason = PauseReason::None;
   m_breakOpNode = nullptr;
+  // Note [Cancellation seam]: long kernels on this thread see requestStop().
+  const CancellationScope cancellation(&m_stopRequested);
+  try {
+    return driveLoop(how, startDepth, stepping);
+  } catch (const ExecutionCancelled&) {
+    stopRun();
+    return m_status;
+  }
+}
+
+VM::Status VM::driveLoop(Drive how, std::size_t startDepth, bool stepping) {
   bool first = true;
   while (true) {
     applyObserverChanges();
@@ -561,7 +545,11 @@ VM::Status VM::drive(Drive how) {
     if (how == Drive::StepInto || (how == Drive::StepOver && depth() <= startDepth) ||
         (how == Drive::StepOut && depth() < startDepth)) {
       // The step ends here: a request made during it is satisfied by this pause, and resuming
-      // moves past this boundary (Note [VM states]).
+      // moves past this boundary (Note [VM states]). A stop request still stops.
+      if (m_stopRequested.load(std::memory_order_acquire)) {
+        stopRun();
+        return m_status;
+      }
       m_pauseRequested.store(false, std::memory_order_release);
       m_boundaryVisited = true;
       pause(PauseReason::Step);

@@ -7,6 +7,7 @@
 //   Idle --start()--> Ready --run()/step*()--> Running --+--> Paused   --run()/step*()--> Running
 //     ^                 ^                                +--> Finished --start()--> Ready
 //     +--(never ran)    +------------ start() -----------+--> Failed   --start()--> Ready
+//                                                        +--> Stopped  --start()--> Ready
 //
 // - Ready: inputs are set, nothing ran. Running: inside run() or a step (what an observer sees).
 // - Paused: stopped at a node boundary, with pauseReason(): a pause request, a break position, an
@@ -18,6 +19,10 @@
 //   threw; error() holds the exception (rethrown to the caller of run() or step once), pc() stays
 //   on the node that failed, which is never retried: run() and the steps return Failed until the
 //   next start().
+// - Stopped: requestStop() (any thread) ended the execution between nodes or inside a long
+//   kernel (Note [Cancellation seam] in cancel.h); like Failed, nothing more runs and no update
+//   is applied until the next start(). A stop request is honoured also by a run() or step
+//   called while Ready or Paused.
 //
 // Note [Frames]: the VM holds a stack of frames, each a program with its own pc and storage: the
 // outer program, and one frame per inner graph being executed (a node whose op has an inner graph
@@ -37,9 +42,9 @@
 // the previous call's buffers in the slots).
 //
 // Threads: the VM is single-threaded by contract: one thread calls every member, except
-// requestPause(), which any thread may call at any time. Observers are called on the running
-// thread; addObserver/removeObserver from a callback take effect at the next node boundary.
-// Values leave the VM for other threads only as snapshots (snapshot(): deep copies).
+// requestPause() and requestStop(), which any thread may call at any time. Observers are called on
+// the running thread; addObserver/removeObserver from a callback take effect at the next node
+// boundary. Values leave the VM for other threads only as snapshots (snapshot(): deep copies).
 
 #include "engine/compile/program.h"
 #include "engine/graph/function_graph.h"
@@ -89,7 +94,7 @@ struct VMOptions {
 
 class VM {
  public:
-  enum class Status { Idle, Ready, Running, Paused, Finished, Failed };
+  enum class Status { Idle, Ready, Running, Paused, Finished, Failed, Stopped };
   // BreakPointOp: a BreakPoint node's condition held (breakOps on); the VM stopped after it.
   enum class PauseReason { None, Requested, Breakpoint, Observer, Step, BreakPointOp };
 
@@ -120,6 +125,13 @@ class VM {
   // (a request made before run() stops run() before the first node).
   void requestPause() { m_pauseRequested.store(true, std::memory_order_release); }
   bool pauseRequested() const { return m_pauseRequested.load(std::memory_order_acquire); }
+  // Asks the VM to stop (Status::Stopped) at the next node boundary or inside a long kernel;
+  // thread-safe, sticky until a stop consumes it or the next start().
+  void requestStop() {
+    m_stopRequested.store(true, std::memory_order_release);
+    m_pauseRequested.store(true, std::memory_order_release);
+  }
+  bool stopRequested() const { return m_stopRequested.load(std::memory_order_acquire); }
   Status status() const { return m_status; }
   PauseReason pauseReason() const { return m_pauseReason; }
   // The failure of a Failed run (null otherwise) and its message.
@@ -201,6 +213,7 @@ class VM {
   struct Frame;
   enum class Drive { Run, StepOver, StepInto, StepOut };
   Status drive(Drive how);
+  Status driveLoop(Drive how, std::size_t startDepth, bool stepping);
   bool runFast();
   bool boundaryPauses(Frame& f, bool first);
   void runNode(Frame& f);
@@ -208,6 +221,7 @@ class VM {
   void returnFromFrame();
   void finishRun();
   void pause(PauseReason reason);
+  void stopRun();
   void fail(Frame& f, std::exception_ptr error, bool nodeRan);
   [[noreturn]] void rethrowWithContext(const Frame& f, const Hot& t, const std::exception& e) const;
   NodeEvent eventFor(const Frame& f, std::size_t position) const;
@@ -235,6 +249,8 @@ class VM {
   // The BreakPoint node of a BreakPointOp pause, set by runNode when its condition held.
   const Apply* m_breakOpNode = nullptr;
   std::atomic<bool> m_pauseRequested{false};
+  // Also raises m_pauseRequested, so the hot loop checks one flag (Note [Cancellation seam]).
+  std::atomic<bool> m_stopRequested{false};
 };
 
 std::string_view statusName(VM::Status status);

@@ -21,9 +21,11 @@ std::string_view statusName(VM::Status status) {
     case VM::Status::Finished:
       return "finished";
     case VM::Status::Failed:
+      return "failed";
+    case VM::Status::Stopped:
       break;
   }
-  return "failed";
+  return "stopped";
 }
 
 std::string_view pauseReasonName(VM::PauseReason reason) {

@@ -1,6 +1,7 @@
 #include "engine/backends/cpu/conv.h"
 
 #include "engine/backends/cpu/gemm.h"
+#include "engine/vm/cancel.h"
 
 #include <algorithm>
 #include <cstring>
@@ -102,6 +103,7 @@ void conv2dForward(const Conv2dGeometry& g, const T* x, const T* w, T* y) {
   const bool direct = colsAreInput(g);
   std::vector<T> cols(direct ? 0 : static_cast<std::size_t>(k * p));
   for (std::int64_t n = 0; n < g.n; ++n) {
+    throwIfCancelled();  // Note [Cancellation seam]: once per image
     for (std::int64_t grp = 0; grp < g.groups; ++grp) {
       const T* xg = x + (n * g.c + grp * cg) * g.h * g.w;
       T* yg = y + (n * g.o + grp * og) * p;
@@ -125,6 +127,7 @@ void conv2dGradInputs(const Conv2dGeometry& g, const T* w, const T* gy, T* gx) {
   const bool direct = colsAreInput(g);
   std::vector<T> cols(direct ? 0 : static_cast<std::size_t>(k * p));
   for (std::int64_t n = 0; n < g.n; ++n) {
+    throwIfCancelled();  // Note [Cancellation seam]: once per image
     for (std::int64_t grp = 0; grp < g.groups; ++grp) {
       T* gxg = gx + (n * g.c + grp * cg) * g.h * g.w;
       const T* gyg = gy + (n * g.o + grp * og) * p;
@@ -145,6 +148,7 @@ void conv2dGradWeights(const Conv2dGeometry& g, const T* x, const T* gy, T* gw) 
   const bool direct = colsAreInput(g);
   std::vector<T> cols(direct ? 0 : static_cast<std::size_t>(k * p));
   for (std::int64_t n = 0; n < g.n; ++n) {
+    throwIfCancelled();  // Note [Cancellation seam]: once per image
     for (std::int64_t grp = 0; grp < g.groups; ++grp) {
       const T* xg = x + (n * g.c + grp * cg) * g.h * g.w;
       const T* gyg = gy + (n * g.o + grp * og) * p;

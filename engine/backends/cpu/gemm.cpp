@@ -1,6 +1,9 @@
 #include "engine/backends/cpu/gemm.h"
 
+#include "engine/vm/cancel.h"
+
 #include <Eigen/Core>
+#include <algorithm>
 #include <cctype>
 #include <string>
 
@@ -47,10 +50,9 @@ void product(const AMap& a, const BMap& b, T alpha, T beta, OutMap<T>& c) {
 }
 
 template <class T>
-void gemmImpl(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
-              const T* A, std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C,
-              std::int64_t ldc) {
-  if (m <= 0 || n <= 0) return;
+void gemmBlock(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+               const T* A, std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C,
+               std::int64_t ldc) {
   OutMap<T> c(C, m, n, Eigen::OuterStride<>(stride(ldc)));
   if (k <= 0) {
     if (beta == T(0))
@@ -71,6 +73,35 @@ void gemmImpl(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int
   else
     product(ColMap<T>(A, m, k, Eigen::OuterStride<>(stride(lda))),
             ColMap<T>(B, k, n, Eigen::OuterStride<>(stride(ldb))), alpha, beta, c);
+}
+
+// Note [Cancellable products]: a product of more than 4 * kCancelBlockMacs multiply-adds (about
+// 30 ms on one core and more) runs as blocks of rows of C of about kCancelBlockMacs each, checking
+// for a stop request (Note [Cancellation seam] in engine/vm/cancel.h) before each block, so
+// stopping a debug session in the middle of a big GEMM takes one block, not the whole product.
+// Each block is still a large product (at least 64 rows), so the split costs nothing measurable;
+// every element of C is computed by the same dot product over k as without the split.
+constexpr double kCancelBlockMacs = 1 << 26;
+
+template <class T>
+void gemmImpl(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+              const T* A, std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C,
+              std::int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (macs <= 4 * kCancelBlockMacs) {
+    gemmBlock(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  const auto rows = std::max<std::int64_t>(
+      64, static_cast<std::int64_t>(kCancelBlockMacs / (static_cast<double>(n) * k)));
+  for (std::int64_t i0 = 0; i0 < m; i0 += rows) {
+    throwIfCancelled();
+    const std::int64_t mb = std::min(rows, m - i0);
+    // Row i of op(A) starts at A + i * lda (row-major A) or A + i (A^T of a row-major matrix).
+    const T* a = transA ? A + i0 : A + i0 * lda;
+    gemmBlock(transA, transB, mb, n, k, alpha, a, lda, B, ldb, beta, C + i0 * ldc, ldc);
+  }
 }
 
 #ifdef TSCOPE_HAVE_OPENBLAS

@@ -1,0 +1,150 @@
+// The cost of running through a DebugSession (engine/debug/debug_session.h) when no breakpoint
+// hits: one SGD step of the MLP 784-500-10 at batch 128 (fast_run, buffers kept, as bench_vm's
+// BM_MlpSgdStep) called as Function::operator() and as start + run + finish on a session, paired
+// in one run: the variants alternate in rounds and each keeps its median, so a machine whose
+// load changes during the run affects every variant alike.
+//   bench_session [rounds (default 15)] [steps per round (default 10)]
+//
+// Note [Session cost]: the variants are
+//   plain      Function::operator()
+//   safe       Function::operator() with an observer that does nothing: the VM is handed copies
+//              of the parameters it updates in place (Note [Parameters stay whole]), as in every
+//              session, so safe - plain is the cost of keeping the parameters whole and
+//              session - safe the session's own (the worker hand-offs of start, run, finish)
+//   session    DebugSession with Retain::AfterLastUse (the VM frees as a plain call does);
+//              each step is run(args) then finish(): two hand-offs to the worker
+//   retained   DebugSession with Retain::All (the debugger's default: every value kept, in-place
+//              updates write into a copy; this is also what keeps the parameters whole)
+//   watched    retained, plus a breakpoint on the loss that never hits (the observer runs after
+//              every node and evaluates its condition on the loss)
+// Target: session <= 5 % over plain (the issue); see the note's split of the cost.
+
+#include "engine/backends/cpu/gemm.h"
+#include "engine/compile/function.h"
+#include "engine/debug/debug_session.h"
+#include "engine/grad/grad.h"
+#include "engine/ops/basic.h"
+#include "engine/ops/blas/dot.h"
+#include "engine/ops/nn/crossentropy.h"
+#include "engine/ops/reduce/reduce.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace tscope::engine;
+using namespace tscope::engine::debug;
+
+namespace {
+
+Tensor uniform(std::mt19937& rng, Shape shape, float limit) {
+  std::uniform_real_distribution<float> d(-limit, limit);
+  Tensor t = Tensor::empty(DType::Float32, shape);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+struct Mlp {
+  static constexpr std::int64_t kIn = 784, kHidden = 500, kOut = 10, kBatch = 128;
+  std::mt19937 rng{1};
+  std::shared_ptr<SharedVariable> W1, b1, W2, b2;
+  Function step;
+  std::vector<Tensor> args;
+
+  Mlp() : step(build()) {
+    Tensor xb = uniform(rng, {kBatch, kIn}, 1.0f);
+    Tensor yb = Tensor::empty(DType::Int64, {kBatch});
+    for (std::int64_t i = 0; i < kBatch; ++i) yb.data<std::int64_t>()[i] = i % kOut;
+    args = {xb, yb};
+  }
+  Function build() {
+    auto x = Variable::create(TensorType(DType::Float32, {kUnknownDim, kIn}), "x");
+    auto y = Variable::create(TensorType(DType::Int64, {kUnknownDim}), "y");
+    W1 = SharedVariable::create(uniform(rng, {kIn, kHidden}, 0.07f), "W1");
+    b1 = SharedVariable::create(Tensor::zeros(DType::Float32, {kHidden}), "b1");
+    W2 = SharedVariable::create(uniform(rng, {kHidden, kOut}, 0.1f), "W2");
+    b2 = SharedVariable::create(Tensor::zeros(DType::Float32, {kOut}), "b2");
+    auto h = tanh(dot(x, W1) + b1);
+    auto loss = mean(softmaxCrossEntropyWithLogits(dot(h, W2) + b2, y));
+    loss->setName("loss");
+    auto g = grad(loss, std::vector<VarPtr>{W1, b1, W2, b2});
+    // A tiny learning rate: the parameters barely move, so every step costs the same.
+    std::vector<Update> updates{{W1, W1 - g[0] * 1e-6},
+                                {b1, b1 - g[1] * 1e-6},
+                                {W2, W2 - g[2] * 1e-6},
+                                {b2, b2 - g[3] * 1e-6}};
+    CompileOptions opts;
+    opts.keepBuffers = true;
+    opts.mode = Mode::FastRun;
+    return compile({x, y}, {loss}, updates, opts);
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class F>
+double timeSteps(int steps, F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+         steps;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 15;
+  const int steps = argc > 2 ? std::atoi(argv[2]) : 10;
+  cpu::setGemmThreads(1);
+  std::printf("GEMM backend: %s, 1 thread; %d rounds of %d steps\n", cpu::gemmBackendName().c_str(),
+              rounds, steps);
+
+  Mlp plain, safe, lean, kept, watched;
+  struct Nothing : ExecutionObserver {};
+  safe.step.vm().addObserver(std::make_shared<Nothing>());
+  DebugSessionOptions leanOptions;
+  leanOptions.retain = Retain::AfterLastUse;
+  DebugSession leanSession(lean.step, leanOptions);
+  DebugSession keptSession(kept.step);
+  DebugSession watchedSession(watched.step);
+  watchedSession.addBreakpoint(parseBreakSpec("var:loss@nan")).get();
+
+  auto viaSession = [](DebugSession& s, const std::vector<Tensor>& args) {
+    const SessionState st = s.run(args).get();  // start + run: one hand-off
+    if (st.phase != SessionPhase::Finished) {
+      std::fprintf(stderr, "unexpected pause: %s\n", st.message.c_str());
+      std::exit(1);
+    }
+    return s.finish().get();
+  };
+  struct Variant {
+    const char* name;
+    std::function<void()> step;
+    std::vector<double> ms;
+  };
+  std::vector<Variant> variants;
+  variants.push_back({"plain", [&] { plain.step(plain.args); }, {}});
+  variants.push_back({"safe", [&] { safe.step(safe.args); }, {}});
+  variants.push_back({"session", [&] { viaSession(leanSession, lean.args); }, {}});
+  variants.push_back({"retained", [&] { viaSession(keptSession, kept.args); }, {}});
+  variants.push_back({"watched", [&] { viaSession(watchedSession, watched.args); }, {}});
+  for (Variant& v : variants) timeSteps(3, v.step);  // warm the buffers and the caches
+  for (int r = 0; r < rounds; ++r)
+    for (Variant& v : variants) v.ms.push_back(timeSteps(steps, v.step));
+
+  const double base = median(variants[0].ms);
+  std::printf("%-10s %10s %10s\n", "variant", "ms/step", "overhead");
+  for (const Variant& v : variants) {
+    const double m = median(v.ms);
+    std::printf("%-10s %10.3f %+9.1f%%\n", v.name, m, 100.0 * (m - base) / base);
+  }
+  return 0;
+}
