@@ -9,7 +9,7 @@ packages=(
   libgraphviz-dev graphviz
   libeigen3-dev nlohmann-json3-dev libbenchmark-dev libopenblas-dev
   libonnx-dev libprotobuf-dev
-  libmimalloc-dev
+  libmimalloc-dev libedit-dev
   xvfb xauth
   clang libclang-rt-14-dev clang-format
   fonts-dejavu-core

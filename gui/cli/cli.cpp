@@ -5,6 +5,7 @@
 #include "engine/session/graph_file.h"
 #include "engine/session/optimize_graph.h"
 #include "engine/session/run_graph.h"
+#include "gui/cli/cli_debug.h"
 #include "gui/cli/cli_export.h"
 
 #ifdef TSCOPE_HAVE_ONNX
@@ -159,8 +160,8 @@ int runValidate(const QCommandLineParser&, const std::string& file, std::string&
   return kExitOk;
 }
 
-int runRun(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
-  engine::io::TsgDocument doc = engine::session::openGraphFile(file);
+// The values and mode of `run` and `debug`: --input, --random-inputs, --mode.
+engine::session::RunInputs runInputsFromFlags(const QCommandLineParser& p) {
   engine::session::RunInputs inputs;
   for (const QString& spec : p.values("input")) {
     const qsizetype eq = spec.indexOf('=');
@@ -194,16 +195,39 @@ int runRun(const QCommandLineParser& p, const std::string& file, std::string& ou
       throw std::invalid_argument("--mode expects none, fast_compile, fast_run or debug, found '" +
                                   mode + "'");
   }
-  const std::filesystem::path dir =
+  return inputs;
+}
+
+// MissingInputValue names what is missing in the engine's terms; the flags that give it are the
+// CLI's to name.
+[[noreturn]] void rethrowMissing(const engine::session::MissingInputValue& e) {
+  const std::string name = e.input.empty() ? std::string("NAME") : e.input;
+  throw std::invalid_argument(std::string(e.what()) + " (--input " + name + "=FILE.npy" +
+                              (e.randomPossible ? ", or --random-inputs SEED)" : ")"));
+}
+
+int runRun(const QCommandLineParser& p, const std::string& file, std::string& out,
+           std::string& err) {
+  engine::io::TsgDocument doc = engine::session::openGraphFile(file);
+  const engine::session::RunInputs inputs = runInputsFromFlags(p);
+  const std::string outputDir =
       p.isSet("output-dir") ? p.value("output-dir").toStdString() : std::string(".");
+  if (wantsGuardedRun(p)) {
+    try {
+      return runGuarded(p, doc, file, inputs, outputDir, out, err);
+    } catch (const engine::session::MissingInputValue& e) {
+      rethrowMissing(e);
+    }
+  }
+  const std::filesystem::path dir = outputDir;
   engine::session::RunResult result;
   try {
     result = engine::session::runGraph(*doc.original, inputs);
   } catch (const engine::session::MissingInputValue& e) {
-    // The engine says what is missing; the flags that give it are the CLI's to name.
-    const std::string name = e.input.empty() ? std::string("NAME") : e.input;
-    throw std::invalid_argument(std::string(e.what()) + " (--input " + name + "=FILE.npy" +
-                                (e.randomPossible ? ", or --random-inputs SEED)" : ")"));
+    rethrowMissing(e);
+  } catch (const engine::ExecutionError& e) {
+    err += "tensorscope: " + std::string(e.what()) + "\n";
+    return kExitExecutionError;
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -227,6 +251,30 @@ int runRun(const QCommandLineParser& p, const std::string& file, std::string& ou
            " -> " + path.string() + "\n";
   }
   return kExitOk;
+}
+
+int runDebug(const QCommandLineParser& p, const std::string& file, std::string& out,
+             std::string& err) {
+  engine::io::TsgDocument doc = engine::session::openGraphFile(file);
+  const engine::session::RunInputs inputs = runInputsFromFlags(p);
+  try {
+    return runDebugConsole(p, doc, inputs, out, err);
+  } catch (const engine::session::MissingInputValue& e) {
+    rethrowMissing(e);
+  }
+}
+
+void addRunOptions(QCommandLineParser& p) {
+  p.addOption(QCommandLineOption("mode",
+                                 "How the graph is compiled: none (default), fast_compile, "
+                                 "fast_run or debug.",
+                                 "M"));
+  p.addOption(QCommandLineOption(
+      "input", "The value of graph input NAME, from a NumPy .npy file (repeatable).", "NAME=FILE"));
+  p.addOption(QCommandLineOption(
+      "random-inputs", "Fill inputs that have neither --input nor a test value with random values.",
+      "SEED"));
+  addDebugOptions(p);
 }
 
 int runOptimize(const QCommandLineParser& p, const std::string& file, std::string& out,
@@ -360,6 +408,11 @@ const std::map<std::string, SubCommand>& subCommands() {
               QCommandLineOption("opset", "The ONNX opset to write, 13 to 17 (default 17).", "N"));
           addPictureOptions(p);
         }}},
+      {"debug",
+       {"an interactive terminal debugger (break, step, print, set, recompute; `help` inside)",
+        "debug FILE [--input NAME=x.npy]... [--random-inputs SEED] [--mode M] [--nan-guard ...] "
+        "[--break SPEC]...",
+        &runDebug, &addRunOptions}},
       {"info",
        {"counts, inputs and outputs with types, op histogram", "info FILE [--json]", &runInfo,
         [](QCommandLineParser& p) {
@@ -388,21 +441,14 @@ const std::map<std::string, SubCommand>& subCommands() {
               QCommandLineOption("rewrites", "List the rewrite log instead, one change per line."));
         }}},
       {"run",
-       {"executes the graph; writes output i as DIR/output_<i>.npy",
-        "run FILE [--input NAME=x.npy]... [--random-inputs SEED] [--output-dir DIR] [--mode M]",
+       {"executes the graph; writes output i as DIR/output_<i>.npy; --nan-guard and --break "
+        "check and pause it",
+        "run FILE [--input NAME=x.npy]... [--random-inputs SEED] [--output-dir DIR] [--mode M] "
+        "[--nan-guard [--nan-checks L] [--big-threshold X] [--nan-action raise|warn] "
+        "[--allow RULE]... [--report-json OUT] [--save-failure OUT.tsg]] [--break SPEC]...",
         &runRun,
         [](QCommandLineParser& p) {
-          p.addOption(QCommandLineOption("mode",
-                                         "How the graph is compiled: none (default), fast_compile, "
-                                         "fast_run or debug.",
-                                         "M"));
-          p.addOption(QCommandLineOption(
-              "input", "The value of graph input NAME, from a NumPy .npy file (repeatable).",
-              "NAME=FILE"));
-          p.addOption(QCommandLineOption(
-              "random-inputs",
-              "Fill inputs that have neither --input nor a test value with random values.",
-              "SEED"));
+          addRunOptions(p);
           p.addOption(QCommandLineOption("output-dir",
                                          "Where output_<i>.npy are written (default: .).", "DIR"));
         }}},

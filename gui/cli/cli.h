@@ -11,6 +11,10 @@ enum ExitCode : int {
   kExitOk = 0,
   kExitFailure = 1,  // the file or the work failed (a broken graph, an I/O error)
   kExitUsage = 2,    // the command line was wrong
+  // Note [Debugger exit codes] (gui/cli/cli_debug.cpp): how a guarded run or a debug session ended.
+  kExitNanEvent = 3,        // NanGuard found a NaN, an Inf or a big value
+  kExitBreakpoint = 4,      // a breakpoint or a BreakPoint op paused the run
+  kExitExecutionError = 5,  // a node failed while running
 };
 
 // Runs one sub-command; args excludes the program name. Output goes to out/err.
