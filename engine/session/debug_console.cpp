@@ -69,6 +69,14 @@ const Apply* findNode(const Program& root, std::int64_t id) {
 std::string nodeLine(const Apply& n) {
   std::string s = "node " + std::to_string(n.id()) + " " + n.op().str();
   if (!n.scope().empty()) s += " at " + n.scope();
+  // Note [Gradient origin]: a gradient node's own site is the pullback's code; the user's line is
+  // the forward node's.
+  if (const auto& g = n.gradientOf()) {
+    s += std::string(" [") + (g->kind == "rop" ? "R-op" : "gradient") + " of " + g->op;
+    if (!g->scope.empty()) s += " at " + g->scope;
+    if (!g->site.empty()) s += " (" + g->site.str() + ")";
+    return s + "]";
+  }
   if (!n.site().empty()) s += " (" + n.site().str() + ")";
   return s;
 }

@@ -632,7 +632,8 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::astype(DType dtype) const {
   requireDefined(*this, "Tensor::astype");
-  Tensor out(dtype, m_shape);
+  // copyFrom writes every element: no zero fill first (a clone is one pass over memory).
+  Tensor out = Tensor::empty(dtype, m_shape);
   out.copyFrom(*this);
   return out;
 }

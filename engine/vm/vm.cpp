@@ -128,6 +128,31 @@ void VM::clearFrame(Frame& f) {
   f.pc = 0;
 }
 
+namespace {
+
+// Note [Overwrite spares]: the private copy start() makes of an input a node overwrites (the
+// shared W that a guarded or stepped SGD step updates in place) goes into the buffer the previous
+// call's copy came from when nothing else holds it any more: after finish() the shared variable
+// holds the updated copy and the VM the old value's buffer, so two buffers alternate and no call
+// allocates (and faults in) a fresh one. A buffer anyone else still holds is never written.
+Tensor privateCopy(Tensor& spare, const Tensor& value) {
+  const bool reusable = spare.defined() && spare.storage().use_count() == 1 &&
+                        spare.dtype() == value.dtype() && spare.shape() == value.shape() &&
+                        spare.isContiguous() && spare.offset() == 0 &&
+                        spare.device() == value.device() && value.device() == Device::Cpu;
+  Tensor copy;
+  if (reusable) {
+    copy = std::move(spare);
+    copy.copyFrom(value);
+  } else {
+    copy = value.clone();
+  }
+  spare = value;
+  return copy;
+}
+
+}  // namespace
+
 void VM::start(std::span<const Tensor> inputValues) {
   if (m_status == Status::Running)
     throw std::logic_error("VM::start: called while the VM is running (from an observer)");
@@ -166,7 +191,9 @@ void VM::start(std::span<const Tensor> inputValues) {
   // buffer only when nothing outside the shared variable and this VM holds it; a caller that kept
   // the value (`Tensor seen = w->value()`), or any other input value, gets a private copy first,
   // so no value the caller can still see ever changes.
-  for (std::size_t i : plan.overwrittenInputs) {
+  f.overwriteSpares.resize(plan.overwrittenInputs.size());
+  for (std::size_t k = 0; k < plan.overwrittenInputs.size(); ++k) {
+    const std::size_t i = plan.overwrittenInputs[k];
     Tensor& slot = f.storage[inputSlots[i]];
     if (!slot.defined()) continue;
     // Holders the buffer may have: the shared variable's value (when it came from there), this
@@ -177,7 +204,7 @@ void VM::start(std::span<const Tensor> inputValues) {
     if (plan.keepBuffers)
       for (std::size_t s = 0; s < f.storage.size(); ++s)
         if (plan.producer[s] >= 0 && f.storage[s].storage() == slot.storage()) ++expected;
-    if (slot.storage().use_count() > expected) slot = slot.clone();
+    if (slot.storage().use_count() > expected) slot = privateCopy(f.overwriteSpares[k], slot);
   }
   f.pc = 0;
   f.timing = nullptr;

@@ -27,6 +27,8 @@ struct VM::Frame {
   std::size_t callerPosition = 0;
   std::int64_t t0 = 0;  // when the caller node entered this frame (timing)
   NodeTiming* timing = nullptr;
+  // Note [Overwrite spares] in vm.cpp: one per StoragePlan::overwrittenInputs entry.
+  std::vector<Tensor> overwriteSpares;
 
   explicit Frame(const Program& p) : program(&p) {
     storage = p.constants();

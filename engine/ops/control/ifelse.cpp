@@ -7,6 +7,7 @@
 #include "engine/io/graph_json.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/debug/breakpoint.h"
+#include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/register_ops.h"
 
 #include <unordered_map>
@@ -423,55 +424,6 @@ VarPtr ifelse(const VarPtr& cond, const VarPtr& thenOutput, const VarPtr& elseOu
               std::source_location site) {
   return ifelse(cond, std::vector<VarPtr>{thenOutput}, std::vector<VarPtr>{elseOutput}, "ifelse",
                 site)[0];
-}
-
-void evaluateGraph(const FunctionGraph& graph, std::span<const Apply* const> order,
-                   std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
-                   const std::string& what) {
-  std::unordered_map<const Variable*, Tensor> values;
-  values.reserve(graph.variables().size());
-  const auto& innerInputs = graph.inputs();
-  for (std::size_t i = 0; i < innerInputs.size(); ++i) values[innerInputs[i].get()] = *inputs[i];
-  auto valueOf = [&](const Variable& v) -> Tensor& {
-    if (v.kind() == Variable::Kind::Constant) {
-      auto [it, fresh] = values.try_emplace(&v);
-      if (fresh) it->second = static_cast<const Constant&>(v).value();
-      return it->second;
-    }
-    return values[&v];
-  };
-  std::vector<Tensor> ins, outs;
-  std::vector<const Tensor*> inPtrs;
-  std::vector<Tensor*> outPtrs;
-  for (const Apply* node : order) {
-    ins.clear();
-    for (const VarPtr& in : node->inputs()) ins.push_back(valueOf(*in));
-    for (const auto& [output, destroyed] : node->op().destroyMap())
-      for (int i : destroyed)
-        if (i >= 0 && i < node->nInputs())
-          ins[static_cast<std::size_t>(i)] = ins[static_cast<std::size_t>(i)].clone();
-    outs.assign(static_cast<std::size_t>(node->nOutputs()), Tensor());
-    inPtrs.clear();
-    outPtrs.clear();
-    for (const Tensor& t : ins) inPtrs.push_back(&t);
-    for (Tensor& t : outs) outPtrs.push_back(&t);
-    try {
-      node->op().perform(*node, inPtrs, outPtrs);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(what + ": the inner " + node->op().str() + " (node " +
-                               std::to_string(node->id()) + ") failed: " + e.what());
-    }
-    for (int o = 0; o < node->nOutputs(); ++o)
-      values[&node->outputRef(o)] = std::move(outs[static_cast<std::size_t>(o)]);
-  }
-  const auto& innerOutputs = graph.outputs();
-  for (std::size_t o = 0; o < innerOutputs.size(); ++o) {
-    Tensor value = valueOf(*innerOutputs[o]);
-    bool shared = false;
-    for (const Tensor* t : inputs) shared = shared || value.sharesStorageWith(*t);
-    for (std::size_t k = 0; k < o; ++k) shared = shared || value.sharesStorageWith(*outputs[k]);
-    *outputs[o] = shared ? value.clone() : std::move(value);
-  }
 }
 
 void registerControlOps(OpRegistry& registry) {

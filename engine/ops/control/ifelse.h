@@ -99,12 +99,6 @@ std::vector<VarPtr> ifelse(const VarPtr& cond, const std::vector<VarPtr>& thenOu
 VarPtr ifelse(const VarPtr& cond, const VarPtr& thenOutput, const VarPtr& elseOutput,
               std::source_location site = std::source_location::current());
 
-// Evaluates a graph node by node with each op's perform (Note [OpFromGraph reference]); `what`
-// prefixes a failure. inputs[i] is the value of graph.inputs()[i].
-void evaluateGraph(const FunctionGraph& graph, std::span<const Apply* const> order,
-                   std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
-                   const std::string& what);
-
 void registerControlOps(OpRegistry& registry);
 
 }  // namespace tscope::engine

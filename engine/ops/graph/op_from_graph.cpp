@@ -220,9 +220,15 @@ std::vector<TensorType> OpFromGraph::outputTypes(std::span<const VarPtr> inputs)
 // they run the optimized body as a VM frame.
 void OpFromGraph::perform(const Apply&, std::span<const Tensor* const> inputs,
                           std::span<Tensor* const> outputs) const {
+  evaluateGraph(*m_graph, m_order, inputs, outputs, str());
+}
+
+void evaluateGraph(const FunctionGraph& graph, std::span<const Apply* const> order,
+                   std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
+                   const std::string& what) {
   std::unordered_map<const Variable*, Tensor> values;
-  values.reserve(m_graph->variables().size());
-  const auto& innerInputs = m_graph->inputs();
+  values.reserve(graph.variables().size());
+  const auto& innerInputs = graph.inputs();
   for (std::size_t i = 0; i < innerInputs.size(); ++i) values[innerInputs[i].get()] = *inputs[i];
   auto valueOf = [&](const Variable& v) -> Tensor& {
     if (v.kind() == Variable::Kind::Constant) {
@@ -235,7 +241,7 @@ void OpFromGraph::perform(const Apply&, std::span<const Tensor* const> inputs,
   std::vector<Tensor> ins, outs;
   std::vector<const Tensor*> inPtrs;
   std::vector<Tensor*> outPtrs;
-  for (const Apply* node : m_order) {
+  for (const Apply* node : order) {
     ins.clear();
     for (const VarPtr& in : node->inputs()) ins.push_back(valueOf(*in));
     for (const auto& [output, destroyed] : node->op().destroyMap())
@@ -250,13 +256,13 @@ void OpFromGraph::perform(const Apply&, std::span<const Tensor* const> inputs,
     try {
       node->op().perform(*node, inPtrs, outPtrs);
     } catch (const std::exception& e) {
-      throw std::runtime_error(str() + ": the inner " + node->op().str() + " (node " +
+      throw std::runtime_error(what + ": the inner " + node->op().str() + " (node " +
                                std::to_string(node->id()) + ") failed: " + e.what());
     }
     for (int o = 0; o < node->nOutputs(); ++o)
       values[&node->outputRef(o)] = std::move(outs[static_cast<std::size_t>(o)]);
   }
-  const auto& innerOutputs = m_graph->outputs();
+  const auto& innerOutputs = graph.outputs();
   for (std::size_t o = 0; o < innerOutputs.size(); ++o) {
     Tensor value = valueOf(*innerOutputs[o]);
     // An inner output that is an inner input (or a view of one), or the same variable as an

@@ -143,6 +143,13 @@ std::shared_ptr<const OpFromGraph> opFromGraph(const std::vector<VarPtr>& inputs
                                                std::string label, OpFromGraphOverrides overrides,
                                                bool isInline = false);
 
+// Evaluates a graph node by node with each op's perform (Note [OpFromGraph reference]), the
+// reference of every op with an inner graph (OpFromGraph, IfElse's branches); `what` prefixes a
+// failure. inputs[i] is the value of graph.inputs()[i].
+void evaluateGraph(const FunctionGraph& graph, std::span<const Apply* const> order,
+                   std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
+                   const std::string& what);
+
 // "a/b" from "a" and "b"; either may be empty.
 std::string joinScope(std::string_view outer, std::string_view inner);
 

@@ -3,6 +3,7 @@
 #include "engine/graph/op.h"
 #include "engine/graph/op_registry.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/control/ifelse.h"
 #include "engine/ops/elemwise/scalar_op.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/register_ops.h"
@@ -206,7 +207,12 @@ void TestOpRegistry::testRegistryRoundTrip_data() {
     const auto ffn = opFromGraph({x, y}, {(*gelu)({x + y}), tanh(y)}, "ffn_block", true);
     QTest::newRow("OpFromGraph") << "OpFromGraph" << gelu->props();
     QTest::newRow("OpFromGraph nested inline") << "OpFromGraph" << ffn->props();
+    // IfElse: both branches' graphs in its props.
+    auto c = Variable::create(TensorType(DType::Bool, {}), "c");
+    const VarPtr chosen = ifelse(c, x * 2.0, tanh(x));
+    QTest::newRow("IfElse") << "IfElse" << chosen->owner()->op().props();
   }
+  QTest::newRow("BreakPoint") << "BreakPoint" << json{{"name", "spike"}, {"monitored", 2}};
 }
 
 void TestOpRegistry::testRegistryRoundTrip() {
@@ -277,7 +283,9 @@ void TestOpRegistry::testRegistryCoversEveryOp() {
                                      "AdvancedSubtensor",
                                      "AdvancedIncSubtensor",
                                      "TopK",
-                                     "OpFromGraph"};
+                                     "OpFromGraph",
+                                     "IfElse",
+                                     "BreakPoint"};
   const std::vector<std::string> names = defaultOpRegistry().names();
   QVERIFY(!names.empty());
   for (const auto& n : names) QVERIFY2(tested.count(n), ("no round-trip rows for op " + n).c_str());
