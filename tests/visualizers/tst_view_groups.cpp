@@ -5,6 +5,7 @@
 // The units under test and their helpers.
 #include "engine/io/tsg.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/control/ifelse.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "view_model_test_support.h"
 
@@ -183,6 +184,23 @@ class TestViewGroups : public QObject {
     // The outer output is drawn by the inner output box.
     QCOMPARE(model->nodeShowing(ofgApply->outputRef(0).id()), boxNamed(*model, "y"));
     QCOMPARE(model->nodeOfVariable(ofgApply->input(0)->id()), -1);
+  }
+
+  // An IfElse has two bodies; until groups hold several, it is one node with its edges, and
+  // neither branch is drawn as if it were the computation.
+  void testIfElseIsOneNode() {
+    auto x = Variable::create(kVector, "x");
+    auto c = Variable::create(TensorType(DType::Bool, {}), "c");
+    VarPtr y = named(ifelse(c, named(tanh(x), "then_y"), named(exp(x), "else_y")), "y");
+    auto model = ViewModel::build(graphOf({c, x}, {y}));
+    const Apply* node = model->graph().outputs()[0]->owner();
+    QCOMPARE(node->op().name(), std::string("IfElse"));
+    const int view = model->nodeOfApply(node->id());
+    QVERIFY(view >= 0);
+    QCOMPARE(model->inEdges(view).size(), std::size_t(2));
+    QCOMPARE(model->outEdges(view).size(), std::size_t(1));
+    for (const Group& g : model->groups()) QVERIFY(g.kind != GroupKind::OpFromGraph);
+    QCOMPARE(boxNamed(*model, "then_y"), -1);
   }
 
   void testOpFromGraphAppliedTwiceAndNested() {

@@ -1,5 +1,6 @@
 #include "visualizers/model/view_model_builder.h"
 
+#include "engine/graph/inner_graphs.h"
 #include "engine/graph/op.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "visualizers/model/palette.h"
@@ -15,8 +16,12 @@ using engine::Apply;
 using engine::FunctionGraph;
 using engine::Variable;
 
-// The inner graph of a node whose op has one (an OpFromGraph body); null for every other op.
+// The inner graph of a node whose op has one (an OpFromGraph body); null for every other op. An
+// op with alternative bodies (IfElse's then and else, Note [Several inner graphs]) is drawn as
+// one node for now: a group holds one body, and drawing only the first branch would show a
+// computation the node may not run.
 const FunctionGraph* innerGraphOf(const engine::Op& op) {
+  if (engine::innerGraphsOf(op).size() > 1) return nullptr;
   return op.innerGraph();
 }
 
