@@ -462,8 +462,10 @@ const std::map<std::string, SubCommand>& subCommands() {
 std::string usage() {
   std::string text = "usage: tensorscope <command> [options]\n\ncommands:\n";
   for (const auto& [name, cmd] : subCommands()) {
+    // A usage too long for the column gets its summary on the next line, under the column.
     std::string line = "  " + std::string(cmd.usage);
-    line.resize(std::max<std::size_t>(line.size() + 2, 48), ' ');
+    if (line.size() + 2 > 48) line += "\n";
+    line.resize(line.back() == '\n' ? line.size() + 48 : 48, ' ');
     text += line + cmd.summary + "\n";
   }
   text +=
