@@ -16,6 +16,7 @@
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/nn/crossentropy.h"
 #include "engine/ops/reduce/reduce.h"
+#include "mlp_step.h"
 #ifdef TSCOPE_BENCH_WITH_ONNX
 #include "engine/io/npy.h"
 #include "engine/io/onnx/onnx_import.h"
@@ -39,13 +40,6 @@ struct NullObserver final : ExecutionObserver {
   void afterNode(VM&, const NodeEvent&) override {}
 };
 
-Tensor uniform(std::mt19937& rng, Shape shape, float limit) {
-  std::uniform_real_distribution<float> d(-limit, limit);
-  Tensor t = Tensor::empty(DType::Float32, shape);
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
-
 std::shared_ptr<ExecutionObserver> observerFor(std::int64_t variant,
                                                std::shared_ptr<debug::NanGuard>* guard) {
   if (variant == 1) {
@@ -67,32 +61,15 @@ const char* labelFor(std::int64_t variant) {
 }
 
 void BM_MlpSgdStep(benchmark::State& state) {
-  constexpr std::int64_t kIn = 784, kHidden = 500, kOut = 10, kBatch = 128;
-  std::mt19937 rng(1);
-  auto x = Variable::create(TensorType(DType::Float32, {kUnknownDim, kIn}), "x");
-  auto y = Variable::create(TensorType(DType::Int64, {kUnknownDim}), "y");
-  auto W1 = SharedVariable::create(uniform(rng, {kIn, kHidden}, 0.07f), "W1");
-  auto b1 = SharedVariable::create(Tensor::zeros(DType::Float32, {kHidden}), "b1");
-  auto W2 = SharedVariable::create(uniform(rng, {kHidden, kOut}, 0.1f), "W2");
-  auto b2 = SharedVariable::create(Tensor::zeros(DType::Float32, {kOut}), "b2");
-  auto h = tanh(dot(x, W1) + b1);
-  auto loss = mean(softmaxCrossEntropyWithLogits(dot(h, W2) + b2, y));
-  auto g = grad(loss, std::vector<VarPtr>{W1, b1, W2, b2});
-  std::vector<Update> updates{{W1, W1 - g[0] * 0.001},
-                              {b1, b1 - g[1] * 0.001},
-                              {W2, W2 - g[2] * 0.001},
-                              {b2, b2 - g[3] * 0.001}};
+  tscope::bench::MlpStep mlp(0.001);
   CompileOptions opts;
   opts.keepBuffers = true;
   opts.mode = Mode::FastRun;
   std::shared_ptr<debug::NanGuard> guard;
   if (auto o = observerFor(state.range(0), &guard)) opts.observers.push_back(o);
-  Function step = compile({x, y}, {loss}, updates, opts);
+  Function step = mlp.compile(opts);
   if (guard) guard->watch(step);
-  Tensor xb = uniform(rng, {kBatch, kIn}, 1.0f);
-  Tensor yb = Tensor::empty(DType::Int64, {kBatch});
-  for (std::int64_t i = 0; i < kBatch; ++i) yb.data<std::int64_t>()[i] = i % kOut;
-  std::vector<Tensor> args{xb, yb};
+  const std::vector<Tensor>& args = mlp.args;
   step(args);
   for (auto _ : state) benchmark::DoNotOptimize(step(args));
   if (guard) {
@@ -147,32 +124,15 @@ void paired(benchmark::State& state, Off&& off, On&& on) {
 }
 
 void BM_MlpSgdStepPaired(benchmark::State& state) {
-  constexpr std::int64_t kIn = 784, kHidden = 500, kOut = 10, kBatch = 128;
-  std::mt19937 rng(1);
-  auto x = Variable::create(TensorType(DType::Float32, {kUnknownDim, kIn}), "x");
-  auto y = Variable::create(TensorType(DType::Int64, {kUnknownDim}), "y");
-  auto W1 = SharedVariable::create(uniform(rng, {kIn, kHidden}, 0.07f), "W1");
-  auto b1 = SharedVariable::create(Tensor::zeros(DType::Float32, {kHidden}), "b1");
-  auto W2 = SharedVariable::create(uniform(rng, {kHidden, kOut}, 0.1f), "W2");
-  auto b2 = SharedVariable::create(Tensor::zeros(DType::Float32, {kOut}), "b2");
-  auto h = tanh(dot(x, W1) + b1);
-  auto loss = mean(softmaxCrossEntropyWithLogits(dot(h, W2) + b2, y));
-  auto g = grad(loss, std::vector<VarPtr>{W1, b1, W2, b2});
-  std::vector<Update> updates{{W1, W1 - g[0] * 0.001},
-                              {b1, b1 - g[1] * 0.001},
-                              {W2, W2 - g[2] * 0.001},
-                              {b2, b2 - g[3] * 0.001}};
+  tscope::bench::MlpStep mlp(0.001);
   CompileOptions opts;
   opts.keepBuffers = true;
   opts.mode = Mode::FastRun;
-  Function off = compile({x, y}, {loss}, updates, opts);
+  Function off = mlp.compile(opts);
   std::shared_ptr<debug::NanGuard> guard;
   opts.observers.push_back(observerFor(state.range(0), &guard));
-  Function on = compile({x, y}, {loss}, updates, opts);
-  Tensor xb = uniform(rng, {kBatch, kIn}, 1.0f);
-  Tensor yb = Tensor::empty(DType::Int64, {kBatch});
-  for (std::int64_t i = 0; i < kBatch; ++i) yb.data<std::int64_t>()[i] = i % kOut;
-  std::vector<Tensor> args{xb, yb};
+  Function on = mlp.compile(opts);
+  const std::vector<Tensor>& args = mlp.args;
   off(args);
   on(args);
   paired(

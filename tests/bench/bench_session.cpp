@@ -27,6 +27,7 @@
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/nn/crossentropy.h"
 #include "engine/ops/reduce/reduce.h"
+#include "mlp_step.h"
 
 #include <algorithm>
 #include <chrono>
@@ -42,47 +43,11 @@ using namespace tscope::engine::debug;
 
 namespace {
 
-Tensor uniform(std::mt19937& rng, Shape shape, float limit) {
-  std::uniform_real_distribution<float> d(-limit, limit);
-  Tensor t = Tensor::empty(DType::Float32, shape);
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
-
+// A tiny learning rate: the parameters barely move, so every step costs the same.
 struct Mlp {
-  static constexpr std::int64_t kIn = 784, kHidden = 500, kOut = 10, kBatch = 128;
-  std::mt19937 rng{1};
-  std::shared_ptr<SharedVariable> W1, b1, W2, b2;
-  Function step;
-  std::vector<Tensor> args;
-
-  Mlp() : step(build()) {
-    Tensor xb = uniform(rng, {kBatch, kIn}, 1.0f);
-    Tensor yb = Tensor::empty(DType::Int64, {kBatch});
-    for (std::int64_t i = 0; i < kBatch; ++i) yb.data<std::int64_t>()[i] = i % kOut;
-    args = {xb, yb};
-  }
-  Function build() {
-    auto x = Variable::create(TensorType(DType::Float32, {kUnknownDim, kIn}), "x");
-    auto y = Variable::create(TensorType(DType::Int64, {kUnknownDim}), "y");
-    W1 = SharedVariable::create(uniform(rng, {kIn, kHidden}, 0.07f), "W1");
-    b1 = SharedVariable::create(Tensor::zeros(DType::Float32, {kHidden}), "b1");
-    W2 = SharedVariable::create(uniform(rng, {kHidden, kOut}, 0.1f), "W2");
-    b2 = SharedVariable::create(Tensor::zeros(DType::Float32, {kOut}), "b2");
-    auto h = tanh(dot(x, W1) + b1);
-    auto loss = mean(softmaxCrossEntropyWithLogits(dot(h, W2) + b2, y));
-    loss->setName("loss");
-    auto g = grad(loss, std::vector<VarPtr>{W1, b1, W2, b2});
-    // A tiny learning rate: the parameters barely move, so every step costs the same.
-    std::vector<Update> updates{{W1, W1 - g[0] * 1e-6},
-                                {b1, b1 - g[1] * 1e-6},
-                                {W2, W2 - g[2] * 1e-6},
-                                {b2, b2 - g[3] * 1e-6}};
-    CompileOptions opts;
-    opts.keepBuffers = true;
-    opts.mode = Mode::FastRun;
-    return compile({x, y}, {loss}, updates, opts);
-  }
+  tscope::bench::MlpStep model{1e-6};
+  Function step = model.compile({.mode = Mode::FastRun, .keepBuffers = true});
+  std::vector<Tensor>& args = model.args;
 };
 
 double median(std::vector<double> v) {

@@ -14,6 +14,7 @@
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/nn/crossentropy.h"
 #include "engine/ops/reduce/reduce.h"
+#include "mlp_step.h"
 
 #include <benchmark/benchmark.h>
 #include <cstdio>
@@ -80,37 +81,13 @@ void BM_OpFromGraphBody(benchmark::State& state) {
 }
 BENCHMARK(BM_OpFromGraphBody)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
-Tensor uniform(std::mt19937& rng, Shape shape, float limit) {
-  std::uniform_real_distribution<float> d(-limit, limit);
-  Tensor t = Tensor::empty(DType::Float32, shape);
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
-
 void BM_MlpSgdStep(benchmark::State& state) {
-  constexpr std::int64_t kIn = 784, kHidden = 500, kOut = 10, kBatch = 128;
-  std::mt19937 rng(1);
-  auto x = Variable::create(TensorType(DType::Float32, {kUnknownDim, kIn}), "x");
-  auto y = Variable::create(TensorType(DType::Int64, {kUnknownDim}), "y");
-  auto W1 = SharedVariable::create(uniform(rng, {kIn, kHidden}, 0.07f), "W1");
-  auto b1 = SharedVariable::create(Tensor::zeros(DType::Float32, {kHidden}), "b1");
-  auto W2 = SharedVariable::create(uniform(rng, {kHidden, kOut}, 0.1f), "W2");
-  auto b2 = SharedVariable::create(Tensor::zeros(DType::Float32, {kOut}), "b2");
-  auto h = tanh(dot(x, W1) + b1);
-  auto loss = mean(softmaxCrossEntropyWithLogits(dot(h, W2) + b2, y));
-  auto g = grad(loss, std::vector<VarPtr>{W1, b1, W2, b2});
-  std::vector<Update> updates{{W1, W1 - g[0] * 0.01},
-                              {b1, b1 - g[1] * 0.01},
-                              {W2, W2 - g[2] * 0.01},
-                              {b2, b2 - g[3] * 0.01}};
+  tscope::bench::MlpStep mlp(0.01);
   CompileOptions opts;
   opts.keepBuffers = true;
   opts.mode = state.range(0) == 0 ? Mode::None : Mode::FastRun;  // /0: as built, /1: fast_run
-  Function step = compile({x, y}, {loss}, updates, opts);
-  Tensor xb = uniform(rng, {kBatch, kIn}, 1.0f);
-  Tensor yb = Tensor::empty(DType::Int64, {kBatch});
-  for (std::int64_t i = 0; i < kBatch; ++i) yb.data<std::int64_t>()[i] = i % kOut;
-  std::vector<Tensor> args{xb, yb};
+  Function step = mlp.compile(opts);
+  const std::vector<Tensor>& args = mlp.args;
   step(args);
   for (auto _ : state) benchmark::DoNotOptimize(step(args));
   state.counters["nodes"] = static_cast<double>(step.graph().nodeCount());

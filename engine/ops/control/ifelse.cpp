@@ -23,28 +23,6 @@ std::string describe(const Variable& v) {
   return s;
 }
 
-// [input][output]: does the output depend on the input, through each inner op's own pattern.
-std::vector<std::vector<bool>> connection(const FunctionGraph& g,
-                                          const std::vector<const Apply*>& order) {
-  const auto& ins = g.inputs();
-  const auto& outs = g.outputs();
-  std::vector<std::vector<bool>> c(ins.size(), std::vector<bool>(outs.size(), false));
-  for (std::size_t i = 0; i < ins.size(); ++i) {
-    std::unordered_set<const Variable*> dep{ins[i].get()};
-    for (const Apply* node : order) {
-      const auto pattern = node->op().connectionPattern(*node);
-      for (int k = 0; k < node->nInputs(); ++k) {
-        if (!dep.count(node->input(k).get())) continue;
-        for (int o = 0; o < node->nOutputs(); ++o)
-          if (pattern[static_cast<std::size_t>(k)][static_cast<std::size_t>(o)])
-            dep.insert(&node->outputRef(o));
-      }
-    }
-    for (std::size_t o = 0; o < outs.size(); ++o) c[i][o] = dep.count(outs[o].get()) > 0;
-  }
-  return c;
-}
-
 // The graph rebuilt on `inputs` (one per graph input) through makeNode; one variable per output.
 std::vector<VarPtr> rebuild(const FunctionGraph& g, std::span<const VarPtr> inputs) {
   std::unordered_map<const Variable*, VarPtr> map;
@@ -207,8 +185,8 @@ IfElse::IfElse(std::shared_ptr<const FunctionGraph> thenGraph,
     m_elseOrder.push_back(n);
     m_executable = m_executable && n->op().isExecutable();
   }
-  const auto ct = connection(*m_then, m_thenOrder);
-  const auto ce = connection(*m_else, m_elseOrder);
+  const auto ct = innerConnectionPattern(*m_then, m_thenOrder);
+  const auto ce = innerConnectionPattern(*m_else, m_elseOrder);
   m_connection = ct;
   for (std::size_t i = 0; i < ct.size(); ++i)
     for (std::size_t o = 0; o < to.size(); ++o) m_connection[i][o] = i == 0 || ct[i][o] || ce[i][o];

@@ -125,25 +125,9 @@ void OpFromGraph::init() {
           "; shared variables inside an OpFromGraph are not supported, pass it as an input");
   const std::vector<Apply*> order = m_graph->toposort();
   for (const Apply* node : order) m_executable = m_executable && node->op().isExecutable();
-  // Which inner outputs depend on which inner inputs, through each inner op's own pattern.
-  const auto& ins = m_graph->inputs();
-  const auto& outs = m_graph->outputs();
-  m_connection.assign(ins.size(), std::vector<bool>(outs.size(), false));
-  for (std::size_t i = 0; i < ins.size(); ++i) {
-    std::unordered_set<const Variable*> dep{ins[i].get()};
-    for (const Apply* node : order) {
-      const auto pattern = node->op().connectionPattern(*node);
-      for (int k = 0; k < node->nInputs(); ++k) {
-        if (!dep.count(node->input(k).get())) continue;
-        for (int o = 0; o < node->nOutputs(); ++o)
-          if (pattern[static_cast<std::size_t>(k)][static_cast<std::size_t>(o)])
-            dep.insert(&node->outputRef(o));
-      }
-    }
-    for (std::size_t o = 0; o < outs.size(); ++o) m_connection[i][o] = dep.count(outs[o].get()) > 0;
-  }
-  m_props = {{"label", m_label}, {"inline", m_inline}, {"graph", io::graphToJson(*m_graph)}};
   m_order.assign(order.begin(), order.end());
+  m_connection = innerConnectionPattern(*m_graph, m_order);
+  m_props = {{"label", m_label}, {"inline", m_inline}, {"graph", io::graphToJson(*m_graph)}};
   checkOverrides();
 }
 
@@ -221,6 +205,27 @@ std::vector<TensorType> OpFromGraph::outputTypes(std::span<const VarPtr> inputs)
 void OpFromGraph::perform(const Apply&, std::span<const Tensor* const> inputs,
                           std::span<Tensor* const> outputs) const {
   evaluateGraph(*m_graph, m_order, inputs, outputs, str());
+}
+
+std::vector<std::vector<bool>> innerConnectionPattern(const FunctionGraph& graph,
+                                                      std::span<const Apply* const> order) {
+  const auto& ins = graph.inputs();
+  const auto& outs = graph.outputs();
+  std::vector<std::vector<bool>> c(ins.size(), std::vector<bool>(outs.size(), false));
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    std::unordered_set<const Variable*> dep{ins[i].get()};
+    for (const Apply* node : order) {
+      const auto pattern = node->op().connectionPattern(*node);
+      for (int k = 0; k < node->nInputs(); ++k) {
+        if (!dep.count(node->input(k).get())) continue;
+        for (int o = 0; o < node->nOutputs(); ++o)
+          if (pattern[static_cast<std::size_t>(k)][static_cast<std::size_t>(o)])
+            dep.insert(&node->outputRef(o));
+      }
+    }
+    for (std::size_t o = 0; o < outs.size(); ++o) c[i][o] = dep.count(outs[o].get()) > 0;
+  }
+  return c;
 }
 
 void evaluateGraph(const FunctionGraph& graph, std::span<const Apply* const> order,

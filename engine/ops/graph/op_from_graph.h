@@ -150,6 +150,12 @@ void evaluateGraph(const FunctionGraph& graph, std::span<const Apply* const> ord
                    std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
                    const std::string& what);
 
+// [input][output] of a graph: does the output depend on the input, through each inner op's own
+// connectionPattern; `order` is the graph's nodes in topological order. The connection pattern of
+// every op with an inner graph.
+std::vector<std::vector<bool>> innerConnectionPattern(const FunctionGraph& graph,
+                                                      std::span<const Apply* const> order);
+
 // "a/b" from "a" and "b"; either may be empty.
 std::string joinScope(std::string_view outer, std::string_view inner);
 

@@ -12,6 +12,7 @@
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/vm/vm.h"
+#include "nan_guard_test_support.h"
 #include "test_main.h"
 
 #include <algorithm>
@@ -23,31 +24,15 @@
 
 using namespace tscope::engine;
 using namespace tscope::engine::debug;
+using namespace tscope::engine::debug::testing;
 
 namespace {
-constexpr std::int64_t U = kUnknownDim;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-VarPtr fvar(const std::string& name, std::vector<std::int64_t> shape = {U}) {
-  return Variable::create(TensorType(DType::Float32, std::move(shape)), name);
-}
-Tensor ft(Shape shape, std::initializer_list<double> v) {
-  return Tensor::fromDoubles(DType::Float32, std::move(shape), v);
-}
 std::shared_ptr<NanGuard> guardWith(NanChecks checks, NanAction action = NanAction::Raise) {
   NanGuardOptions o;
   o.checks = checks;
   o.action = action;
   return std::make_shared<NanGuard>(o);
-}
-// Runs f on args expecting NanGuardError; returns its report.
-NanReport raised(Function& f, const std::vector<Tensor>& args) {
-  try {
-    f(args);
-  } catch (const NanGuardError& e) {
-    return e.report();
-  }
-  QTest::qFail("expected a NanGuardError", __FILE__, __LINE__);
-  return {};
 }
 }  // namespace
 

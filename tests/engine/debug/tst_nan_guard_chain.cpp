@@ -14,6 +14,7 @@
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/reduce/reduce.h"
+#include "nan_guard_test_support.h"
 #include "test_main.h"
 
 #include <cmath>
@@ -23,25 +24,7 @@
 
 using namespace tscope::engine;
 using namespace tscope::engine::debug;
-
-namespace {
-constexpr std::int64_t U = kUnknownDim;
-VarPtr fvar(const std::string& name, std::vector<std::int64_t> shape = {U}) {
-  return Variable::create(TensorType(DType::Float32, std::move(shape)), name);
-}
-Tensor ft(Shape shape, std::initializer_list<double> v) {
-  return Tensor::fromDoubles(DType::Float32, std::move(shape), v);
-}
-NanReport raised(Function& f, const std::vector<Tensor>& args) {
-  try {
-    f(args);
-  } catch (const NanGuardError& e) {
-    return e.report();
-  }
-  QTest::qFail("expected a NanGuardError", __FILE__, __LINE__);
-  return {};
-}
-}  // namespace
+using namespace tscope::engine::debug::testing;
 
 class TestNanGuardChain : public QObject {
   Q_OBJECT
