@@ -98,6 +98,21 @@ engine::Function compileFor(const engine::FunctionGraph& graph, const session::P
   return engine::compile(run.inputs, graph.outputs(), {}, options);
 }
 
+// Any of the NanGuard flags of addDebugOptions turns the guard on.
+bool wantsNanGuard(const QCommandLineParser& p) {
+  for (const char* o : {"nan-guard", "nan-checks", "big-threshold", "nan-action", "allow",
+                        "report-json", "save-failure"})
+    if (p.isSet(o)) return true;
+  return false;
+}
+
+std::vector<debug::BreakpointSpec> breakFlags(const QCommandLineParser& p) {
+  std::vector<debug::BreakpointSpec> breaks;
+  for (const QString& s : p.values("break"))
+    breaks.push_back(debug::parseBreakSpec(s.toStdString()));
+  return breaks;
+}
+
 }  // namespace
 
 void addDebugOptions(QCommandLineParser& p) {
@@ -124,27 +139,20 @@ void addDebugOptions(QCommandLineParser& p) {
 }
 
 bool wantsGuardedRun(const QCommandLineParser& p) {
-  for (const char* o : {"nan-guard", "nan-checks", "big-threshold", "nan-action", "allow",
-                        "report-json", "save-failure", "break"})
-    if (p.isSet(o)) return true;
-  return false;
+  return wantsNanGuard(p) || p.isSet("break");
 }
 
 int runGuarded(const QCommandLineParser& p, const engine::io::TsgDocument& doc,
                const std::string& file, const session::RunInputs& inputs,
                const std::string& outputDir, std::string& out, std::string& err) {
   const engine::FunctionGraph& graph = *doc.original;
-  const bool guard = p.isSet("nan-guard") || p.isSet("nan-checks") || p.isSet("big-threshold") ||
-                     p.isSet("nan-action") || p.isSet("allow") || p.isSet("report-json") ||
-                     p.isSet("save-failure");
   // Parse every flag before anything runs: a bad one is a usage error and nothing ran.
-  std::vector<debug::BreakpointSpec> breaks;
-  for (const QString& s : p.values("break"))
-    breaks.push_back(debug::parseBreakSpec(s.toStdString()));
+  const std::vector<debug::BreakpointSpec> breaks = breakFlags(p);
   const debug::NanAction action = actionFlag(p);
   const std::optional<debug::NanGuardOptions> guardOpts =
-      guard ? std::optional(guardOptions(p, breaks.empty() ? action : debug::NanAction::Pause))
-            : std::nullopt;
+      wantsNanGuard(p)
+          ? std::optional(guardOptions(p, breaks.empty() ? action : debug::NanAction::Pause))
+          : std::nullopt;
   if (breaks.empty()) {
     // NanGuard alone: the run use case checks, writes the report and the replay file.
     session::RunInputs guarded = inputs;
@@ -217,13 +225,13 @@ extern "C" void onSigint(int) {
 int runDebugConsole(const QCommandLineParser& p, const engine::io::TsgDocument& doc,
                     const session::RunInputs& inputs, std::string&, std::string& err) {
   const engine::FunctionGraph& graph = *doc.original;
-  std::vector<debug::BreakpointSpec> breaks;
-  for (const QString& s : p.values("break"))
-    breaks.push_back(debug::parseBreakSpec(s.toStdString()));
-  const bool guard =
-      p.isSet("nan-guard") || p.isSet("nan-checks") || p.isSet("allow") || p.isSet("big-threshold");
+  const std::vector<debug::BreakpointSpec> breaks = breakFlags(p);
+  if (p.isSet("report-json") || p.isSet("nan-action"))
+    throw std::invalid_argument(
+        std::string(p.isSet("report-json") ? "--report-json" : "--nan-action") +
+        " is for `run`; `debug` pauses at a NanGuard event and prints it");
   const std::optional<debug::NanGuardOptions> guardOpts =
-      guard ? std::optional(guardOptions(p, debug::NanAction::Pause)) : std::nullopt;
+      wantsNanGuard(p) ? std::optional(guardOptions(p, debug::NanAction::Pause)) : std::nullopt;
   const session::PreparedRun run = session::prepareRun(graph, inputs);
   engine::Function f = compileFor(graph, run, inputs.mode, {});
   debug::DebugSession s(f);

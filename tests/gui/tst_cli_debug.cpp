@@ -161,7 +161,9 @@ class TestCliDebug : public QObject {
           std::vector<std::string>{"run", file, "--nan-guard", "--nan-checks", "nan,blue"},
           std::vector<std::string>{"run", file, "--nan-guard", "--big-threshold", "-4"},
           std::vector<std::string>{"run", file, "--nan-guard", "--nan-action", "explode"},
-          std::vector<std::string>{"run", file, "--nan-guard", "--allow", "attention"}}) {
+          std::vector<std::string>{"run", file, "--nan-guard", "--allow", "attention"},
+          std::vector<std::string>{"debug", file, "--report-json", "r.json"},
+          std::vector<std::string>{"debug", file, "--break", "var:"}}) {
       const auto r = cli(args);
       QVERIFY2(r.code == int(gui::kExitUsage) || r.code == int(gui::kExitFailure), r.err.c_str());
       QCOMPARE(QString::fromStdString(r.err).count('\n'), 1);
