@@ -27,9 +27,12 @@ TimeStats TimeStats::of(std::vector<double> samples) {
 
 std::string_view outputKindName(OutputKind kind) {
   switch (kind) {
-    case OutputKind::Created: return "created";
-    case OutputKind::Inplace: return "inplace";
-    case OutputKind::View: return "view";
+    case OutputKind::Created:
+      return "created";
+    case OutputKind::Inplace:
+      return "inplace";
+    case OutputKind::View:
+      return "view";
   }
   return "created";
 }
