@@ -5,7 +5,9 @@
 #include "engine/session/graph_file.h"
 #include "engine/session/optimize_graph.h"
 #include "engine/session/run_graph.h"
+#include "gui/cli/cli_common.h"
 #include "gui/cli/cli_debug.h"
+#include "gui/cli/cli_profile.h"
 #include "gui/cli/cli_export.h"
 
 #ifdef TSCOPE_HAVE_ONNX
@@ -32,6 +34,8 @@ struct SubCommand {
   int (*run)(const QCommandLineParser&, const std::string& file, std::string& out,
              std::string& err);
   void (*addOptions)(QCommandLineParser&);
+  // The FILE arguments it takes (diff-profile compares two; calibrate takes none).
+  int files = 1;
 };
 
 void noOptions(QCommandLineParser&) {}
@@ -158,52 +162,6 @@ int runValidate(const QCommandLineParser&, const std::string& file, std::string&
              opaque + "\n";
   }
   return kExitOk;
-}
-
-// The values and mode of `run` and `debug`: --input, --random-inputs, --mode.
-engine::session::RunInputs runInputsFromFlags(const QCommandLineParser& p) {
-  engine::session::RunInputs inputs;
-  for (const QString& spec : p.values("input")) {
-    const qsizetype eq = spec.indexOf('=');
-    if (eq <= 0 || eq == spec.size() - 1)
-      throw std::invalid_argument("--input expects NAME=FILE.npy, found '" + spec.toStdString() +
-                                  "'");
-    const std::string name = spec.left(eq).toStdString();
-    if (inputs.byName.count(name))
-      throw std::invalid_argument("--input gives '" + name + "' twice");
-    inputs.byName[name] = engine::io::loadNpy(spec.mid(eq + 1).toStdString());
-  }
-  if (p.isSet("random-inputs")) {
-    bool ok = false;
-    const qulonglong seed = p.value("random-inputs").toULongLong(&ok);
-    if (!ok)
-      throw std::invalid_argument("--random-inputs expects a non-negative integer seed, found '" +
-                                  p.value("random-inputs").toStdString() + "'");
-    inputs.randomSeed = seed;
-  }
-  if (p.isSet("mode")) {
-    const std::string mode = p.value("mode").toStdString();
-    if (mode == "none")
-      inputs.mode = engine::Mode::None;
-    else if (mode == "fast_compile")
-      inputs.mode = engine::Mode::FastCompile;
-    else if (mode == "fast_run")
-      inputs.mode = engine::Mode::FastRun;
-    else if (mode == "debug")
-      inputs.mode = engine::Mode::Debug;
-    else
-      throw std::invalid_argument("--mode expects none, fast_compile, fast_run or debug, found '" +
-                                  mode + "'");
-  }
-  return inputs;
-}
-
-// MissingInputValue names what is missing in the engine's terms; the flags that give it are the
-// CLI's to name.
-[[noreturn]] void rethrowMissing(const engine::session::MissingInputValue& e) {
-  const std::string name = e.input.empty() ? std::string("NAME") : e.input;
-  throw std::invalid_argument(std::string(e.what()) + " (--input " + name + "=FILE.npy" +
-                              (e.randomPossible ? ", or --random-inputs SEED)" : ")"));
 }
 
 int runRun(const QCommandLineParser& p, const std::string& file, std::string& out,
@@ -408,11 +366,19 @@ const std::map<std::string, SubCommand>& subCommands() {
               QCommandLineOption("opset", "The ONNX opset to write, 13 to 17 (default 17).", "N"));
           addPictureOptions(p);
         }}},
+      {"calibrate",
+       {"measures this machine's peak GEMM GFLOP/s and memory bandwidth (one thread, all "
+        "threads) for the profiler's roofline",
+        "calibrate [--threads N] [--json]", &runCalibrate, &addCalibrateOptions, 0}},
       {"debug",
        {"an interactive terminal debugger (break, step, print, set, recompute; `help` inside)",
         "debug FILE [--input NAME=x.npy]... [--random-inputs SEED] [--mode M] [--nan-guard ...] "
         "[--break SPEC]...",
         &runDebug, &addRunOptions}},
+      {"diff-profile",
+       {"compares the profiles saved in two files node by node and scope by scope",
+        "diff-profile A.tsg B.tsg [--json] [--rows N]", &runDiffProfile, &addDiffProfileOptions,
+        2}},
       {"info",
        {"counts, inputs and outputs with types, op histogram", "info FILE [--json]", &runInfo,
         [](QCommandLineParser& p) {
@@ -440,6 +406,14 @@ const std::map<std::string, SubCommand>& subCommands() {
           p.addOption(
               QCommandLineOption("rewrites", "List the rewrite log instead, one change per line."));
         }}},
+      {"profile",
+       {"runs the graph N times and prints per-node, per-op, per-class and per-scope time with "
+        "the roofline, memory and rewrite profiles",
+        "profile FILE [--runs N] [--warmup K] [--mode M] [--device cpu|cuda] [--trace OUT.json "
+        "[--trace-runs LIST]] [-o OUT.tsg] [--memory] [--json] [--compare-modes A,B] "
+        "[--max-events N] [--sort total|mean|p95|calls] [--rows N] [--input NAME=x.npy]... "
+        "[--random-inputs SEED] [--no-roofline]",
+        &runProfile, &addProfileOptions}},
       {"run",
        {"executes the graph; writes output i as DIR/output_<i>.npy; --nan-guard and --break "
         "check and pause it",
@@ -509,7 +483,11 @@ int runCli(const std::vector<std::string>& args, std::string& out, std::string& 
   QCommandLineOption help({"h", "help"}, "Show this help.");
   parser.addOption(help);
   cmd.addOptions(parser);
-  parser.addPositionalArgument("FILE", "The graph file (.tsg).");
+  if (cmd.files == 1) parser.addPositionalArgument("FILE", "The graph file (.tsg or ONNX).");
+  if (cmd.files == 2) {
+    parser.addPositionalArgument("A", "The first file with a saved profile (.tsg).");
+    parser.addPositionalArgument("B", "The second file with a saved profile (.tsg).");
+  }
   QStringList qargs{QStringLiteral("tensorscope ") + QString::fromStdString(args[0])};
   for (std::size_t i = 1; i < args.size(); ++i) qargs << QString::fromStdString(args[i]);
   if (!parser.parse(qargs)) {
@@ -523,13 +501,15 @@ int runCli(const std::vector<std::string>& args, std::string& out, std::string& 
     return kExitOk;
   }
   QStringList positional = parser.positionalArguments();
-  if (positional.size() != 1) {
-    err += "tensorscope " + args[0] + ": expected one FILE, found " +
+  if (positional.size() != cmd.files) {
+    static const char* const expected[] = {"no FILE", "one FILE", "two FILEs"};
+    err += "tensorscope " + args[0] + ": expected " + expected[cmd.files] + ", found " +
            std::to_string(positional.size()) + " (usage: tensorscope " + cmd.usage + ")\n";
     return kExitUsage;
   }
   try {
-    return cmd.run(parser, positional[0].toStdString(), out, err);
+    return cmd.run(parser, positional.isEmpty() ? std::string() : positional[0].toStdString(),
+                   out, err);
   } catch (const std::invalid_argument& e) {
     err += "tensorscope " + args[0] + ": " + e.what() + "\n";
     return kExitUsage;

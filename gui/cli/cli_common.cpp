@@ -1,0 +1,51 @@
+#include "gui/cli/cli_common.h"
+
+#include "engine/io/npy.h"
+
+#include <stdexcept>
+
+namespace tscope::gui {
+
+engine::Mode parseMode(const std::string& mode, const std::string& option) {
+  if (mode == "none") return engine::Mode::None;
+  if (mode == "fast_compile") return engine::Mode::FastCompile;
+  if (mode == "fast_run") return engine::Mode::FastRun;
+  if (mode == "debug") return engine::Mode::Debug;
+  throw std::invalid_argument(option + " expects none, fast_compile, fast_run or debug, found '" +
+                              mode + "'");
+}
+
+// The values and mode of `run` and `debug`: --input, --random-inputs, --mode.
+engine::session::RunInputs runInputsFromFlags(const QCommandLineParser& p) {
+  engine::session::RunInputs inputs;
+  for (const QString& spec : p.values("input")) {
+    const qsizetype eq = spec.indexOf('=');
+    if (eq <= 0 || eq == spec.size() - 1)
+      throw std::invalid_argument("--input expects NAME=FILE.npy, found '" + spec.toStdString() +
+                                  "'");
+    const std::string name = spec.left(eq).toStdString();
+    if (inputs.byName.count(name))
+      throw std::invalid_argument("--input gives '" + name + "' twice");
+    inputs.byName[name] = engine::io::loadNpy(spec.mid(eq + 1).toStdString());
+  }
+  if (p.isSet("random-inputs")) {
+    bool ok = false;
+    const qulonglong seed = p.value("random-inputs").toULongLong(&ok);
+    if (!ok)
+      throw std::invalid_argument("--random-inputs expects a non-negative integer seed, found '" +
+                                  p.value("random-inputs").toStdString() + "'");
+    inputs.randomSeed = seed;
+  }
+  if (p.isSet("mode")) inputs.mode = parseMode(p.value("mode").toStdString(), "--mode");
+  return inputs;
+}
+
+// MissingInputValue names what is missing in the engine's terms; the flags that give it are the
+// CLI's to name.
+[[noreturn]] void rethrowMissing(const engine::session::MissingInputValue& e) {
+  const std::string name = e.input.empty() ? std::string("NAME") : e.input;
+  throw std::invalid_argument(std::string(e.what()) + " (--input " + name + "=FILE.npy" +
+                              (e.randomPossible ? ", or --random-inputs SEED)" : ")"));
+}
+
+}  // namespace tscope::gui
