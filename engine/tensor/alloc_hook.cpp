@@ -6,6 +6,14 @@ namespace detail {
 thread_local AllocationCounters* t_allocationCounters = nullptr;
 }
 
+namespace {
+thread_local AllocationCounters t_ownCounters;
+}
+
+AllocationCounters& threadAllocationCounters() {
+  return t_ownCounters;
+}
+
 AllocationCounters* setAllocationCounters(AllocationCounters* counters) {
   AllocationCounters* previous = detail::t_allocationCounters;
   detail::t_allocationCounters = counters;

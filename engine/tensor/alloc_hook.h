@@ -43,7 +43,10 @@ namespace detail {
 extern thread_local AllocationCounters* t_allocationCounters;
 }
 
-// The counters of this thread (null when none are installed).
+// Counters that live as long as this thread (zero at its start): what the profiler installs, so
+// that a profiler destroyed while its run is paused leaves no dangling pointer behind.
+AllocationCounters& threadAllocationCounters();
+// The counters installed for this thread (null when none are).
 inline AllocationCounters* allocationCounters() {
   return detail::t_allocationCounters;
 }
