@@ -42,7 +42,7 @@ struct PlanGraph {
     std::vector<Output> outputs;
     std::vector<std::uint32_t> freedAfter;  // slots the plan frees after the node
   };
-  std::vector<Node> nodes;             // in schedule order
+  std::vector<Node> nodes;              // in schedule order
   std::vector<std::int64_t> slotBytes;  // per slot: measured bytes (0 when unknown)
 };
 

@@ -35,7 +35,8 @@ struct TimeStats {
 };
 
 // How a node's output got its buffer (Theano's memory profile marks): created (a new buffer),
-// inplace (the node overwrote one of its inputs, destroyMap) or view (it aliases an input, viewMap).
+// inplace (the node overwrote one of its inputs, destroyMap) or view (it aliases an input,
+// viewMap).
 enum class OutputKind { Created, Inplace, View };
 std::string_view outputKindName(OutputKind kind);  // "created", "inplace", "view"
 
@@ -54,10 +55,10 @@ struct NodeProfile {
   // Which inner graph of the frame's caller node it belongs to (an IfElse's branch: 0 then,
   // 1 else, whose ids may coincide); 0 at the top level.
   std::int64_t body = 0;
-  std::int64_t position = 0;            // its index in its frame's schedule
-  std::string op;                       // Op::str(): the Ops table's key (equal props, one row)
-  std::string opClass;                  // Op::name(): the Class table's key
-  std::string scope;                    // its scope path ("encoder/layer1/attn"), "" for none
+  std::int64_t position = 0;  // its index in its frame's schedule
+  std::string op;             // Op::str(): the Ops table's key (equal props, one row)
+  std::string opClass;        // Op::name(): the Class table's key
+  std::string scope;          // its scope path ("encoder/layer1/attn"), "" for none
   // The nodes this node's frame runs (an OpFromGraph or IfElse node): its time is inclusive.
   bool hasInnerGraph = false;
   std::vector<engine::Shape> inputShapes;  // as last measured
@@ -88,9 +89,9 @@ struct PhaseTime {
 
 // The function as a whole (the head of the ProfileStats report).
 struct FunctionSummary {
-  std::string mode;              // modeName()
-  std::string device = "cpu";    // "cpu" or "cuda"
-  std::int64_t warmupRuns = 0;   // calls made before measuring
+  std::string mode;             // modeName()
+  std::string device = "cpu";   // "cpu" or "cuda"
+  std::int64_t warmupRuns = 0;  // calls made before measuring
   std::int64_t measuredRuns = 0;
   TimeStats call;      // wall time of each measured call (begin to finish)
   TimeStats inNodes;   // time in top-level nodes per call
@@ -106,10 +107,10 @@ struct FunctionSummary {
 // Memory over a run (bytes). The measured figures come from the allocation hook; the plan
 // figures are computed from the program's StoragePlan and the measured output sizes.
 struct MemorySummary {
-  std::int64_t peakLiveBytes = 0;         // measured: most bytes held at once during a run
-  std::int64_t planPeakBytes = 0;         // the current plan (frees after last use, inplace)
-  std::int64_t peakWithoutInplace = 0;    // every inplace output given its own buffer
-  std::int64_t peakWithoutFreeing = 0;    // no intermediate freed before the end of the run
+  std::int64_t peakLiveBytes = 0;       // measured: most bytes held at once during a run
+  std::int64_t planPeakBytes = 0;       // the current plan (frees after last use, inplace)
+  std::int64_t peakWithoutInplace = 0;  // every inplace output given its own buffer
+  std::int64_t peakWithoutFreeing = 0;  // no intermediate freed before the end of the run
   bool operator==(const MemorySummary&) const = default;
 };
 
@@ -155,7 +156,7 @@ struct RunSpan {
 
 struct MachineInfo {
   std::string host;
-  std::string cpu;       // model name
+  std::string cpu;           // model name
   std::int64_t threads = 0;  // hardware threads
   bool operator==(const MachineInfo&) const = default;
 };

@@ -13,8 +13,8 @@ using nlohmann::json;
 namespace {
 
 json timeStatsJson(const TimeStats& s) {
-  return {{"count", s.count}, {"total", s.total},   {"mean", s.mean}, {"min", s.min},
-          {"median", s.median}, {"p95", s.p95}, {"max", s.max}};
+  return {{"count", s.count},   {"total", s.total}, {"mean", s.mean}, {"min", s.min},
+          {"median", s.median}, {"p95", s.p95},     {"max", s.max}};
 }
 
 json shapeJson(const engine::Shape& shape) {
@@ -60,9 +60,13 @@ json nodeJson(const NodeProfile& n) {
 }  // namespace
 
 json profileToJson(const Profile& p) {
-  json out = {{"kind", "profile"}, {"schema", Profile::kSchemaVersion}, {"graph", p.graph},
-              {"name", p.name},    {"date", p.date}};
-  out["machine"] = {{"host", p.machine.host}, {"cpu", p.machine.cpu}, {"threads", p.machine.threads}};
+  json out = {{"kind", "profile"},
+              {"schema", Profile::kSchemaVersion},
+              {"graph", p.graph},
+              {"name", p.name},
+              {"date", p.date}};
+  out["machine"] = {
+      {"host", p.machine.host}, {"cpu", p.machine.cpu}, {"threads", p.machine.threads}};
   const FunctionSummary& f = p.function;
   json phases = json::array();
   for (const PhaseTime& ph : f.compilePhases)
@@ -207,7 +211,8 @@ bool boolean(const json& v, const Path& at) {
 }
 
 TimeStats timeStats(const json& v, const Path& at) {
-  object(v, at, "time statistics {\"count\", \"total\", \"mean\", \"min\", \"median\", \"p95\", \"max\"}");
+  object(v, at,
+         "time statistics {\"count\", \"total\", \"mean\", \"min\", \"median\", \"p95\", \"max\"}");
   TimeStats s;
   s.count = integer(member(v, at, "count"), at / "count", 0, "a sample count (integer >= 0)");
   s.total = seconds(member(v, at, "total"), at / "total");
@@ -403,8 +408,7 @@ Profile profileFromJson(const json& value, const std::string& jsonPath) {
     const Path e = rsp[i];
     if (!runs[i].is_array() || runs[i].size() != 3) fail(e, "[run, startNs, endNs]", runs[i]);
     RunSpan r;
-    r.run = static_cast<std::int32_t>(
-        integer(runs[i][0], e[0], 0, "a run index (integer >= 0)"));
+    r.run = static_cast<std::int32_t>(integer(runs[i][0], e[0], 0, "a run index (integer >= 0)"));
     r.startNs = integer(runs[i][1], e[1], std::numeric_limits<std::int64_t>::min(), "nanoseconds");
     r.endNs = integer(runs[i][2], e[2], r.startNs, "nanoseconds (>= the run's start)");
     p.runs.push_back(r);

@@ -33,9 +33,9 @@ struct Attached {
 Profile profileFunction(engine::Function& f, const std::vector<engine::Tensor>& args,
                         const ProfileRunOptions& options) {
   if (options.warmup < 0 || options.runs <= 0)
-    throw std::invalid_argument("profileFunction: expected warmup >= 0 and runs >= 1, found warmup " +
-                                std::to_string(options.warmup) + " and runs " +
-                                std::to_string(options.runs));
+    throw std::invalid_argument(
+        "profileFunction: expected warmup >= 0 and runs >= 1, found warmup " +
+        std::to_string(options.warmup) + " and runs " + std::to_string(options.runs));
   auto profiler = std::make_shared<Profiler>(options.profiler);
   const std::int64_t total = options.warmup + options.runs;
   {

@@ -360,8 +360,8 @@ void Profiler::onFinish(VM&) {
     s.runNs = s.runCalls = s.runAllocated = s.runFreed = 0;
   }
   m_touched.clear();
-  m_runs.push_back({static_cast<std::int32_t>(m_runs.size()), m_runStart - m_originNs,
-                    end - m_originNs});
+  m_runs.push_back(
+      {static_cast<std::int32_t>(m_runs.size()), m_runStart - m_originNs, end - m_originNs});
   m_inNodes.push_back(inNodes);
   endRun();
 }
@@ -381,10 +381,10 @@ void fillCost(NodeProfile& profile, const Apply& node) {
 
 Profile Profiler::snapshot(const Program& program) const {
   if (m_program && m_program.get() != &program && !m_runs.empty())
-    throw std::invalid_argument(
-        "Profiler::snapshot: the profiler measured another program (" +
-        std::to_string(m_program->nodes().size()) + " top-level nodes) than the one asked for (" +
-        std::to_string(program.nodes().size()) + ")");
+    throw std::invalid_argument("Profiler::snapshot: the profiler measured another program (" +
+                                std::to_string(m_program->nodes().size()) +
+                                " top-level nodes) than the one asked for (" +
+                                std::to_string(program.nodes().size()) + ")");
   return snapshotOf(program);
 }
 
@@ -455,8 +455,8 @@ Profile Profiler::snapshotOf(const Program& program) const {
         out.dtype = std::string(engine::dtypeName(s.outputDtypes[o]));
         out.bytes = s.outputBytes[o];
       } else {
-        out.dtype = std::string(
-            engine::dtypeName(s.node->outputRef(static_cast<int>(o)).type().dtype()));
+        out.dtype =
+            std::string(engine::dtypeName(s.node->outputRef(static_cast<int>(o)).type().dtype()));
       }
     }
     n.calls = s.calls;

@@ -85,12 +85,21 @@ json forEachTraceEvent(const Profile& profile, const TraceOptions& options,
   memory = memory && options.memoryCounters;
   if (threads.empty() && !wanted.empty()) threads.insert(0);
 
-  emit({{"ph", "M"}, {"name", "process_name"}, {"pid", kCpuPid}, {"tid", 0},
+  emit({{"ph", "M"},
+        {"name", "process_name"},
+        {"pid", kCpuPid},
+        {"tid", 0},
         {"args", {{"name", "CPU"}}}});
-  emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", kCpuPid}, {"tid", 0},
+  emit({{"ph", "M"},
+        {"name", "process_sort_index"},
+        {"pid", kCpuPid},
+        {"tid", 0},
         {"args", {{"sort_index", 0}}}});
   for (std::int32_t t : threads)
-    emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", kCpuPid}, {"tid", t + 1},
+    emit({{"ph", "M"},
+          {"name", "thread_name"},
+          {"pid", kCpuPid},
+          {"tid", t + 1},
           {"args", {{"name", t == 0 ? std::string("main") : "thread " + std::to_string(t)}}}});
 
   // A run with no events still gets its slice on the main track.
@@ -100,11 +109,10 @@ json forEachTraceEvent(const Profile& profile, const TraceOptions& options,
   for (auto& [key, events] : tracks) {
     const auto [run, thread] = key;
     const int tid = thread + 1;
-    std::stable_sort(events.begin(), events.end(),
-                     [](const NodeEventRecord* a, const NodeEventRecord* b) {
-                       return a->startNs != b->startNs ? a->startNs < b->startNs
-                                                       : a->endNs > b->endNs;
-                     });
+    std::stable_sort(
+        events.begin(), events.end(), [](const NodeEventRecord* a, const NodeEventRecord* b) {
+          return a->startNs != b->startNs ? a->startNs < b->startNs : a->endNs > b->endNs;
+        });
     std::vector<Slice> slices;
     auto slice = [&](std::int64_t start, std::int64_t end, int rank, const std::string& name,
                      const char* cat, json args) {
@@ -168,8 +176,12 @@ json forEachTraceEvent(const Profile& profile, const TraceOptions& options,
     for (const Slice& s : slices) emit(s.event);
     if (memory)
       for (const NodeEventRecord* e : events)
-        emit({{"ph", "C"}, {"name", "live bytes"}, {"pid", kCpuPid}, {"tid", tid},
-              {"ts", us(e->endNs)}, {"args", {{"bytes", e->liveBytes}}}});
+        emit({{"ph", "C"},
+              {"name", "live bytes"},
+              {"pid", kCpuPid},
+              {"tid", tid},
+              {"ts", us(e->endNs)},
+              {"args", {{"bytes", e->liveBytes}}}});
   }
   return {{"displayTimeUnit", "ms"},
           {"otherData",

@@ -9,9 +9,9 @@
 // Set OPENBLAS_CORETYPE=SkylakeX on this machine (Note [GEMM backend figures] in
 // engine/backends/cpu/gemm.h).
 
-#include "mlp_step.h"
 #include "engine/backends/cpu/gemm.h"
 #include "engine/compile/function.h"
+#include "mlp_step.h"
 #include "profiling/profile_run.h"
 #include "profiling/profiler.h"
 #include "profiling/trace.h"
@@ -71,11 +71,12 @@ void paired(const char* name, Function& f, const std::vector<Tensor>& args, int 
   const prof::Profile p = profiler->snapshot(f);
   const double eventsPerRun = static_cast<double>(p.capture.keptEvents + p.capture.droppedEvents) /
                               static_cast<double>(p.function.measuredRuns);
-  std::printf("%s: unprofiled %.3f ms, profiled %.3f ms per call (medians of %d rounds x %d "
-              "calls): overhead %+.2f %% (target <= %.0f %%); %.0f node events per run, %.0f ns "
-              "per event\n",
-              name, a, b, rounds, calls, (b / a - 1) * 100, target, eventsPerRun,
-              (b - a) * 1e6 / eventsPerRun);
+  std::printf(
+      "%s: unprofiled %.3f ms, profiled %.3f ms per call (medians of %d rounds x %d "
+      "calls): overhead %+.2f %% (target <= %.0f %%); %.0f node events per run, %.0f ns "
+      "per event\n",
+      name, a, b, rounds, calls, (b / a - 1) * 100, target, eventsPerRun,
+      (b - a) * 1e6 / eventsPerRun);
 }
 
 }  // namespace
@@ -110,14 +111,16 @@ int main(int argc, char** argv) {
     prof::writeChromeTrace(p, path);
     const auto bytes = static_cast<double>(std::filesystem::file_size(path));
     std::filesystem::remove(path);
-    std::printf("ResNet-18 trace: %zu events per run, %.2f MB for 20 runs -> %.1f MB for 1,000 "
-                "runs (limit 100 MB); 1,000 runs need %zu events (default budget %lld)\n",
-                p.events.size() / 20, bytes / 1e6, bytes / 1e6 * 50, p.events.size() / 20 * 1000,
-                static_cast<long long>(prof::ProfilerOptions{}.maxEvents));
-    std::printf("ResNet-18 memory: peak live %.2f MB, plan peak %.2f MB, without inplace %.2f "
-                "MB, without freeing %.2f MB\n",
-                p.memory.peakLiveBytes / 1e6, p.memory.planPeakBytes / 1e6,
-                p.memory.peakWithoutInplace / 1e6, p.memory.peakWithoutFreeing / 1e6);
+    std::printf(
+        "ResNet-18 trace: %zu events per run, %.2f MB for 20 runs -> %.1f MB for 1,000 "
+        "runs (limit 100 MB); 1,000 runs need %zu events (default budget %lld)\n",
+        p.events.size() / 20, bytes / 1e6, bytes / 1e6 * 50, p.events.size() / 20 * 1000,
+        static_cast<long long>(prof::ProfilerOptions{}.maxEvents));
+    std::printf(
+        "ResNet-18 memory: peak live %.2f MB, plan peak %.2f MB, without inplace %.2f "
+        "MB, without freeing %.2f MB\n",
+        p.memory.peakLiveBytes / 1e6, p.memory.planPeakBytes / 1e6,
+        p.memory.peakWithoutInplace / 1e6, p.memory.peakWithoutFreeing / 1e6);
 #else
     std::printf("ResNet-18: not built (needs the ONNX importer)\n");
 #endif

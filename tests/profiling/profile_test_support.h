@@ -33,8 +33,8 @@ inline Profile syntheticProfile(int runs = 2) {
     n.scope = scopes[k];
     n.hasInnerGraph = k == 2;
     n.inputShapes = {{128, 784}, {}};
-    n.outputs = {{{128, 784}, "float32", 128 * 784 * 4, k == 1 ? OutputKind::Inplace
-                                                                : OutputKind::Created}};
+    n.outputs = {
+        {{128, 784}, "float32", 128 * 784 * 4, k == 1 ? OutputKind::Inplace : OutputKind::Created}};
     n.calls = runs;
     n.time = TimeStats::of({0.001 * (k + 1), 0.002 / 3.0});
     n.allocatedBytes = 401408;

@@ -90,7 +90,9 @@ class TestProfileIo : public QObject {
          "/profiles/1/function/device: expected \"cpu\" or \"cuda\""},
         {[](json& j) { j["graph"] = "both"; },
          "/profiles/1/graph: expected \"original\" or \"optimized\""},
-        {[](json& j) { j["events"][2] = json::array({0, 1}); },
+        {[](json& j) {
+           j["events"][2] = json::array({0, 1});
+         },
          "/profiles/1/events/2: expected [run, node, thread, startNs, endNs, liveBytes]"},
         {[](json& j) { j["events"][0][1] = 99; },
          "/profiles/1/events/0/1: expected an index into \"nodes\" (< 5), found 99"},

@@ -270,7 +270,8 @@ class TestProfiler : public QObject {
     }
     // The exp node of the body: a created float32 (4,) output of 16 bytes, which it allocated.
     for (const prof::NodeProfile& n : p.nodes)
-      if (n.framePath == std::vector<std::int64_t>{ofg->id()} && n.op.find("exp") != std::string::npos) {
+      if (n.framePath == std::vector<std::int64_t>{ofg->id()} &&
+          n.op.find("exp") != std::string::npos) {
         QCOMPARE(n.outputs.size(), std::size_t(1));
         QCOMPARE(n.outputs[0].bytes, std::int64_t(16));
         QCOMPARE(n.outputs[0].shape, (Shape{4}));

@@ -8,6 +8,7 @@
 #include "test_main.h"
 
 #include <QTemporaryDir>
+
 #include <cmath>
 #include <fstream>
 #include <map>
