@@ -170,7 +170,9 @@ void Profiler::build(std::shared_ptr<const Program> program) {
   addSlots(*m_program, -1, 0, {});
   m_touched.clear();
   m_touched.reserve(m_slots.size());
+  const std::int64_t warmup = m_warmupRuns;  // runs before the first measured one count
   reset();
+  m_warmupRuns = warmup;
 }
 
 void Profiler::reset() {

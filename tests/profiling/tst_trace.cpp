@@ -12,6 +12,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 
 using namespace tscope;
 using nlohmann::json;
