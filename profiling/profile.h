@@ -52,10 +52,13 @@ struct OutputInfo {
 struct NodeProfile {
   std::vector<std::int64_t> framePath;  // empty at the top level
   std::int64_t id = -1;                 // the Apply id in its graph
-  std::int64_t position = 0;            // its index in its frame's schedule
-  std::string op;                       // Op::str(): the Ops table's key (equal props, one row)
-  std::string opClass;                  // Op::name(): the Class table's key
-  std::string scope;                    // its scope path ("encoder/layer1/attn"), "" for none
+  // Which inner graph of the frame's caller node it belongs to (an IfElse's branch: 0 then,
+  // 1 else, whose ids may coincide); 0 at the top level.
+  std::int64_t body = 0;
+  std::int64_t position = 0;  // its index in its frame's schedule
+  std::string op;             // Op::str(): the Ops table's key (equal props, one row)
+  std::string opClass;        // Op::name(): the Class table's key
+  std::string scope;          // its scope path ("encoder/layer1/attn"), "" for none
   // The nodes this node's frame runs (an OpFromGraph or IfElse node): its time is inclusive.
   bool hasInnerGraph = false;
   std::vector<engine::Shape> inputShapes;  // as last measured

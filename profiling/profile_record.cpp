@@ -1,5 +1,7 @@
 #include "profiling/profile_record.h"
 
+#include "profiling/profile_io.h"
+
 namespace tscope::prof {
 
 namespace {
@@ -86,6 +88,17 @@ std::optional<ProfileRecord> firstNodeTimes(const nlohmann::json& profiles,
   if (!profiles.is_array()) return std::nullopt;
   std::optional<ProfileRecord> found;
   for (std::size_t i = 0; i < profiles.size(); ++i) {
+    if (isProfileJson(profiles[i])) {
+      // A full profile (profile_io.h): its top-level nodes' mean time per run.
+      Profile full = profileFromJson(profiles[i], jsonPath + "/" + std::to_string(i));
+      ProfileRecord record;
+      record.graph = full.graph;
+      if (full.function.call.count > 0) record.seconds = full.function.call.mean;
+      for (const NodeProfile& n : full.nodes)
+        if (n.framePath.empty() && n.time.count > 0) record.nodes.push_back({n.id, n.time.mean});
+      if (!found && *record.graph == graph && !record.nodes.empty()) found = std::move(record);
+      continue;
+    }
     if (!ProfileRecord::recognises(profiles[i])) continue;
     ProfileRecord record = ProfileRecord::fromJson(profiles[i], jsonPath + "/" + std::to_string(i));
     if (!found && (!record.graph || *record.graph == graph) && !record.nodes.empty())

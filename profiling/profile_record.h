@@ -51,9 +51,10 @@ struct ProfileRecord {
 };
 
 // The first record in a document's "profiles" array (at `jsonPath`, default "/profiles") that
-// holds per-node times of `graph` ("original" or "optimized"; a record that names no graph fits
-// either) and at least one node; nullopt when there is none. Throws ProfileError for a recognised
-// record that does not fit, even one of another graph.
+// holds per-node times of `graph` (a time record, or a full profile, {"kind": "profile"}, whose
+// top-level nodes give their mean time per run, profile_io.h) ("original" or "optimized"; a record
+// that names no graph fits either) and at least one node; nullopt when there is none. Throws
+// ProfileError for a recognised record that does not fit, even one of another graph.
 std::optional<ProfileRecord> firstNodeTimes(const nlohmann::json& profiles,
                                             const std::string& graph,
                                             const std::string& jsonPath = "/profiles");

@@ -9,6 +9,7 @@
 #include "engine/rewrite/rewrite_db.h"
 #include "engine/vm/vm.h"
 
+#include <chrono>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -46,6 +47,8 @@ struct Function::Impl {
   std::vector<Tensor> args;  // reused between calls
   std::vector<RewriteRecord> rewriteLog;
   RewriteProfile rewriteProfile;
+  double linkSeconds = 0;
+  Mode mode = Mode::None;
 };
 
 Function::Function(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
@@ -76,6 +79,12 @@ const std::vector<RewriteRecord>& Function::rewriteLog() const {
 }
 const RewriteProfile& Function::rewriteProfile() const {
   return m_impl->rewriteProfile;
+}
+double Function::linkSeconds() const {
+  return m_impl->linkSeconds;
+}
+Mode Function::mode() const {
+  return m_impl->mode;
 }
 
 namespace {
@@ -456,8 +465,12 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
   const auto& gOut = fg.outputs();
   impl->userOutputs.assign(gOut.begin(),
                            gOut.begin() + static_cast<std::ptrdiff_t>(outputs.size()));
+  impl->mode = options.mode;
+  const auto linkStart = std::chrono::steady_clock::now();
   impl->program = linkProgram(*impl->graph, impl->graph->toposort(),
                               linkOptionsFor(options, options.keepBuffers));
+  impl->linkSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - linkStart).count();
   impl->vm = std::make_unique<VM>(impl->program);
   if (options.mode == Mode::Debug)
     impl->vm->addObserver(std::make_shared<DebugModeObserver>(options.debug));

@@ -115,6 +115,11 @@ class Function {
   // What the optimizer did: every change in order, and the time per phase and per rewrite.
   const std::vector<RewriteRecord>& rewriteLog() const;
   const RewriteProfile& rewriteProfile() const;
+  // Seconds compile spent linking (storage plan, kernels, inner programs): the profiler's "link"
+  // phase after the optimizer's phases.
+  double linkSeconds() const;
+  // The mode it was compiled with.
+  Mode mode() const;
   // The VM of this function: step()/run() control, storage inspection, observers.
   VM& vm();
   // The linked program: schedule, StoragePlan, kernels, child programs of inner graphs.

@@ -1,5 +1,6 @@
 #include "engine/tensor/tensor.h"
 
+#include "engine/tensor/alloc_hook.h"
 #include "engine/tensor/big_block_cache.h"
 #include "engine/tensor/tensor_internal.h"
 
@@ -163,10 +164,12 @@ Storage::Storage(std::size_t nbytes, Device device) : m_nbytes(nbytes), m_device
   m_data = allocateStorage(nbytes);
   // Zeroed up to the alignment, as kernels that read whole vectors may look past the end.
   std::memset(m_data, 0, roundUp(nbytes, kStorageAlignment));
+  noteAllocated(nbytes);  // Note [What the hook counts] in alloc_hook.h
 }
 
 Storage::~Storage() {
   releaseStorage(m_data, m_nbytes);
+  noteFreed(m_nbytes);
 }
 
 // =============================================================================================
@@ -213,6 +216,7 @@ std::string shapeToString(std::span<const std::int64_t> shape) {
 
 Storage::Storage(std::size_t nbytes, Uninitialized) : m_nbytes(nbytes), m_device(Device::Cpu) {
   m_data = allocateStorage(nbytes);
+  noteAllocated(nbytes);
 }
 
 Tensor Tensor::empty(DType dtype, Shape shape) {

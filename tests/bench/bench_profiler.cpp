@@ -1,0 +1,132 @@
+// The profiler's overhead (issue 19: at most 3 % on the MLP SGD step in fast_run, at most 2 % on
+// ResNet-18 inference), measured paired in one process: rounds alternate between the function
+// without an observer (the VM's fast loop) and with a measuring Profiler attached (memory hook and
+// events on), each round timing `calls` calls; the figure is the ratio of the medians of the
+// per-call times over the rounds. Also prints the profiler's cost per node event, the events per
+// run (what the default capture budget is sized by), and the size of a ResNet-18 Chrome trace
+// (written for 20 runs, extrapolated to 1,000).
+//   bench_profiler [ROUNDS=15] [CALLS=20]
+// Set OPENBLAS_CORETYPE=SkylakeX on this machine (Note [GEMM backend figures] in
+// engine/backends/cpu/gemm.h).
+
+#include "engine/backends/cpu/gemm.h"
+#include "engine/compile/function.h"
+#include "mlp_step.h"
+#include "profiling/profile_run.h"
+#include "profiling/profiler.h"
+#include "profiling/trace.h"
+
+#ifdef TSCOPE_BENCH_WITH_ONNX
+#include "engine/io/npy.h"
+#include "engine/io/onnx/onnx_import.h"
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace tscope::engine;
+namespace prof = tscope::prof;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Milliseconds per call over `calls` calls.
+double perCall(Function& f, const std::vector<Tensor>& args, int calls) {
+  const auto start = Clock::now();
+  for (int i = 0; i < calls; ++i) f(args);
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count() / calls;
+}
+
+void paired(const char* name, Function& f, const std::vector<Tensor>& args, int rounds, int calls,
+            double target) {
+  for (int i = 0; i < 3; ++i) f(args);
+  auto profiler = std::make_shared<prof::Profiler>();
+  profiler->setMeasuring(true);
+  std::vector<double> plain, profiled;
+  for (int r = 0; r < rounds; ++r) {
+    // Alternate which goes first, so a drift in the machine's speed hits both alike.
+    for (int k = 0; k < 2; ++k) {
+      const bool withProfiler = (k == 0) == (r % 2 == 0);
+      if (withProfiler) {
+        f.vm().addObserver(profiler);
+        profiled.push_back(perCall(f, args, calls));
+        f.vm().removeObserver(*profiler);
+        f.vm().setTiming(false);
+      } else {
+        plain.push_back(perCall(f, args, calls));
+      }
+    }
+  }
+  const double a = median(plain), b = median(profiled);
+  const prof::Profile p = profiler->snapshot(f);
+  const double eventsPerRun = static_cast<double>(p.capture.keptEvents + p.capture.droppedEvents) /
+                              static_cast<double>(p.function.measuredRuns);
+  std::printf(
+      "%s: unprofiled %.3f ms, profiled %.3f ms per call (medians of %d rounds x %d "
+      "calls): overhead %+.2f %% (target <= %.0f %%); %.0f node events per run, %.0f ns "
+      "per event\n",
+      name, a, b, rounds, calls, (b / a - 1) * 100, target, eventsPerRun,
+      (b - a) * 1e6 / eventsPerRun);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 15;
+  const int calls = argc > 2 ? std::max(1, std::atoi(argv[2])) : 20;
+  cpu::setGemmThreads(1);
+  std::printf("GEMM backend: %s, 1 thread\n", cpu::gemmBackendName().c_str());
+  try {
+    tscope::bench::MlpStep mlp(0.001);
+    Function step = mlp.compile({.mode = Mode::FastRun, .keepBuffers = true});
+    paired("MLP SGD step (fast_run)", step, mlp.args, rounds, calls, 3);
+#ifdef TSCOPE_BENCH_WITH_ONNX
+    const std::filesystem::path model(TSCOPE_TEST_DATA_DIR "/onnx/models/resnet18.onnx");
+    const std::vector<Tensor> args{io::loadNpy(model.parent_path() / "resnet18.in0.npy")};
+    io::OnnxImportResult imported = io::loadOnnx(model);
+    const FunctionGraph& graph = *imported.document.original;
+    std::vector<VarPtr> inputs;
+    for (const VarPtr& in : graph.inputs())
+      if (in->kind() != Variable::Kind::Shared) inputs.push_back(in);
+    Function resnet =
+        compile(inputs, graph.outputs(), {}, {.mode = Mode::FastRun, .keepBuffers = true});
+    paired("ResNet-18 inference (fast_run)", resnet, args, rounds, calls, 2);
+    // The trace of 20 runs, extrapolated to 1,000.
+    prof::ProfileRunOptions o;
+    o.warmup = 1;
+    o.runs = 20;
+    const prof::Profile p = prof::profileFunction(resnet, args, o);
+    const std::string path =
+        (std::filesystem::temp_directory_path() / "bench_profiler_resnet18.json").string();
+    prof::writeChromeTrace(p, path);
+    const auto bytes = static_cast<double>(std::filesystem::file_size(path));
+    std::filesystem::remove(path);
+    std::printf(
+        "ResNet-18 trace: %zu events per run, %.2f MB for 20 runs -> %.1f MB for 1,000 "
+        "runs (limit 100 MB); 1,000 runs need %zu events (default budget %lld)\n",
+        p.events.size() / 20, bytes / 1e6, bytes / 1e6 * 50, p.events.size() / 20 * 1000,
+        static_cast<long long>(prof::ProfilerOptions{}.maxEvents));
+    std::printf(
+        "ResNet-18 memory: peak live %.2f MB, plan peak %.2f MB, without inplace %.2f "
+        "MB, without freeing %.2f MB\n",
+        p.memory.peakLiveBytes / 1e6, p.memory.planPeakBytes / 1e6,
+        p.memory.peakWithoutInplace / 1e6, p.memory.peakWithoutFreeing / 1e6);
+#else
+    std::printf("ResNet-18: not built (needs the ONNX importer)\n");
+#endif
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_profiler: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
