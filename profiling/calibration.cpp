@@ -49,8 +49,7 @@ std::string describe(const nlohmann::json& v) {
 const nlohmann::json& member(const nlohmann::json& object, const std::string& key,
                              const std::string& path) {
   const auto it = object.find(key);
-  if (it == object.end())
-    throw ProfileError(path + ": a calibration needs \"" + key + "\"");
+  if (it == object.end()) throw ProfileError(path + ": a calibration needs \"" + key + "\"");
   return *it;
 }
 
@@ -178,8 +177,8 @@ double triad(double budget, std::int64_t threads) {
   const std::size_t n = kTriadElements;
   std::vector<double> a(n), b(n), c(n);
   const auto chunk = [&](std::int64_t t) {
-    const std::size_t per = (n + static_cast<std::size_t>(threads) - 1) /
-                            static_cast<std::size_t>(threads);
+    const std::size_t per =
+        (n + static_cast<std::size_t>(threads) - 1) / static_cast<std::size_t>(threads);
     const std::size_t lo = std::min(n, per * static_cast<std::size_t>(t));
     return std::pair{lo, std::min(n, lo + per)};
   };
@@ -219,7 +218,8 @@ double triad(double budget, std::int64_t threads) {
     sync.arrive_and_wait();
     const double seconds = secondsSince(roundStart);
     // The first round also pages the arrays in: it is measured but rarely the best.
-    if (seconds > 0) best = std::max(best, 3.0 * sizeof(double) * static_cast<double>(n) / seconds / 1e9);
+    if (seconds > 0)
+      best = std::max(best, 3.0 * sizeof(double) * static_cast<double>(n) / seconds / 1e9);
     ++rounds;
   } while (rounds < 3 || secondsSince(start) < budget);
   stop.store(true);
@@ -244,7 +244,9 @@ std::string utcNow() {
   return buffer;
 }
 
-void warn(const std::string& message) { std::cerr << "tensorscope: " << message << "\n"; }
+void warn(const std::string& message) {
+  std::cerr << "tensorscope: " << message << "\n";
+}
 
 }  // namespace
 
@@ -264,8 +266,7 @@ Calibration Calibration::fromJson(const nlohmann::json& value, const std::string
   if (!value.is_object()) fail(jsonPath, "a calibration object", value);
   const nlohmann::json& version = member(value, "schema_version", jsonPath);
   if (!version.is_number_integer() || version.get<std::int64_t>() != kSchemaVersion)
-    fail(jsonPath + "/schema_version", "schema version " + std::to_string(kSchemaVersion),
-         version);
+    fail(jsonPath + "/schema_version", "schema version " + std::to_string(kSchemaVersion), version);
   Calibration c;
   c.cpu = stringAt(value, "cpu", jsonPath);
   c.host = stringAt(value, "host", jsonPath);
@@ -430,7 +431,8 @@ std::string formatCalibration(const Calibration& c) {
   out << row("Stream triad (GB/s)", fixed(c.bandwidthGBsOne, 1), fixed(c.bandwidthGBsAll, 1));
   out << row("Ridge point (flop/byte)", fixed(ridge(c.gemmGflopsOne, c.bandwidthGBsOne), 2),
              fixed(ridge(c.gemmGflopsAll, c.bandwidthGBsAll), 2));
-  out << "\nA node whose arithmetic intensity (flops per byte) is below the ridge point is bound by\n"
+  out << "\nA node whose arithmetic intensity (flops per byte) is below the ridge point is bound "
+         "by\n"
          "memory bandwidth; above it, by compute. Stream bytes: 2 arrays read + 1 written per\n"
          "element (write-allocate traffic not counted).\n";
   return out.str();

@@ -27,8 +27,8 @@ namespace tscope::prof {
 
 struct Calibration {
   static constexpr int kSchemaVersion = 1;
-  std::string cpu, host, date;  // model name, hostname, ISO 8601 UTC
-  std::int64_t threads = 0;     // threads used for the "all" figures
+  std::string cpu, host, date;                      // model name, hostname, ISO 8601 UTC
+  std::int64_t threads = 0;                         // threads used for the "all" figures
   double gemmGflopsOne = 0, gemmGflopsAll = 0;      // float32 GEMM peak, one thread / all
   double bandwidthGBsOne = 0, bandwidthGBsAll = 0;  // stream triad, one thread / all
 

@@ -19,8 +19,8 @@ namespace tscope::prof {
 struct RooflinePoint {
   bool known = false;  // false when the cost is unknown or seconds <= 0 or no calibration
   double gflops = 0, gbps = 0, intensity = 0;  // achieved; intensity = flops / bytes
-  double boundSeconds = 0;  // max(flops / peak flops, bytes / peak bandwidth)
-  double fraction = 0;      // boundSeconds / seconds (1 = at the roofline)
+  double boundSeconds = 0;                     // max(flops / peak flops, bytes / peak bandwidth)
+  double fraction = 0;                         // boundSeconds / seconds (1 = at the roofline)
   enum class Limit { Compute, Memory } limit = Limit::Memory;
   bool operator==(const RooflinePoint&) const = default;
 };

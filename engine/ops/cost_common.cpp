@@ -79,8 +79,7 @@ std::optional<std::vector<Shape>> outputShapes(const Apply& node,
       for (std::size_t a = 0; a < s.size(); ++a)
         if (folded[a] != kUnknownDim) s[a] = folded[a];
     }
-    if (std::any_of(s.begin(), s.end(), [](std::int64_t d) { return d < 0; }))
-      return std::nullopt;
+    if (std::any_of(s.begin(), s.end(), [](std::int64_t d) { return d < 0; })) return std::nullopt;
     result.push_back(std::move(s));
   }
   return result;

@@ -33,7 +33,9 @@ engine::OpCost cost(double flops, double read, double written) {
   return c;
 }
 
-bool near(double a, double b) { return std::abs(a - b) <= 1e-12 * std::max(1.0, std::abs(b)); }
+bool near(double a, double b) {
+  return std::abs(a - b) <= 1e-12 * std::max(1.0, std::abs(b));
+}
 
 }  // namespace
 
@@ -104,8 +106,8 @@ class TestRoofline : public QObject {
     QVERIFY(!prof::roofline(unknown, 0.01, machine()).known);
     QVERIFY(!prof::roofline(cost(1, 1, 1), 0, machine()).known);
     QVERIFY(!prof::roofline(cost(1, 1, 1), -1, machine()).known);
-    QVERIFY(!prof::roofline(cost(1, 1, 1), std::numeric_limits<double>::infinity(), machine())
-                 .known);
+    QVERIFY(
+        !prof::roofline(cost(1, 1, 1), std::numeric_limits<double>::infinity(), machine()).known);
     QVERIFY(!prof::roofline(cost(1, 1, 1), 0.01, prof::Calibration{}).known);
     prof::Calibration halfMeasured = machine();
     halfMeasured.bandwidthGBsAll = 0;

@@ -29,8 +29,8 @@ OpCost Dot::cost(const Apply& node, std::span<const Shape> inputShapes) const {
   const double products = cost::elements(*batch);
   OpCost c;
   c.known = true;
-  c.flops = 2.0 * products * static_cast<double>(m) * static_cast<double>(n) *
-            static_cast<double>(k);
+  c.flops =
+      2.0 * products * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   c.bytesRead = cost::allInputBytes(node, inputShapes);
   c.bytesWritten = products * static_cast<double>(m) * static_cast<double>(n) *
                    static_cast<double>(dtypeSize(node.outputRef(0).type().dtype()));

@@ -14,7 +14,9 @@ namespace tscope::engine {
 
 namespace {
 
-double d(std::int64_t v) { return static_cast<double>(v); }
+double d(std::int64_t v) {
+  return static_cast<double>(v);
+}
 
 // Note [Convolution cost]: y (N, O, OH, OW) = conv(x (N, C, H, W), w (O, C/g, KH, KW)) is
 // 2 N O (C/g) KH KW OH OW flops (a multiply-add per filter tap and output element); each of the
@@ -39,10 +41,10 @@ OpCost Conv2d::cost(const Apply& node, std::span<const Shape> in) const {
   if (!cost::fits(node, in)) return {};
   const Shape& x = in[0];
   const Shape& w = in[1];
-  const std::int64_t oh = cpu::convOutputSize(x[2], w[2], m_params.stride[0],
-                                              m_params.padding[0], m_params.dilation[0]);
-  const std::int64_t ow = cpu::convOutputSize(x[3], w[3], m_params.stride[1],
-                                              m_params.padding[1], m_params.dilation[1]);
+  const std::int64_t oh = cpu::convOutputSize(x[2], w[2], m_params.stride[0], m_params.padding[0],
+                                              m_params.dilation[0]);
+  const std::int64_t ow = cpu::convOutputSize(x[3], w[3], m_params.stride[1], m_params.padding[1],
+                                              m_params.dilation[1]);
   const Shape y{x[0], w[0], oh, ow};
   const Shape outs[] = {y};
   return tensorCost(node, in, outs, convFlops(x[0], w[0], w[1], w[2], w[3], oh, ow));
@@ -79,7 +81,9 @@ Shape pooled(const Shape& x, const Pool2dParams& p) {
           cpu::poolOutputSize(x[3], p.kernel[1], p.stride[1], p.padding[1])};
 }
 
-double window(const Pool2dParams& p) { return d(p.kernel[0]) * d(p.kernel[1]); }
+double window(const Pool2dParams& p) {
+  return d(p.kernel[0]) * d(p.kernel[1]);
+}
 
 }  // namespace
 
@@ -123,8 +127,8 @@ OpCost AvgPool2dGrad::cost(const Apply& node, std::span<const Shape> in) const {
 // g - exp(y) sum(g) is 4 (sum, exp, multiply, subtract).
 namespace {
 
-OpCost softmaxCost(const Apply& node, std::span<const Shape> in, double perElement,
-                   bool logPerRow, int axis) {
+OpCost softmaxCost(const Apply& node, std::span<const Shape> in, double perElement, bool logPerRow,
+                   int axis) {
   if (!cost::fits(node, in)) return {};
   const Shape& x = in[0];
   const Shape outs[] = {x};

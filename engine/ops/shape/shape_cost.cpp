@@ -24,11 +24,21 @@ namespace tscope::engine {
 // the shapes alone cannot tell; the model counts the usual view. Shape and MakeVector move a few
 // int64s and count them. Copies (Tile, Repeat, Join, Alloc, ARange, OneHot) read their inputs once
 // and write their outputs: bytes only, 0 flops.
-OpCost DimShuffle::cost(const Apply&, std::span<const Shape>) const { return cost::view(); }
-OpCost Reshape::cost(const Apply&, std::span<const Shape>) const { return cost::view(); }
-OpCost SpecifyShape::cost(const Apply&, std::span<const Shape>) const { return cost::view(); }
-OpCost Subtensor::cost(const Apply&, std::span<const Shape>) const { return cost::view(); }
-OpCost Split::cost(const Apply&, std::span<const Shape>) const { return cost::view(); }
+OpCost DimShuffle::cost(const Apply&, std::span<const Shape>) const {
+  return cost::view();
+}
+OpCost Reshape::cost(const Apply&, std::span<const Shape>) const {
+  return cost::view();
+}
+OpCost SpecifyShape::cost(const Apply&, std::span<const Shape>) const {
+  return cost::view();
+}
+OpCost Subtensor::cost(const Apply&, std::span<const Shape>) const {
+  return cost::view();
+}
+OpCost Split::cost(const Apply&, std::span<const Shape>) const {
+  return cost::view();
+}
 
 OpCost ShapeOp::cost(const Apply& node, std::span<const Shape> in) const {
   if (!cost::fits(node, in)) return {};
@@ -53,7 +63,9 @@ OpCost copyCost(const Apply& node, std::span<const Shape> in) {
 
 }  // namespace
 
-OpCost Tile::cost(const Apply& node, std::span<const Shape> in) const { return copyCost(node, in); }
+OpCost Tile::cost(const Apply& node, std::span<const Shape> in) const {
+  return copyCost(node, in);
+}
 OpCost Repeat::cost(const Apply& node, std::span<const Shape> in) const {
   return copyCost(node, in);
 }

@@ -31,7 +31,9 @@ namespace {
 VarPtr var(DType dtype, Shape shape, const char* name = "v") {
   return Variable::create(TensorType(dtype, std::move(shape)), name);
 }
-VarPtr f32(Shape shape) { return var(DType::Float32, std::move(shape)); }
+VarPtr f32(Shape shape) {
+  return var(DType::Float32, std::move(shape));
+}
 
 OpCost costOf(const ApplyPtr& node, std::vector<Shape> shapes) {
   return node->op().cost(*node, shapes);
@@ -72,7 +74,8 @@ class TestOpCost : public QObject {
 
   void elemwiseMixedDTypesAndCounts() {
     // A float64 comparison writes bool (1 byte each).
-    auto lt = Elemwise(ScalarOp::Lt).makeNode({var(DType::Float64, {10}), var(DType::Float64, {10})});
+    auto lt =
+        Elemwise(ScalarOp::Lt).makeNode({var(DType::Float64, {10}), var(DType::Float64, {10})});
     QCOMPARE(costOf(lt, {{10}, {10}}), known(10, 160, 10));
     // A cast computes nothing and moves 4 -> 8 bytes per element.
     auto c = Elemwise(ScalarOp::Cast, {}, DType::Float64).makeNode({f32({7})});
@@ -109,8 +112,8 @@ class TestOpCost : public QObject {
   void compositeInstructionOnBroadcastInputRunsOnItsOwnShape() {
     // exp(i1) + i0 with i1 a (4,) row: exp runs 4 times, the add 32: 36 flops. Two outputs (the
     // exp also escapes): 16 + 128 bytes written.
-    Composite op({DType::Float32, DType::Float32},
-                 {{ScalarOp::Exp, {1}}, {ScalarOp::Add, {2, 0}}}, {3, 2});
+    Composite op({DType::Float32, DType::Float32}, {{ScalarOp::Exp, {1}}, {ScalarOp::Add, {2, 0}}},
+                 {3, 2});
     auto node = op.makeNode({f32({8, 4}), f32({4})});
     QCOMPARE(costOf(node, {{8, 4}, {4}}), known(36, 128 + 16, 128 + 16));
   }
@@ -207,13 +210,14 @@ class TestOpCost : public QObject {
     QCOMPARE(costOf(g, {{1000, 4}, {3}}), known(0, 48 + 24, 48));
     // Inc (not inplace): x copied (read, written), y and idx read, the region read and written,
     // one add per element of y.
-    auto inc = AdvancedIncSubtensor1(false, false)
-                   .makeNode({f32({10, 4}), f32({kUnknownDim, 4}), var(DType::Int64, {kUnknownDim})});
-    QCOMPARE(costOf(inc, {{10, 4}, {3, 4}, {3}}),
-             known(12, 48 + 24 + 48 + 160, 48 + 160));
+    auto inc =
+        AdvancedIncSubtensor1(false, false)
+            .makeNode({f32({10, 4}), f32({kUnknownDim, 4}), var(DType::Int64, {kUnknownDim})});
+    QCOMPARE(costOf(inc, {{10, 4}, {3, 4}, {3}}), known(12, 48 + 24 + 48 + 160, 48 + 160));
     // Set, inplace: no adds, the region written, x not copied.
-    auto set = AdvancedIncSubtensor1(true, true)
-                   .makeNode({f32({10, 4}), f32({kUnknownDim, 4}), var(DType::Int64, {kUnknownDim})});
+    auto set =
+        AdvancedIncSubtensor1(true, true)
+            .makeNode({f32({10, 4}), f32({kUnknownDim, 4}), var(DType::Int64, {kUnknownDim})});
     QCOMPARE(costOf(set, {{10, 4}, {3, 4}, {3}}), known(0, 48 + 24, 48));
   }
 
@@ -233,7 +237,8 @@ class TestOpCost : public QObject {
     QCOMPARE(c.bytesRead, 16.0 + 8 + 8 + 4 + 4);
     // Dims that are not constants: the size is unknown, so is the cost.
     auto n = var(DType::Int64, {}, "n");
-    auto dyn = randomUniform(state, {n}, constant(0.0, DType::Float32), constant(1.0, DType::Float32));
+    auto dyn =
+        randomUniform(state, {n}, constant(0.0, DType::Float32), constant(1.0, DType::Float32));
     Apply* dnode = dyn[1]->owner();
     std::vector<Shape> dshapes{{2}, {}, {}, {}};
     QVERIFY(!dnode->op().cost(*dnode, dshapes).known);

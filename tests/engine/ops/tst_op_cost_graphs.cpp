@@ -38,7 +38,7 @@ const std::set<std::string> kPartialWriters = {"IncSubtensor", "AdvancedIncSubte
                                                "AdvancedIncSubtensor"};
 
 struct CostChecker final : ExecutionObserver {
-  std::set<std::string> ops;      // op classes seen
+  std::set<std::string> ops;  // op classes seen
   std::vector<std::string> errors;
   int nodes = 0;
 
@@ -100,21 +100,21 @@ struct ConvNet {
     params = {w1, gamma, beta, w2, wd, bd};
     Conv2dParams padded;
     padded.padding = {1, 1};
-    auto h = conv2d(x, w1, padded);                                     // (N, 4, 8, 8)
+    auto h = conv2d(x, w1, padded);  // (N, 4, 8, 8)
     auto bn = batchNormTrain(h, gamma, beta, {0, 2, 3});
     auto r = relu(bn.y);
-    auto p = maxPool2d(r, Pool2dParams::window(2, 2));                  // (N, 4, 4, 4)
+    auto p = maxPool2d(r, Pool2dParams::window(2, 2));  // (N, 4, 4, 4)
     Conv2dParams grouped;
     grouped.padding = {1, 1};
     grouped.stride = {2, 2};
     grouped.groups = 2;
-    auto c2 = conv2d(p, w2, grouped);                                   // (N, 4, 2, 2)
+    auto c2 = conv2d(p, w2, grouped);  // (N, 4, 2, 2)
     Pool2dParams avg;
     avg.kernel = {2, 2};
     avg.stride = {1, 1};
     avg.padding = {1, 1};
-    auto a = avgPool2d(tanh(c2), avg);                                  // (N, 4, 3, 3)
-    auto flat = flatten(subtensorCorner(a), 2);                         // (N, 16)
+    auto a = avgPool2d(tanh(c2), avg);           // (N, 4, 3, 3)
+    auto flat = flatten(subtensorCorner(a), 2);  // (N, 16)
     auto logits = dot(flat, wd) + bd;
     loss = mean(softmaxCrossEntropyWithLogits(logits, y));
     std::vector<VarPtr> wrt(params.begin(), params.end());
@@ -128,8 +128,8 @@ struct ConvNet {
 
   // a[:, :, :2, :2]: a slice, so the graph has a Subtensor and its IncSubtensor gradient.
   static VarPtr subtensorCorner(const VarPtr& a) {
-    return subtensor(a, {Idx::all(), Idx::all(), Idx::slice(std::nullopt, 2),
-                         Idx::slice(std::nullopt, 2)});
+    return subtensor(
+        a, {Idx::all(), Idx::all(), Idx::slice(std::nullopt, 2), Idx::slice(std::nullopt, 2)});
   }
 };
 
@@ -153,10 +153,10 @@ class TestOpCostGraphs : public QObject {
     }
     // The walk reached the families it is meant to cover (a rewrite that removed them all would
     // make it pass without checking anything).
-    for (const char* op : {"Elemwise", "Composite", "Dot", "Conv2d", "Conv2dGradInputs",
-                           "Conv2dGradWeights", "BatchNormTrain", "MaxPool2d", "MaxPool2dGrad",
-                           "AvgPool2d", "AvgPool2dGrad", "CAReduce", "Subtensor", "IncSubtensor",
-                           "SoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyGrad"})
+    for (const char* op :
+         {"Elemwise", "Composite", "Dot", "Conv2d", "Conv2dGradInputs", "Conv2dGradWeights",
+          "BatchNormTrain", "MaxPool2d", "MaxPool2dGrad", "AvgPool2d", "AvgPool2dGrad", "CAReduce",
+          "Subtensor", "IncSubtensor", "SoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyGrad"})
       QVERIFY2(seen.contains(op), op);
   }
 };

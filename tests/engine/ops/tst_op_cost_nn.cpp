@@ -19,11 +19,18 @@ namespace {
 VarPtr var(DType dtype, Shape shape) {
   return Variable::create(TensorType(dtype, std::move(shape)), "v");
 }
-VarPtr f32(Shape shape) { return var(DType::Float32, std::move(shape)); }
-VarPtr i64(Shape shape) { return var(DType::Int64, std::move(shape)); }
+VarPtr f32(Shape shape) {
+  return var(DType::Float32, std::move(shape));
+}
+VarPtr i64(Shape shape) {
+  return var(DType::Int64, std::move(shape));
+}
 
 OpCost costOf(const Apply& node, std::vector<Shape> shapes) {
   return node.op().cost(node, shapes);
+}
+OpCost costOf(const ApplyPtr& node, std::vector<Shape> shapes) {
+  return costOf(*node, std::move(shapes));
 }
 OpCost costOf(const VarPtr& out, std::vector<Shape> shapes) {
   return costOf(*out->owner(), std::move(shapes));
@@ -72,13 +79,13 @@ class TestOpCostNn : public QObject {
   void convGradientsCostTheForwardFlops() {
     const Conv2dParams p = convParams(2, 1, 1, 2);
     // gx (2, 4, 7, 7) from w (6, 2, 3, 3) and gy (2, 6, 4, 4), H = W = 7 (constants).
-    auto gx = conv2dGradInputs(f32({6, 2, 3, 3}), f32({2, 6, 4, 4}), constantInt(7),
-                               constantInt(7), p);
+    auto gx =
+        conv2dGradInputs(f32({6, 2, 3, 3}), f32({2, 6, 4, 4}), constantInt(7), constantInt(7), p);
     QCOMPARE(costOf(gx, {{6, 2, 3, 3}, {2, 6, 4, 4}, {}, {}}),
              known(6912, 4.0 * (108 + 192) + 16, 4.0 * 2 * 4 * 49));
     // gw (6, 2, 3, 3) from x (2, 4, 7, 7) and gy.
-    auto gw = conv2dGradWeights(f32({2, 4, 7, 7}), f32({2, 6, 4, 4}), constantInt(3),
-                                constantInt(3), p);
+    auto gw =
+        conv2dGradWeights(f32({2, 4, 7, 7}), f32({2, 6, 4, 4}), constantInt(3), constantInt(3), p);
     QCOMPARE(costOf(gw, {{2, 4, 7, 7}, {2, 6, 4, 4}, {}, {}}),
              known(6912, 4.0 * (392 + 192) + 16, 4.0 * 108));
     // H and W not constants: gx's size is unknown, so is its cost.
@@ -118,8 +125,7 @@ class TestOpCostNn : public QObject {
     // Along axis 0 of (4, 10): 10 rows of 4.
     QCOMPARE(costOf(LogSoftmax(0).makeNode({x}), {{4, 10}}), known(210, 160, 160));
     QCOMPARE(costOf(SoftmaxGrad().makeNode({x, x}), {{4, 10}, {4, 10}}), known(160, 320, 160));
-    QCOMPARE(costOf(LogSoftmaxGrad().makeNode({x, x}), {{4, 10}, {4, 10}}),
-             known(160, 320, 160));
+    QCOMPARE(costOf(LogSoftmaxGrad().makeNode({x, x}), {{4, 10}, {4, 10}}), known(160, 320, 160));
   }
 
   void batchNorm() {
@@ -130,9 +136,9 @@ class TestOpCostNn : public QObject {
     QCOMPARE(costOf(*train, {{8, 3, 2, 2}, {1, 3, 1, 1}, {1, 3, 1, 1}}),
              known(8 * 96 + 4 * 3, 4.0 * (96 + 6), 4.0 * (96 + 6)));
     auto inference = BatchNormInference({0, 2, 3}).makeNode({x, s, s, s, s});
-    QCOMPARE(costOf(*inference, {{8, 3, 2, 2}, {1, 3, 1, 1}, {1, 3, 1, 1}, {1, 3, 1, 1},
-                                 {1, 3, 1, 1}}),
-             known(4 * 96 + 2 * 3, 4.0 * (96 + 12), 4.0 * 96));
+    QCOMPARE(
+        costOf(*inference, {{8, 3, 2, 2}, {1, 3, 1, 1}, {1, 3, 1, 1}, {1, 3, 1, 1}, {1, 3, 1, 1}}),
+        known(4 * 96 + 2 * 3, 4.0 * (96 + 12), 4.0 * 96));
   }
 
   void crossEntropy() {
@@ -147,7 +153,8 @@ class TestOpCostNn : public QObject {
     QCOMPARE(costOf(*cce, {{4, 10}, {4}}), known(4, 192, 16));
     auto cceDist = CategoricalCrossEntropy().makeNode({logits, f32({kUnknownDim, 10})});
     QCOMPARE(costOf(*cceDist, {{4, 10}, {4, 10}}), known(120, 320, 16));
-    auto grad = SoftmaxCrossEntropyGrad().makeNode({f32({kUnknownDim}), logits, i64({kUnknownDim})});
+    auto grad =
+        SoftmaxCrossEntropyGrad().makeNode({f32({kUnknownDim}), logits, i64({kUnknownDim})});
     QCOMPARE(costOf(*grad, {{4}, {4, 10}, {4}}), known(80, 16 + 160 + 32, 160));
     // OneHot with a constant depth: bytes only.
     auto oh = OneHot().makeNode({i64({kUnknownDim}), constantInt(10)});
