@@ -52,8 +52,8 @@ double allOutputBytes(const Apply& node, std::span<const Shape> outputShapes) {
   return total;
 }
 
-std::optional<std::vector<Shape>> outputShapes(const Apply& node,
-                                               std::span<const Shape> inputShapes) {
+std::optional<std::vector<Shape>> partialOutputShapes(const Apply& node,
+                                                      std::span<const Shape> inputShapes) {
   if (!fits(node, inputShapes)) return std::nullopt;
   std::vector<Shape> result;
   result.reserve(static_cast<std::size_t>(node.nOutputs()));
@@ -79,10 +79,18 @@ std::optional<std::vector<Shape>> outputShapes(const Apply& node,
       for (std::size_t a = 0; a < s.size(); ++a)
         if (folded[a] != kUnknownDim) s[a] = folded[a];
     }
-    if (std::any_of(s.begin(), s.end(), [](std::int64_t d) { return d < 0; })) return std::nullopt;
     result.push_back(std::move(s));
   }
   return result;
+}
+
+std::optional<std::vector<Shape>> outputShapes(const Apply& node,
+                                               std::span<const Shape> inputShapes) {
+  auto shapes = partialOutputShapes(node, inputShapes);
+  if (!shapes) return std::nullopt;
+  for (const Shape& s : *shapes)
+    if (std::any_of(s.begin(), s.end(), [](std::int64_t d) { return d < 0; })) return std::nullopt;
+  return shapes;
 }
 
 OpCost movement(const Apply& node, std::span<const Shape> inputShapes,

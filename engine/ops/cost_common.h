@@ -42,6 +42,11 @@ double allOutputBytes(const Apply& node, std::span<const Shape> outputShapes);
 std::optional<std::vector<Shape>> outputShapes(const Apply& node,
                                                std::span<const Shape> inputShapes);
 
+// The same, leaving kUnknownDim where a dimension did not fold (nullopt only when the shapes do
+// not fit the node).
+std::optional<std::vector<Shape>> partialOutputShapes(const Apply& node,
+                                                      std::span<const Shape> inputShapes);
+
 // Every input read once, every output written once, `flopsPerOutputElement` flops per element of
 // output 0 (0 for a copy).
 OpCost movement(const Apply& node, std::span<const Shape> inputShapes,

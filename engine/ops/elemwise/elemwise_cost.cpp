@@ -55,14 +55,24 @@ OpCost Composite::cost(const Apply& node, std::span<const Shape> inputShapes) co
 }
 
 // SumToShape is a view when nothing is summed (the target is g's shape); otherwise one add per
-// element of g, g read once and the reduced result written.
+// element of g, g read once and the reduced result written. Note [SumToShape target sizes]: the
+// target sizes are input values; one that does not fold (a ShapeI of a tensor whose size the
+// type leaves unknown) is taken as g's size on that axis, i.e. not stretched: a size the type
+// does not know is rarely a runtime 1 (a batch dimension), and the usual case, where nothing is
+// summed, then costs what it does, nothing.
 OpCost SumToShape::cost(const Apply& node, std::span<const Shape> inputShapes) const {
-  const auto out = cost::outputShapes(node, inputShapes);
-  if (!out) return {};
-  if ((*out)[0] == inputShapes[0]) return cost::view();
+  auto out = cost::partialOutputShapes(node, inputShapes);
+  if (!out || out->empty()) return {};
+  const Shape& g = inputShapes[0];
+  Shape& target = (*out)[0];
+  if (target.size() > g.size()) return {};
+  const std::size_t lead = g.size() - target.size();
+  for (std::size_t a = 0; a < target.size(); ++a)
+    if (target[a] < 0) target[a] = g[lead + a];
+  if (target == g) return cost::view();
   OpCost c;
   c.known = true;
-  c.flops = cost::elements(inputShapes[0]);
+  c.flops = cost::elements(g);
   c.bytesRead = cost::inputBytes(node, inputShapes, 0);
   c.bytesWritten = cost::allOutputBytes(node, *out);
   return c;

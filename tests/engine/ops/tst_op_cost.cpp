@@ -59,62 +59,70 @@ class TestOpCost : public QObject {
  private slots:
   void elemwiseBinary() {
     // (2, 3) + (2, 3) float32: 6 adds, 2 * 24 bytes read, 24 written.
-    auto node = Elemwise(ScalarOp::Add).makeNode({f32({2, 3}), f32({2, 3})});
+    auto node = std::make_shared<Elemwise>(ScalarOp::Add)->makeNode({f32({2, 3}), f32({2, 3})});
     QCOMPARE(costOf(node, {{2, 3}, {2, 3}}), known(6, 48, 24));
   }
 
   void elemwiseBroadcastReadsEachInputAtItsOwnSize() {
     // (4, 3) * (3,): 12 multiplies; reads 48 + 12 bytes (the row once), writes 48.
-    auto node = Elemwise(ScalarOp::Mul).makeNode({f32({4, 3}), f32({3})});
+    auto node = std::make_shared<Elemwise>(ScalarOp::Mul)->makeNode({f32({4, 3}), f32({3})});
     QCOMPARE(costOf(node, {{4, 3}, {3}}), known(12, 60, 48));
     // Shapes known only at run time: (?, 3) given as (5, 3); a size-1 axis stretched.
-    auto dyn = Elemwise(ScalarOp::Sub).makeNode({f32({kUnknownDim, 3}), f32({1, 3})});
+    auto dyn =
+        std::make_shared<Elemwise>(ScalarOp::Sub)->makeNode({f32({kUnknownDim, 3}), f32({1, 3})});
     QCOMPARE(costOf(dyn, {{5, 3}, {1, 3}}), known(15, 60 + 12, 60));
   }
 
   void elemwiseMixedDTypesAndCounts() {
     // A float64 comparison writes bool (1 byte each).
-    auto lt =
-        Elemwise(ScalarOp::Lt).makeNode({var(DType::Float64, {10}), var(DType::Float64, {10})});
+    auto lt = std::make_shared<Elemwise>(ScalarOp::Lt)
+                  ->makeNode({var(DType::Float64, {10}), var(DType::Float64, {10})});
     QCOMPARE(costOf(lt, {{10}, {10}}), known(10, 160, 10));
     // A cast computes nothing and moves 4 -> 8 bytes per element.
-    auto c = Elemwise(ScalarOp::Cast, {}, DType::Float64).makeNode({f32({7})});
+    auto c = std::make_shared<Elemwise>(ScalarOp::Cast, std::map<int, int>{}, DType::Float64)
+                 ->makeNode({f32({7})});
     QCOMPARE(costOf(c, {{7}}), known(0, 28, 56));
     // An n-ary add folds 3 operands with 2 adds; clip is 2 flops.
-    auto add3 = Elemwise(ScalarOp::Add).makeNode({f32({5}), f32({5}), f32({5})});
+    auto add3 = std::make_shared<Elemwise>(ScalarOp::Add)->makeNode({f32({5}), f32({5}), f32({5})});
     QCOMPARE(costOf(add3, {{5}, {5}, {5}}).flops, 10.0);
-    auto clip = Elemwise(ScalarOp::Clip).makeNode({f32({5}), f32({}), f32({})});
+    auto clip = std::make_shared<Elemwise>(ScalarOp::Clip)->makeNode({f32({5}), f32({}), f32({})});
     QCOMPARE(costOf(clip, {{5}, {}, {}}), known(10, 28, 20));
     // Transcendental: one flop per element by convention.
-    auto e = Elemwise(ScalarOp::Exp).makeNode({f32({8})});
+    auto e = std::make_shared<Elemwise>(ScalarOp::Exp)->makeNode({f32({8})});
     QCOMPARE(costOf(e, {{8}}), known(8, 32, 32));
   }
 
   void elemwiseInplaceStillWrites() {
-    auto node = Elemwise(ScalarOp::Add, {{0, 0}}).makeNode({f32({2, 3}), f32({2, 3})});
+    auto node = std::make_shared<Elemwise>(ScalarOp::Add, std::map<int, int>{{0, 0}})
+                    ->makeNode({f32({2, 3}), f32({2, 3})});
     QCOMPARE(costOf(node, {{2, 3}, {2, 3}}), known(6, 48, 24));
   }
 
   void secondReadsOnlyItsSecondInput() {
     // second(a, b): b broadcast to a's shape; a's values are not read.
-    auto node = Elemwise(ScalarOp::Second).makeNode({f32({4, 3}), f32({})});
+    auto node = std::make_shared<Elemwise>(ScalarOp::Second)->makeNode({f32({4, 3}), f32({})});
     QCOMPARE(costOf(node, {{4, 3}, {}}), known(0, 4, 48));
   }
 
   void compositeCountsItsScalarProgram() {
     // tanh(i0 + i1) * i2 over (8, 4), (4,), (8, 4): add 32, tanh 32, mul 32 = 96 flops.
-    Composite op({DType::Float32, DType::Float32, DType::Float32},
-                 {{ScalarOp::Add, {0, 1}}, {ScalarOp::Tanh, {3}}, {ScalarOp::Mul, {4, 2}}}, {5});
-    auto node = op.makeNode({f32({8, 4}), f32({4}), f32({8, 4})});
+    auto op = std::make_shared<Composite>(
+        std::vector<DType>{DType::Float32, DType::Float32, DType::Float32},
+        std::vector<CompositeInstruction>{
+            {ScalarOp::Add, {0, 1}}, {ScalarOp::Tanh, {3}}, {ScalarOp::Mul, {4, 2}}},
+        std::vector<int>{5});
+    auto node = op->makeNode({f32({8, 4}), f32({4}), f32({8, 4})});
     QCOMPARE(costOf(node, {{8, 4}, {4}, {8, 4}}), known(96, 128 + 16 + 128, 128));
   }
 
   void compositeInstructionOnBroadcastInputRunsOnItsOwnShape() {
     // exp(i1) + i0 with i1 a (4,) row: exp runs 4 times, the add 32: 36 flops. Two outputs (the
     // exp also escapes): 16 + 128 bytes written.
-    Composite op({DType::Float32, DType::Float32}, {{ScalarOp::Exp, {1}}, {ScalarOp::Add, {2, 0}}},
-                 {3, 2});
-    auto node = op.makeNode({f32({8, 4}), f32({4})});
+    auto op = std::make_shared<Composite>(
+        std::vector<DType>{DType::Float32, DType::Float32},
+        std::vector<CompositeInstruction>{{ScalarOp::Exp, {1}}, {ScalarOp::Add, {2, 0}}},
+        std::vector<int>{3, 2});
+    auto node = op->makeNode({f32({8, 4}), f32({4})});
     QCOMPARE(costOf(node, {{8, 4}, {4}}), known(36, 128 + 16, 128 + 16));
   }
 
@@ -126,18 +134,19 @@ class TestOpCost : public QObject {
 
   void dotVectorsAndBatches() {
     // vector . vector: 2k flops, a 0-d result.
-    auto vv = Dot().makeNode({f32({5}), f32({5})});
+    auto vv = std::make_shared<Dot>()->makeNode({f32({5}), f32({5})});
     QCOMPARE(costOf(vv, {{5}, {5}}), known(10, 40, 4));
     // matrix . vector: (3, 5) . (5,) -> (3,): 30 flops.
-    auto mv = Dot().makeNode({f32({3, 5}), f32({5})});
+    auto mv = std::make_shared<Dot>()->makeNode({f32({3, 5}), f32({5})});
     QCOMPARE(costOf(mv, {{3, 5}, {5}}), known(30, 60 + 20, 12));
     // Batched with broadcast batch dims: (2, 1, 3, 4) @ (5, 4, 6) -> (2, 5, 3, 6): 10 products
     // of 2*3*6*4 = 144 flops each.
-    auto bmm = Dot().makeNode({f32({2, 1, 3, 4}), f32({5, 4, 6})});
+    auto bmm = std::make_shared<Dot>()->makeNode({f32({2, 1, 3, 4}), f32({5, 4, 6})});
     QCOMPARE(costOf(bmm, {{2, 1, 3, 4}, {5, 4, 6}}),
              known(1440, 4.0 * (24 + 120), 4.0 * 2 * 5 * 3 * 6));
     // float64 doubles the bytes, not the flops.
-    auto d64 = Dot().makeNode({var(DType::Float64, {2, 3}), var(DType::Float64, {3, 4})});
+    auto d64 = std::make_shared<Dot>()->makeNode(
+        {var(DType::Float64, {2, 3}), var(DType::Float64, {3, 4})});
     QCOMPARE(costOf(d64, {{2, 3}, {3, 4}}), known(48, 8 * 18, 8 * 8));
     // Mismatched inner dimensions: unknown, not a crash.
     QVERIFY(!costOf(dot(f32({kUnknownDim, 3}), f32({3, 4})), {{2, 7}, {3, 4}}).known);
@@ -145,35 +154,40 @@ class TestOpCost : public QObject {
 
   void gemmGemvGer() {
     // Gemm Z(2,4), X(2,3), Y(3,4): 2*2*3*4 + 3*2*4 = 72 flops; reads Z, alpha, X, Y, beta.
-    auto g = Gemm(false).makeNode({f32({2, 4}), f32({}), f32({2, 3}), f32({3, 4}), f32({})});
+    auto g = std::make_shared<Gemm>(false)->makeNode(
+        {f32({2, 4}), f32({}), f32({2, 3}), f32({3, 4}), f32({})});
     QCOMPARE(costOf(g, {{2, 4}, {}, {2, 3}, {3, 4}, {}}),
              known(72, 4.0 * (8 + 1 + 6 + 12 + 1), 32));
     // Inplace writes as much.
-    auto gi = Gemm(true).makeNode({f32({2, 4}), f32({}), f32({2, 3}), f32({3, 4}), f32({})});
+    auto gi = std::make_shared<Gemm>(true)->makeNode(
+        {f32({2, 4}), f32({}), f32({2, 3}), f32({3, 4}), f32({})});
     QCOMPARE(costOf(gi, {{2, 4}, {}, {2, 3}, {3, 4}, {}}).bytesWritten, 32.0);
     // Gemv y(3), A(3,5), x(5): 2*15 + 3*3 = 39.
-    auto v = Gemv(false).makeNode({f32({3}), f32({}), f32({3, 5}), f32({5}), f32({})});
+    auto v = std::make_shared<Gemv>(false)->makeNode(
+        {f32({3}), f32({}), f32({3, 5}), f32({5}), f32({})});
     QCOMPARE(costOf(v, {{3}, {}, {3, 5}, {5}, {}}), known(39, 4.0 * (3 + 1 + 15 + 5 + 1), 12));
     // Ger A(3,5), x(3), y(5): 2*15 + 3 = 33.
-    auto r = Ger(false).makeNode({f32({3, 5}), f32({}), f32({3}), f32({5})});
+    auto r = std::make_shared<Ger>(false)->makeNode({f32({3, 5}), f32({}), f32({3}), f32({5})});
     QCOMPARE(costOf(r, {{3, 5}, {}, {3}, {5}}), known(33, 4.0 * (15 + 1 + 3 + 5), 60));
   }
 
   void reductions() {
     // Sum over axis 1 of (4, 6): 24 flops, 96 read, 16 written.
-    auto s = CAReduce(ScalarOp::Add, std::vector<int>{1}).makeNode({f32({4, 6})});
+    auto s =
+        std::make_shared<CAReduce>(ScalarOp::Add, std::vector<int>{1})->makeNode({f32({4, 6})});
     QCOMPARE(costOf(s, {{4, 6}}), known(24, 96, 16));
     // Max over everything: a 0-d result.
-    auto m = CAReduce(ScalarOp::Maximum).makeNode({f32({4, 6})});
+    auto m = std::make_shared<CAReduce>(ScalarOp::Maximum)->makeNode({f32({4, 6})});
     QCOMPARE(costOf(m, {{4, 6}}), known(24, 96, 4));
     // A float16 sum accumulates in float32 but writes float16.
-    auto h = CAReduce(ScalarOp::Add, std::vector<int>{0}).makeNode({var(DType::Float16, {8, 2})});
+    auto h = std::make_shared<CAReduce>(ScalarOp::Add, std::vector<int>{0})
+                 ->makeNode({var(DType::Float16, {8, 2})});
     QCOMPARE(costOf(h, {{8, 2}}), known(16, 32, 4));
     // Argmax along axis 0 of (5, 3): 15 comparisons, 3 int64 written.
-    auto a = ArgReduce(ArgReduce::Kind::Max, 0).makeNode({f32({5, 3})});
+    auto a = std::make_shared<ArgReduce>(ArgReduce::Kind::Max, 0)->makeNode({f32({5, 3})});
     QCOMPARE(costOf(a, {{5, 3}}), known(15, 60, 24));
     // Cumsum: one add per element.
-    auto c = CumSum(0, false, false).makeNode({f32({6})});
+    auto c = std::make_shared<CumSum>(0, false, false)->makeNode({f32({6})});
     QCOMPARE(costOf(c, {{6}}), known(6, 24, 24));
   }
 
@@ -185,7 +199,7 @@ class TestOpCost : public QObject {
     auto sub = subtensor(x, {Idx::slice(1, std::nullopt)});
     QCOMPARE(costOf(sub, {{4, 6}}), zero);
     // Shape queries: a few int64s.
-    QCOMPARE(costOf(ShapeI(1).makeNode({x}), {{4, 6}}), known(0, 0, 8));
+    QCOMPARE(costOf(std::make_shared<ShapeI>(1)->makeNode({x}), {{4, 6}}), known(0, 0, 8));
   }
 
   void copiesMoveBytesOnly() {
@@ -211,13 +225,13 @@ class TestOpCost : public QObject {
     // Inc (not inplace): x copied (read, written), y and idx read, the region read and written,
     // one add per element of y.
     auto inc =
-        AdvancedIncSubtensor1(false, false)
-            .makeNode({f32({10, 4}), f32({kUnknownDim, 4}), var(DType::Int64, {kUnknownDim})});
+        std::make_shared<AdvancedIncSubtensor1>(false, false)
+            ->makeNode({f32({10, 4}), f32({kUnknownDim, 4}), var(DType::Int64, {kUnknownDim})});
     QCOMPARE(costOf(inc, {{10, 4}, {3, 4}, {3}}), known(12, 48 + 24 + 48 + 160, 48 + 160));
     // Set, inplace: no adds, the region written, x not copied.
     auto set =
-        AdvancedIncSubtensor1(true, true)
-            .makeNode({f32({10, 4}), f32({kUnknownDim, 4}), var(DType::Int64, {kUnknownDim})});
+        std::make_shared<AdvancedIncSubtensor1>(true, true)
+            ->makeNode({f32({10, 4}), f32({kUnknownDim, 4}), var(DType::Int64, {kUnknownDim})});
     QCOMPARE(costOf(set, {{10, 4}, {3, 4}, {3}}), known(0, 48 + 24, 48));
   }
 
@@ -256,7 +270,7 @@ class TestOpCost : public QObject {
     OpaqueOp opaque("Mystery", nlohmann::json::object(), "no op named 'Mystery' is registered");
     QVERIFY(!opaque.Op::cost(*node, std::vector<Shape>{{3}, {3}}).known);
     // Wrong number of shapes, wrong rank, a negative size: unknown, never a crash.
-    auto add = Elemwise(ScalarOp::Add).makeNode({f32({2, 3}), f32({2, 3})});
+    auto add = std::make_shared<Elemwise>(ScalarOp::Add)->makeNode({f32({2, 3}), f32({2, 3})});
     QVERIFY(!costOf(add, {{2, 3}}).known);
     QVERIFY(!costOf(add, {{2, 3}, {6}}).known);
     QVERIFY(!costOf(add, {{2, 3}, {-1, 3}}).known);
