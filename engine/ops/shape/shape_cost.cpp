@@ -14,7 +14,9 @@
 #include "engine/ops/shape/subtensor.h"
 #include "engine/ops/shape/tile_repeat.h"
 #include "engine/ops/shape/topk.h"
+#include "engine/tensor/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tscope::engine {
@@ -72,7 +74,20 @@ OpCost Repeat::cost(const Apply& node, std::span<const Shape> in) const {
 OpCost Alloc::cost(const Apply& node, std::span<const Shape> in) const {
   return copyCost(node, in);
 }
+// ARange(start, stop, step): ceil((stop - start) / step) elements, from the inputs' values when
+// they are constants (its inferShape's division does not fold), else as copyCost finds it.
 OpCost ARange::cost(const Apply& node, std::span<const Shape> in) const {
+  if (!cost::fits(node, in) || node.nInputs() != 3) return {};
+  const Tensor* start = valueOf(*node.input(0));
+  const Tensor* stop = valueOf(*node.input(1));
+  const Tensor* step = valueOf(*node.input(2));
+  if (start && stop && step && start->numel() == 1 && stop->numel() == 1 && step->numel() == 1) {
+    const double a = start->toDoubles()[0], b = stop->toDoubles()[0], d = step->toDoubles()[0];
+    if (d == 0 || !std::isfinite(a) || !std::isfinite(b) || !std::isfinite(d)) return {};
+    const double n = std::max(0.0, std::ceil((b - a) / d));
+    const Shape outs[] = {Shape{static_cast<std::int64_t>(n)}};
+    return cost::movement(node, in, outs);
+  }
   return copyCost(node, in);
 }
 

@@ -217,6 +217,15 @@ class TestOpCost : public QObject {
     QCOMPARE(ac.bytesWritten, 60.0);
   }
 
+  void arangeLengthFromConstantBounds() {
+    // arange(2, 11, 3) = [2, 5, 8]: 3 int64 written, the three 0-d bounds read.
+    auto r = arange(constantInt(2), constantInt(11), constantInt(3));
+    QCOMPARE(costOf(r, {{}, {}, {}}), known(0, 24, 24));
+    // A bound that is not a constant: the length is unknown.
+    auto n = var(DType::Int64, {}, "n");
+    QVERIFY(!costOf(arange(n), {{}, {}, {}}).known);
+  }
+
   void gatherAndScatter() {
     // An embedding lookup: 3 rows of 4 out of a (1000, 4) table: reads 48 bytes of the table and
     // 24 of indices, writes 48; not the whole table.
