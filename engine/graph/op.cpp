@@ -129,6 +129,10 @@ void Op::perform(const Apply&, std::span<const Tensor* const>, std::span<Tensor*
   throw NotImplementedError(str() + " has no CPU implementation (perform)");
 }
 
+OpCost Op::cost(const Apply&, std::span<const Shape>) const {
+  return {};
+}
+
 std::vector<ShapeExpr> Op::inferShape(const Apply&, std::span<const ShapeExpr>) const {
   throw NotImplementedError(str() + " cannot infer its output shapes (inferShape)");
 }

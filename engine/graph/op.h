@@ -14,6 +14,7 @@
 // quick op without a gradient, wrap a lambda with asOp() (engine/ops/as_op.h).
 
 #include "engine/graph/apply.h"
+#include "engine/graph/op_cost.h"
 #include "engine/graph/type.h"
 
 #include <atomic>
@@ -116,6 +117,12 @@ class Op : public std::enable_shared_from_this<Op> {
   // Output shapes from the input shapes (each a ShapeExpr). Default: throws NotImplementedError.
   virtual std::vector<ShapeExpr> inferShape(const Apply& node,
                                             std::span<const ShapeExpr> inputShapes) const;
+
+  // --- Cost ------------------------------------------------------------------------------------
+  // The cost of one call of `node` given its inputs' shapes (one per input, in order; dtypes from
+  // node.inputs()[i]->type()): flops and bytes read and written (conventions in op_cost.h). Must
+  // not run the kernel. Default: unknown (OpCost{} with known == false).
+  virtual OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const;
 
   // --- Derivatives -----------------------------------------------------------------------------
   // outputGrads[o]: the gradient of the cost with respect to node.output(o); never null (grad()

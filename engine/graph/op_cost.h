@@ -27,3 +27,13 @@ struct OpCost {
 };
 
 }  // namespace tscope::engine
+
+// More conventions (the full table per op family is in docs/profiling.md, "Cost model and
+// roofline"): an n-ary add/mul/min/max is n - 1 flops, clip 2, cast/identity/second 0; an inplace
+// output is still written; a view or a shape query is known with 0 flops and 0 bytes (Shape,
+// ShapeI and MakeVector count the int64s they write); a gather reads the elements it picks (and
+// its indices), not its whole source; a scatter reads and writes the region it addresses and,
+// when not inplace, copies its destination first; a reduction is one flop per input element; the
+// scratch buffers a kernel chooses (im2col, Composite blocks) are not counted. Ops with an inner
+// graph (OpFromGraph, IfElse) are unknown: their inner nodes are counted on their own. Helpers
+// for writing Op::cost are in engine/ops/cost_common.h.

@@ -113,6 +113,7 @@ class ShapeI final : public Op {
   std::string name() const override { return "ShapeI"; }
   nlohmann::json props() const override { return {{"i", m_axis}}; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

@@ -14,6 +14,7 @@
 
 extern "C" void openblas_set_num_threads(int num_threads);
 extern "C" char* openblas_get_corename(void);
+extern "C" int openblas_get_num_threads(void);
 // Present in DYNAMIC_ARCH builds of OpenBLAS (Debian's); weak so other builds still link.
 extern "C" __attribute__((weak)) void gotoblas_dynamic_init(void);
 extern "C" __attribute__((weak)) void gotoblas_dynamic_quit(void);
@@ -172,6 +173,14 @@ void setGemmThreads(int n) {
   openblas_set_num_threads(n < 1 ? 1 : n);
 #else
   (void)n;
+#endif
+}
+
+int gemmThreads() {
+#ifdef TSCOPE_HAVE_OPENBLAS
+  return openblas_get_num_threads();
+#else
+  return 1;
 #endif
 }
 

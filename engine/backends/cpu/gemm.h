@@ -43,5 +43,8 @@ std::string gemmBackendName();
 // this project builds without OpenMP and so always runs on the calling thread. Benchmarks call it
 // with 1 for reproducible figures (tests/bench/bench_gemm.cpp).
 void setGemmThreads(int n);
+// The BLAS library's current thread limit (openblas_get_num_threads); 1 for plain Eigen. With
+// setGemmThreads, lets a caller restore the setting it found (profiling/calibration.cpp).
+int gemmThreads();
 
 }  // namespace tscope::engine::cpu

@@ -43,6 +43,7 @@ class Gemm final : public BlasOp {
   std::string name() const override { return "Gemm"; }
   OpPtr outOfPlace() const override { return inplace() ? std::make_shared<Gemm>(false) : nullptr; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
@@ -55,6 +56,7 @@ class Gemv final : public BlasOp {
   std::string name() const override { return "Gemv"; }
   OpPtr outOfPlace() const override { return inplace() ? std::make_shared<Gemv>(false) : nullptr; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
@@ -67,6 +69,7 @@ class Ger final : public BlasOp {
   std::string name() const override { return "Ger"; }
   OpPtr outOfPlace() const override { return inplace() ? std::make_shared<Ger>(false) : nullptr; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;

@@ -47,6 +47,7 @@ class BreakPointOp final : public Op {
   // Input 0 is the condition (0-d, any dtype), inputs 1.. the monitored values; output o has the
   // type of input o + 1.
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

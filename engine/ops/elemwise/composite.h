@@ -68,6 +68,7 @@ class Composite final : public Op {
   // Input i must have dtype inputDTypes()[i]; output o gets its register's dtype and the broadcast
   // of the static shapes of the inputs it depends on (what the unfused chain would give it).
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   // The block interpreter (composite_kernel.cpp). Note [Composite block interpreter].
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;

@@ -31,6 +31,7 @@ class Elemwise final : public Op {
   // "Elemwise{add}", "Elemwise{add,inplace}", "Elemwise{cast{float64}}".
   std::string str() const override;
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   // numpy broadcasting at run time; computes in place into input k when inplace says so and the
   // input has the output's shape (else into a fresh buffer). Note [Elemwise kernel layout].
   void perform(const Apply& node, std::span<const Tensor* const> inputs,

@@ -21,6 +21,7 @@ class SumToShape final : public Op {
   // Input 0: any tensor; inputs 1..k: 0-d int64 target sizes (k <= g's rank). The output has g's
   // dtype and the target's static sizes where the size inputs are constants.
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

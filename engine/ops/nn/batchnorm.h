@@ -46,6 +46,7 @@ class BatchNormTrain final : public BatchNormFamilyOp {
       : BatchNormFamilyOp(std::move(axes), epsilon, "BatchNormTrain") {}
   std::string name() const override { return "BatchNormTrain"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -61,6 +62,7 @@ class BatchNormInference final : public BatchNormFamilyOp {
       : BatchNormFamilyOp(std::move(axes), epsilon, "BatchNormInference") {}
   std::string name() const override { return "BatchNormInference"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

@@ -51,6 +51,7 @@ class Conv2d final : public Conv2dFamilyOp {
   explicit Conv2d(Conv2dParams params = {}) : Conv2dFamilyOp(params, "Conv2d") {}
   std::string name() const override { return "Conv2d"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -67,6 +68,7 @@ class Conv2dGradInputs final : public Conv2dFamilyOp {
       : Conv2dFamilyOp(params, "Conv2dGradInputs") {}
   std::string name() const override { return "Conv2dGradInputs"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -84,6 +86,7 @@ class Conv2dGradWeights final : public Conv2dFamilyOp {
       : Conv2dFamilyOp(params, "Conv2dGradWeights") {}
   std::string name() const override { return "Conv2dGradWeights"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

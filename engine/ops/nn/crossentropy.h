@@ -31,6 +31,7 @@ class OneHot final : public Op {
   std::string name() const override { return "OneHot"; }
   nlohmann::json props() const override { return {{"dtype", std::string(dtypeName(m_dtype))}}; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -48,6 +49,7 @@ class CategoricalCrossEntropy final : public Op {
  public:
   std::string name() const override { return "CategoricalCrossEntropy"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -60,6 +62,7 @@ class SoftmaxCrossEntropyWithLogits final : public Op {
  public:
   std::string name() const override { return "SoftmaxCrossEntropyWithLogits"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -73,6 +76,7 @@ class SoftmaxCrossEntropyGrad final : public Op {
  public:
   std::string name() const override { return "SoftmaxCrossEntropyGrad"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

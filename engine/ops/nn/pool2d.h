@@ -67,6 +67,7 @@ class MaxPool2d final : public Pool2dFamilyOp {
   explicit MaxPool2d(Pool2dParams params = {}) : Pool2dFamilyOp(params, false, "MaxPool2d") {}
   std::string name() const override { return "MaxPool2d"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -83,6 +84,7 @@ class MaxPool2dGrad final : public Pool2dFamilyOp {
       : Pool2dFamilyOp(params, false, "MaxPool2dGrad") {}
   std::string name() const override { return "MaxPool2dGrad"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -99,6 +101,7 @@ class MaxPool2dGradGrad final : public Pool2dFamilyOp {
       : Pool2dFamilyOp(params, false, "MaxPool2dGradGrad") {}
   std::string name() const override { return "MaxPool2dGradGrad"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -114,6 +117,7 @@ class AvgPool2d final : public Pool2dFamilyOp {
   explicit AvgPool2d(Pool2dParams params = {}) : Pool2dFamilyOp(params, true, "AvgPool2d") {}
   std::string name() const override { return "AvgPool2d"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -130,6 +134,7 @@ class AvgPool2dGrad final : public Pool2dFamilyOp {
       : Pool2dFamilyOp(params, true, "AvgPool2dGrad") {}
   std::string name() const override { return "AvgPool2dGrad"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

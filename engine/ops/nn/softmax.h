@@ -37,6 +37,7 @@ class Softmax final : public SoftmaxFamilyOp {
   explicit Softmax(int axis = -1) : SoftmaxFamilyOp(axis) {}
   std::string name() const override { return "Softmax"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -52,6 +53,7 @@ class LogSoftmax final : public SoftmaxFamilyOp {
   explicit LogSoftmax(int axis = -1) : SoftmaxFamilyOp(axis) {}
   std::string name() const override { return "LogSoftmax"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -68,6 +70,7 @@ class SoftmaxGrad final : public SoftmaxFamilyOp {
   explicit SoftmaxGrad(int axis = -1) : SoftmaxFamilyOp(axis) {}
   std::string name() const override { return "SoftmaxGrad"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -82,6 +85,7 @@ class LogSoftmaxGrad final : public SoftmaxFamilyOp {
   explicit LogSoftmaxGrad(int axis = -1) : SoftmaxFamilyOp(axis) {}
   std::string name() const override { return "LogSoftmaxGrad"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

@@ -38,6 +38,7 @@ class RandomOp final : public Op {
   std::string name() const override;
   nlohmann::json props() const override;  // {"dtype": "float32", "ndim": 2}
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

@@ -22,6 +22,7 @@ class ArgReduce final : public Op {
   std::string name() const override { return m_kind == Kind::Max ? "Argmax" : "Argmin"; }
   nlohmann::json props() const override;  // {"axis": 1} or {"axis": null}
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

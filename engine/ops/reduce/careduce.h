@@ -50,6 +50,7 @@ class CAReduce final : public Op {
   // "Sum{axis=[0,2]}", "Prod", "Max{axis=[1]}", "Sum{axis=[1],acc_dtype=float64}".
   std::string str() const override;
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

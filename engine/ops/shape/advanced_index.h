@@ -67,6 +67,7 @@ class AdvancedSubtensor final : public Op {
   nlohmann::json props() const override { return {{"idx_list", m_index.toJson()}}; }
   std::string str() const override { return "AdvancedSubtensor{" + m_index.str() + "}"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -95,6 +96,7 @@ class AdvancedIncSubtensor final : public Op {
   std::string str()
       const override;  // "AdvancedIncSubtensor{[],:}", "AdvancedSetSubtensor{[],inplace}"
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

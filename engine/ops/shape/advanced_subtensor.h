@@ -20,6 +20,7 @@ class AdvancedSubtensor1 final : public Op {
  public:
   std::string name() const override { return "AdvancedSubtensor1"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -45,6 +46,7 @@ class AdvancedIncSubtensor1 final : public Op {
   // "AdvancedIncSubtensor1", "AdvancedSetSubtensor1{inplace}".
   std::string str() const override;
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

@@ -30,6 +30,7 @@ class DimShuffle final : public Op {
   nlohmann::json props() const override;  // {"input_ndim": 2, "order": [1, 0, "x"]}
   std::string str() const override;       // "DimShuffle{1,0,x}"
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   // The output is a view of the input: same storage, permuted strides, stride 0 on new axes.
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;

@@ -20,6 +20,7 @@ class Join final : public Op {
   nlohmann::json props() const override { return {{"axis", m_axis}}; }
   // dtype: numpy's promotion of the inputs.
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -41,6 +42,7 @@ class Split final : public Op {
   std::string name() const override { return "Split"; }
   nlohmann::json props() const override { return {{"axis", m_axis}, {"n_splits", m_nSplits}}; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

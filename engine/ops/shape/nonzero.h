@@ -19,6 +19,7 @@ class NonZero final : public Op {
   std::string name() const override { return "NonZero"; }
   nlohmann::json props() const override { return nlohmann::json::object(); }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;

@@ -20,6 +20,7 @@ class Reshape final : public Op {
   std::string name() const override { return "Reshape"; }
   nlohmann::json props() const override { return {{"ndim", m_ndim}}; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

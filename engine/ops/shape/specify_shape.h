@@ -15,6 +15,7 @@ class SpecifyShape final : public Op {
  public:
   std::string name() const override { return "SpecifyShape"; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

@@ -109,6 +109,7 @@ class Subtensor final : public Op {
   nlohmann::json props() const override;  // {"idx_list": [...]}
   std::string str() const override;       // "Subtensor{1:,2}"
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -143,6 +144,7 @@ class IncSubtensor final : public Op {
   // "IncSubtensor{1:,2}", "SetSubtensor{::2,inplace}".
   std::string str() const override;
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

@@ -22,6 +22,7 @@ class Tile final : public Op {
   std::string name() const override { return "Tile"; }
   nlohmann::json props() const override { return {{"reps", m_reps}}; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,
@@ -44,6 +45,7 @@ class Repeat final : public Op {
   std::string name() const override { return "Repeat"; }
   nlohmann::json props() const override { return {{"repeats", m_repeats}, {"axis", m_axis}}; }
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

@@ -26,6 +26,7 @@ class TopK final : public Op {
   std::string name() const override { return "TopK"; }
   nlohmann::json props() const override;  // {"axis": 1, "k": 3, "largest": true}
   std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
   void perform(const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) const override;
   std::vector<ShapeExpr> inferShape(const Apply& node,

@@ -1,0 +1,441 @@
+#include "profiling/calibration.h"
+
+#include "engine/backends/cpu/gemm.h"
+#include "profiling/profile_record.h"
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
+
+namespace tscope::prof {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// --- JSON -------------------------------------------------------------------------------------
+
+std::string describe(const nlohmann::json& v) {
+  if (v.is_string())
+    return "the string " + v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "an array";
+  return v.dump();
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& expected,
+                       const nlohmann::json& found) {
+  throw ProfileError(path + ": expected " + expected + ", found " + describe(found));
+}
+
+const nlohmann::json& member(const nlohmann::json& object, const std::string& key,
+                             const std::string& path) {
+  const auto it = object.find(key);
+  if (it == object.end()) throw ProfileError(path + ": a calibration needs \"" + key + "\"");
+  return *it;
+}
+
+std::string stringAt(const nlohmann::json& object, const std::string& key,
+                     const std::string& path) {
+  const nlohmann::json& v = member(object, key, path);
+  if (!v.is_string()) fail(path + "/" + key, "a string", v);
+  return v.get<std::string>();
+}
+
+double figureAt(const nlohmann::json& object, const std::string& key, const std::string& path) {
+  const nlohmann::json& v = member(object, key, path);
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+    fail(path + "/" + key, "a finite number >= 0", v);
+  return v.get<double>();
+}
+
+// --- Measurements -----------------------------------------------------------------------------
+
+// Restores the BLAS thread limit it found (Note [Calibration figures]).
+class GemmThreadsGuard {
+ public:
+  explicit GemmThreadsGuard(int n) : m_previous(engine::cpu::gemmThreads()) {
+    engine::cpu::setGemmThreads(n);
+  }
+  ~GemmThreadsGuard() { engine::cpu::setGemmThreads(m_previous); }
+  GemmThreadsGuard(const GemmThreadsGuard&) = delete;
+  GemmThreadsGuard& operator=(const GemmThreadsGuard&) = delete;
+
+ private:
+  int m_previous;
+};
+
+struct GemmBuffers {
+  explicit GemmBuffers(std::int64_t n)
+      : n(n), a(static_cast<std::size_t>(n * n)), b(a.size()), c(a.size()) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      a[i] = static_cast<float>((i % 7) + 1) * 0.125f;
+      b[i] = static_cast<float>((i % 5) + 1) * 0.25f;
+    }
+  }
+  // One product; returns its seconds.
+  double run() {
+    const auto start = Clock::now();
+    engine::cpu::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    return secondsSince(start);
+  }
+  double flops() const { return 2.0 * static_cast<double>(n) * static_cast<double>(n) * n; }
+  std::int64_t n;
+  std::vector<float> a, b, c;
+};
+
+// The best single-thread rate over sizes 512, 1024, 2048 within about `budget` seconds; the size
+// that reached it in *bestSize.
+double gemmOne(double budget, std::int64_t* bestSize) {
+  double best = 0;
+  *bestSize = 512;
+  const auto start = Clock::now();
+  for (std::int64_t n : {512, 1024, 2048}) {
+    const double left = budget - secondsSince(start);
+    if (n > 512 && left <= 0) break;
+    GemmBuffers buffers(n);
+    double once = buffers.run();  // warm-up, and the estimate of one product
+    // A larger size is tried only when a few products of it fit in what is left.
+    if (n > 512 && once * 3 > left) break;
+    const auto sizeStart = Clock::now();
+    const double sizeBudget = n == 2048 ? left : left / 2;
+    int reps = 0;
+    do {
+      once = buffers.run();
+      if (once > 0) {
+        const double rate = buffers.flops() / once / 1e9;
+        if (rate > best) {
+          best = rate;
+          *bestSize = n;
+        }
+      }
+      ++reps;
+    } while (reps < 3 || secondsSince(sizeStart) < sizeBudget);
+  }
+  return best;
+}
+
+// `threads` independent single-threaded products of size n at once: total flops / wall time of
+// the best round.
+double gemmAll(double budget, std::int64_t n, std::int64_t threads) {
+  std::vector<GemmBuffers> buffers;
+  buffers.reserve(static_cast<std::size_t>(threads));
+  for (std::int64_t t = 0; t < threads; ++t) buffers.emplace_back(n);
+  std::atomic<bool> stop{false};
+  std::barrier sync(static_cast<std::ptrdiff_t>(threads + 1));
+  std::vector<std::thread> workers;
+  for (std::int64_t t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      for (;;) {
+        sync.arrive_and_wait();
+        if (stop.load()) return;
+        buffers[static_cast<std::size_t>(t)].run();
+        sync.arrive_and_wait();
+      }
+    });
+  }
+  double best = 0;
+  const auto start = Clock::now();
+  int rounds = 0;
+  do {
+    sync.arrive_and_wait();
+    const auto roundStart = Clock::now();
+    sync.arrive_and_wait();
+    const double seconds = secondsSince(roundStart);
+    if (seconds > 0)
+      best = std::max(best, buffers[0].flops() * static_cast<double>(threads) / seconds / 1e9);
+    ++rounds;
+  } while (rounds < 2 || secondsSince(start) < budget);
+  stop.store(true);
+  sync.arrive_and_wait();
+  for (std::thread& w : workers) w.join();
+  return best;
+}
+
+constexpr std::size_t kTriadElements = std::size_t{64} << 20 >> 3;  // 64 MiB of doubles
+
+// The stream triad over `threads` chunks of three arrays; the best round's GB/s.
+double triad(double budget, std::int64_t threads) {
+  const std::size_t n = kTriadElements;
+  std::vector<double> a(n), b(n), c(n);
+  const auto chunk = [&](std::int64_t t) {
+    const std::size_t per =
+        (n + static_cast<std::size_t>(threads) - 1) / static_cast<std::size_t>(threads);
+    const std::size_t lo = std::min(n, per * static_cast<std::size_t>(t));
+    return std::pair{lo, std::min(n, lo + per)};
+  };
+  const double s = 3.0;
+  const auto pass = [&](std::int64_t t) {
+    const auto [lo, hi] = chunk(t);
+    double* __restrict pa = a.data();
+    const double* __restrict pb = b.data();
+    const double* __restrict pc = c.data();
+    for (std::size_t i = lo; i < hi; ++i) pa[i] = pb[i] + s * pc[i];
+  };
+  std::atomic<bool> stop{false};
+  std::barrier sync(static_cast<std::ptrdiff_t>(threads + 1));
+  std::vector<std::thread> workers;
+  for (std::int64_t t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      const auto [lo, hi] = chunk(t);  // first touch by the thread that streams the chunk
+      for (std::size_t i = lo; i < hi; ++i) {
+        a[i] = 0;
+        b[i] = 1.0 + static_cast<double>(i % 3);
+        c[i] = 0.5;
+      }
+      for (;;) {
+        sync.arrive_and_wait();
+        if (stop.load()) return;
+        pass(t);
+        sync.arrive_and_wait();
+      }
+    });
+  }
+  double best = 0;
+  const auto start = Clock::now();
+  int rounds = 0;
+  do {
+    sync.arrive_and_wait();
+    const auto roundStart = Clock::now();
+    sync.arrive_and_wait();
+    const double seconds = secondsSince(roundStart);
+    // The first round also pages the arrays in: it is measured but rarely the best.
+    if (seconds > 0)
+      best = std::max(best, 3.0 * sizeof(double) * static_cast<double>(n) / seconds / 1e9);
+    ++rounds;
+  } while (rounds < 3 || secondsSince(start) < budget);
+  stop.store(true);
+  sync.arrive_and_wait();
+  for (std::thread& w : workers) w.join();
+  // Keep the results observable so the loop cannot be dropped.
+  volatile double sink = a[n / 2];
+  (void)sink;
+  return best;
+}
+
+std::string utcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+#if defined(_WIN32)
+  gmtime_s(&tm, &now);
+#else
+  gmtime_r(&now, &tm);
+#endif
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+void warn(const std::string& message) {
+  std::cerr << "tensorscope: " << message << "\n";
+}
+
+}  // namespace
+
+nlohmann::json Calibration::toJson() const {
+  return {{"schema_version", kSchemaVersion},
+          {"cpu", cpu},
+          {"host", host},
+          {"date", date},
+          {"threads", threads},
+          {"gemm_gflops_one", gemmGflopsOne},
+          {"gemm_gflops_all", gemmGflopsAll},
+          {"bandwidth_gbs_one", bandwidthGBsOne},
+          {"bandwidth_gbs_all", bandwidthGBsAll}};
+}
+
+Calibration Calibration::fromJson(const nlohmann::json& value, const std::string& jsonPath) {
+  if (!value.is_object()) fail(jsonPath, "a calibration object", value);
+  const nlohmann::json& version = member(value, "schema_version", jsonPath);
+  if (!version.is_number_integer() || version.get<std::int64_t>() != kSchemaVersion)
+    fail(jsonPath + "/schema_version", "schema version " + std::to_string(kSchemaVersion), version);
+  Calibration c;
+  c.cpu = stringAt(value, "cpu", jsonPath);
+  c.host = stringAt(value, "host", jsonPath);
+  c.date = stringAt(value, "date", jsonPath);
+  const nlohmann::json& threads = member(value, "threads", jsonPath);
+  if (!threads.is_number_integer() || threads.get<std::int64_t>() < 1)
+    fail(jsonPath + "/threads", "an integer >= 1", threads);
+  c.threads = threads.get<std::int64_t>();
+  c.gemmGflopsOne = figureAt(value, "gemm_gflops_one", jsonPath);
+  c.gemmGflopsAll = figureAt(value, "gemm_gflops_all", jsonPath);
+  c.bandwidthGBsOne = figureAt(value, "bandwidth_gbs_one", jsonPath);
+  c.bandwidthGBsAll = figureAt(value, "bandwidth_gbs_all", jsonPath);
+  return c;
+}
+
+std::string cpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(colon + 1);
+    const auto first = name.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    return name.substr(first);
+  }
+  return "unknown CPU";
+}
+
+std::string hostName() {
+#if defined(__unix__) || defined(__APPLE__)
+  char buffer[256] = {};
+  if (gethostname(buffer, sizeof buffer - 1) == 0 && buffer[0] != '\0') return buffer;
+#endif
+  return "unknown host";
+}
+
+std::int64_t calibrationThreads(const CalibrateOptions& options) {
+  if (options.threads > 0) return options.threads;
+  return std::max<std::int64_t>(1, std::thread::hardware_concurrency());
+}
+
+Calibration calibrate(const CalibrateOptions& options) {
+  Calibration c;
+  c.cpu = cpuModelName();
+  c.host = hostName();
+  c.date = utcNow();
+  c.threads = calibrationThreads(options);
+  const double budget = std::max(options.secondsPerFigure, 0.0);
+  {
+    GemmThreadsGuard guard(1);
+    std::int64_t size = 512;
+    c.gemmGflopsOne = gemmOne(budget, &size);
+    c.gemmGflopsAll = c.threads == 1 ? c.gemmGflopsOne : gemmAll(budget, size, c.threads);
+  }
+  c.bandwidthGBsOne = triad(budget, 1);
+  c.bandwidthGBsAll = c.threads == 1 ? c.bandwidthGBsOne : triad(budget, c.threads);
+  return c;
+}
+
+std::filesystem::path calibrationCachePath() {
+  const auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  if (const std::string dir = env("TSCOPE_CACHE_DIR"); !dir.empty())
+    return std::filesystem::path(dir) / "calibration.json";
+  if (const std::string dir = env("XDG_CACHE_HOME"); !dir.empty())
+    return std::filesystem::path(dir) / "tensorscope" / "calibration.json";
+  if (const std::string home = env("HOME"); !home.empty())
+    return std::filesystem::path(home) / ".cache" / "tensorscope" / "calibration.json";
+  return std::filesystem::temp_directory_path() / "tensorscope" / "calibration.json";
+}
+
+std::optional<Calibration> loadCachedCalibration(const CalibrateOptions& options) {
+  const std::filesystem::path path = calibrationCachePath();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    warn("ignoring the calibration cache " + path.string() + ": it cannot be read");
+    return std::nullopt;
+  }
+  try {
+    const nlohmann::json value = nlohmann::json::parse(in);
+    Calibration c = Calibration::fromJson(value, "");
+    if (c.cpu != cpuModelName() || c.threads != calibrationThreads(options)) return std::nullopt;
+    return c;
+  } catch (const std::exception& e) {
+    warn("ignoring the calibration cache " + path.string() + ": " + e.what());
+    return std::nullopt;
+  }
+}
+
+void saveCachedCalibration(const Calibration& calibration) {
+  const std::filesystem::path path = calibrationCachePath();
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec)
+    throw std::runtime_error("cannot create the calibration cache folder " +
+                             path.parent_path().string() + ": " + ec.message());
+#if defined(__unix__) || defined(__APPLE__)
+  const std::string suffix = ".tmp." + std::to_string(::getpid());
+#else
+  const std::string suffix = ".tmp";
+#endif
+  const std::filesystem::path tmp = path.string() + suffix;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << calibration.toJson().dump(2) << "\n";
+    out.close();
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      throw std::runtime_error("cannot write the calibration cache " + tmp.string());
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw std::runtime_error("cannot replace the calibration cache " + path.string() + ": " +
+                             ec.message());
+  }
+}
+
+Calibration cachedOrCalibrate(const CalibrateOptions& options, bool* measuredNow) {
+  if (std::optional<Calibration> cached = loadCachedCalibration(options)) {
+    if (measuredNow) *measuredNow = false;
+    return *cached;
+  }
+  Calibration c = calibrate(options);
+  try {
+    saveCachedCalibration(c);
+  } catch (const std::exception& e) {
+    warn(std::string("the calibration was not cached: ") + e.what());
+  }
+  if (measuredNow) *measuredNow = true;
+  return c;
+}
+
+std::string formatCalibration(const Calibration& c) {
+  const auto fixed = [](double v, int digits) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*f", digits, v);
+    return std::string(buffer);
+  };
+  const auto ridge = [](double gflops, double gbs) { return gbs > 0 ? gflops / gbs : 0.0; };
+  const auto row = [](const std::string& label, const std::string& one, const std::string& all) {
+    char buffer[160];
+    std::snprintf(buffer, sizeof buffer, "  %-28s %12s %14s\n", label.c_str(), one.c_str(),
+                  all.c_str());
+    return std::string(buffer);
+  };
+  std::ostringstream out;
+  out << "Machine calibration (schema " << Calibration::kSchemaVersion << ")\n";
+  out << "  CPU:      " << c.cpu << "\n";
+  out << "  Host:     " << c.host << "\n";
+  out << "  Measured: " << c.date << "\n\n";
+  out << row("", "one thread", "all (" + std::to_string(c.threads) + " threads)");
+  out << row("GEMM float32 (GFLOP/s)", fixed(c.gemmGflopsOne, 1), fixed(c.gemmGflopsAll, 1));
+  out << row("Stream triad (GB/s)", fixed(c.bandwidthGBsOne, 1), fixed(c.bandwidthGBsAll, 1));
+  out << row("Ridge point (flop/byte)", fixed(ridge(c.gemmGflopsOne, c.bandwidthGBsOne), 2),
+             fixed(ridge(c.gemmGflopsAll, c.bandwidthGBsAll), 2));
+  out << "\nA node whose arithmetic intensity (flops per byte) is below the ridge point is bound "
+         "by\n"
+         "memory bandwidth; above it, by compute. Stream bytes: 2 arrays read + 1 written per\n"
+         "element (write-allocate traffic not counted).\n";
+  return out.str();
+}
+
+}  // namespace tscope::prof
