@@ -375,10 +375,16 @@ void Profiler::recordCallSpan(std::int64_t startNs, std::int64_t endNs) {
   r.endNs = std::max(r.endNs, endNs - m_originNs);
 }
 
+// The op's declared cost of one call at the last measured input shapes (Op::cost); a cost the op
+// cannot give for these shapes (it throws) is unknown, never a failed profile.
 void fillCost(NodeProfile& profile, const Apply& node) {
-  // MERGE(P2): profile.cost = node.op().cost(node, profile.inputShapes) once Op::cost exists.
-  (void)node;
   profile.cost = engine::OpCost{};
+  if (profile.inputShapes.size() != node.inputs().size()) return;
+  try {
+    profile.cost = node.op().cost(node, profile.inputShapes);
+  } catch (const std::exception&) {
+    profile.cost = engine::OpCost{};
+  }
 }
 
 Profile Profiler::snapshot(const Program& program) const {

@@ -1,9 +1,12 @@
 #include "profiling/report.h"
 
+#include "profiling/roofline.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 
 namespace tscope::prof {
 
@@ -155,10 +158,46 @@ std::string groupTable(const std::string& title, const std::vector<GroupRow>& ro
   return text;
 }
 
+// The machine's calibration of a profile, when it holds a readable one.
+std::optional<Calibration> calibrationOf(const Profile& p) {
+  if (!p.calibration) return std::nullopt;
+  try {
+    return Calibration::fromJson(*p.calibration, "/calibration");
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// The roofline point of one call of a node (Note [Self and total time]: a frame node's cost is
+// unknown, its inner nodes have their own).
+RooflinePoint rooflineOf(const NodeProfile& node, const ApplyRow& row,
+                         const std::optional<Calibration>& machine) {
+  if (!machine || !node.cost.known) return {};
+  return roofline(node.cost, row.perCall, *machine);
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
 std::string applyTable(const Profile& p, const Tables& t, std::size_t limit) {
+  const std::optional<Calibration> machine = calibrationOf(p);
   std::string text = "\nApply (node ids: outer/inner for nodes of an OpFromGraph or IfElse body)\n";
-  TextTable table({"% time", "sum %", "self time", "total", "per call", "p95", "#call", "node",
-                   "op (scope) [input shapes]"});
+  if (machine)
+    text += "  roofline: achieved GFLOP/s and GB/s per call, flops per byte, and the share of this "
+            "machine's bound (" +
+            fixed(machine->gemmGflopsAll, 1) + " GFLOP/s, " + fixed(machine->bandwidthGBsAll, 1) +
+            " GB/s on " + std::to_string(machine->threads) +
+            " threads) the node reaches; - for an unknown cost\n";
+  std::vector<std::string> header = {"% time", "sum %", "self time", "total", "per call", "p95",
+                                     "#call"};
+  if (machine)
+    for (const char* h : {"GFLOP/s", "GB/s", "flop/B", "% roof"}) header.push_back(h);
+  header.push_back("node");
+  header.push_back("op (scope) [input shapes]");
+  TextTable table(header);
   double cumulative = 0, rest = 0;
   for (std::size_t i = 0; i < t.applies.size(); ++i) {
     const ApplyRow& r = t.applies[i];
@@ -171,9 +210,22 @@ std::string applyTable(const Profile& p, const Tables& t, std::size_t limit) {
     std::string name = node.op;
     if (!node.scope.empty()) name += " (" + node.scope + ")";
     if (!node.inputShapes.empty()) name += " [" + shapeList(node.inputShapes) + "]";
-    table.add({formatShare(r.share), formatShare(cumulative), formatSeconds(r.selfSeconds),
-               formatSeconds(r.totalSeconds), formatSeconds(r.perCall), formatSeconds(r.p95),
-               std::to_string(r.calls), nodeName(node), name});
+    std::vector<std::string> cells = {formatShare(r.share),        formatShare(cumulative),
+                                      formatSeconds(r.selfSeconds), formatSeconds(r.totalSeconds),
+                                      formatSeconds(r.perCall),     formatSeconds(r.p95),
+                                      std::to_string(r.calls)};
+    if (machine) {
+      const RooflinePoint roof = rooflineOf(node, r, machine);
+      if (roof.known)
+        for (std::string c : {fixed(roof.gflops, 2), fixed(roof.gbps, 2),
+                              fixed(roof.intensity, 2), formatShare(roof.fraction)})
+          cells.push_back(std::move(c));
+      else
+        for (int k = 0; k < 4; ++k) cells.push_back("-");
+    }
+    cells.push_back(nodeName(node));
+    cells.push_back(name);
+    table.add(std::move(cells));
   }
   text += table.str();
   text +=
@@ -308,6 +360,7 @@ std::string reportText(const Profile& profile, const ReportOptions& options) {
 
 nlohmann::json reportJson(const Profile& profile, const ReportOptions& options) {
   const Tables t = aggregate(profile, options.sort);
+  const std::optional<Calibration> machine = calibrationOf(profile);
   const FunctionSummary& f = profile.function;
   nlohmann::json phases = nlohmann::json::array();
   for (const PhaseTime& ph : f.compilePhases)
@@ -357,6 +410,16 @@ nlohmann::json reportJson(const Profile& profile, const ReportOptions& options) 
                      {"bytes_written", node.cost.bytesWritten}};
     else
       row["cost"] = nullptr;
+    const RooflinePoint roof = rooflineOf(node, r, machine);
+    if (roof.known)
+      row["roofline"] = {{"gflops", roof.gflops},
+                         {"gbps", roof.gbps},
+                         {"intensity", roof.intensity},
+                         {"bound_seconds", roof.boundSeconds},
+                         {"fraction", roof.fraction},
+                         {"limit", rooflineLimitName(roof.limit)}};
+    else
+      row["roofline"] = nullptr;
     applies.push_back(std::move(row));
   }
   out["applies"] = std::move(applies);
@@ -404,6 +467,7 @@ nlohmann::json reportJson(const Profile& profile, const ReportOptions& options) 
                          {"refused", r.refused},
                          {"seconds", r.seconds}});
   out["rewrites"] = {{"phases", rphases}, {"rewriters", rewriters}};
+  out["calibration"] = profile.calibration ? *profile.calibration : nlohmann::json(nullptr);
   out["capture"] = {{"max_events", profile.capture.maxEvents},
                     {"kept_events", profile.capture.keptEvents},
                     {"dropped_events", profile.capture.droppedEvents}};
