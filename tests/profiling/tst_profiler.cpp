@@ -11,6 +11,7 @@
 #include "engine/ops/control/ifelse.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/reduce/reduce.h"
+#include "engine/ops/shape/dimshuffle.h"
 #include "engine/vm/vm.h"
 #include "profiling/profile_run.h"
 #include "profiling/profiler.h"
@@ -328,6 +329,24 @@ class TestProfiler : public QObject {
     QVERIFY(p.memory.peakWithoutInplace >= p.memory.planPeakBytes + 784 * 500 * 4);
     QCOMPARE(p.events.size(), p.nodes.size() * 2);
     (void)view;
+  }
+
+  void testViewOutputs() {
+    auto m = Variable::create(TensorType(DType::Float32, {kUnknownDim, kUnknownDim}), "m");
+    Function f = compile({m}, {exp(transpose(m))});
+    const prof::Profile p =
+        prof::profileFunction(f, {Tensor::fromDoubles(DType::Float32, {2, 3}, {1, 2, 3, 4, 5, 6})});
+    QCOMPARE(p.nodes.size(), std::size_t(2));
+    QCOMPARE(p.nodes[0].opClass, std::string("DimShuffle"));
+    QCOMPARE(p.nodes[0].outputs[0].kind, prof::OutputKind::View);
+    QCOMPARE(p.nodes[0].outputs[0].shape, (Shape{3, 2}));
+    QCOMPARE(p.nodes[0].outputs[0].bytes, std::int64_t(24));
+    QCOMPARE(p.nodes[0].allocatedBytes, std::int64_t(0));  // a view allocates nothing
+    QCOMPARE(p.nodes[1].outputs[0].kind, prof::OutputKind::Created);
+    QCOMPARE(p.nodes[1].allocatedBytes, std::int64_t(24));
+    QCOMPARE(p.nodes[1].inputShapes, (std::vector<Shape>{{3, 2}}));
+    // The plan: the view shares the caller's buffer, exp creates 24 bytes.
+    QCOMPARE(p.memory.planPeakBytes, std::int64_t(24));
   }
 
   void testProfileFunctionPropagatesFailures() {
