@@ -193,9 +193,10 @@ void Profiler::reset() {
   m_haveOrigin = false;
   m_originNs = 0;
   m_trailSlot = -1;
+  m_lostRuns = 0;
 }
 
-void Profiler::onStart(VM& vm) {
+void Profiler::onStartImpl(VM& vm) {
   if (m_inRun) abandonRun();
   if (!m_measuring) {
     ++m_warmupRuns;
@@ -246,7 +247,7 @@ void Profiler::settleTrailingFrees() {
   m_trailSlot = -1;
 }
 
-void Profiler::beforeNode(VM& vm, const NodeEvent& event) {
+void Profiler::beforeNodeImpl(VM& vm, const NodeEvent& event) {
   if (!m_inRun) return;
   Open open;
   open.slot = slotOf(vm, event);
@@ -259,7 +260,7 @@ void Profiler::beforeNode(VM& vm, const NodeEvent& event) {
   m_open.push_back(open);
 }
 
-void Profiler::afterNode(VM&, const NodeEvent& event) {
+void Profiler::afterNodeImpl(VM&, const NodeEvent& event) {
   if (!m_inRun || m_open.empty()) return;
   std::int64_t t0 = 0, t1 = 0;
   if (m_options.clock) {
@@ -339,11 +340,38 @@ void Profiler::endRun() {
   }
 }
 
+// Note [Profiler failures]: the callbacks never throw (Note [Passive observers]): a failure of
+// the profiler's own (an allocation that fails while the tables or the ring grow) abandons the
+// run it happened in, as a failed run is (Note [Runs that do not finish]), and is counted in
+// lostRuns(); the execution goes on unharmed.
+template <class Body>
+void Profiler::guarded(Body&& body) noexcept {
+  try {
+    body();
+  } catch (...) {
+    ++m_lostRuns;
+    if (m_inRun) abandonRun();
+  }
+}
+
+void Profiler::onStart(VM& vm) {
+  guarded([&] { onStartImpl(vm); });
+}
+void Profiler::beforeNode(VM& vm, const NodeEvent& event) {
+  guarded([&] { beforeNodeImpl(vm, event); });
+}
+void Profiler::afterNode(VM& vm, const NodeEvent& event) {
+  guarded([&] { afterNodeImpl(vm, event); });
+}
+void Profiler::onFinish(VM& vm) {
+  guarded([&] { onFinishImpl(vm); });
+}
+
 void Profiler::onError(VM&, const NodeEvent&, const std::exception_ptr&) {
   if (m_inRun) abandonRun();
 }
 
-void Profiler::onFinish(VM&) {
+void Profiler::onFinishImpl(VM&) {
   if (!m_inRun) return;
   const std::int64_t end = now();
   if (m_installed) {

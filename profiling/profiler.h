@@ -83,6 +83,8 @@ class Profiler : public engine::ExecutionObserver {
   void recordCallSpan(std::int64_t startNs, std::int64_t endNs);
 
   std::int64_t measuredRuns() const { return static_cast<std::int64_t>(m_runs.size()); }
+  // Runs abandoned because the profiler itself failed (Note [Profiler failures] in profiler.cpp).
+  std::int64_t lostRuns() const { return m_lostRuns; }
   const ProfilerOptions& options() const { return m_options; }
 
   void onStart(engine::VM& vm) override;
@@ -90,6 +92,9 @@ class Profiler : public engine::ExecutionObserver {
   void afterNode(engine::VM& vm, const engine::NodeEvent& event) override;
   void onError(engine::VM& vm, const engine::NodeEvent& event, const std::exception_ptr&) override;
   void onFinish(engine::VM& vm) override;
+  // Note [Passive observers]: the profiler never pauses, stops or fails a run (its callbacks
+  // catch their own failures, Note [Profiler failures] in profiler.cpp).
+  bool mayInterrupt() const override { return false; }
 
  private:
   struct Slot;
@@ -99,6 +104,12 @@ class Profiler : public engine::ExecutionObserver {
   void addSlots(const engine::Program& program, std::int32_t parent, std::int32_t body,
                 const std::vector<std::int64_t>& framePath);
   std::int32_t slotOf(const engine::VM& vm, const engine::NodeEvent& event) const;
+  void onStartImpl(engine::VM& vm);
+  void beforeNodeImpl(engine::VM& vm, const engine::NodeEvent& event);
+  void afterNodeImpl(engine::VM& vm, const engine::NodeEvent& event);
+  void onFinishImpl(engine::VM& vm);
+  template <class Body>
+  void guarded(Body&& body) noexcept;
   void settleTrailingFrees();
   void abandonRun();
   void endRun();
@@ -129,6 +140,7 @@ class Profiler : public engine::ExecutionObserver {
   std::int64_t m_warmupRuns = 0;
   std::int64_t m_originNs = 0;
   bool m_haveOrigin = false;
+  std::int64_t m_lostRuns = 0;
 };
 
 // Where the lead wires the cost model at merge (P2's Op::cost): fills profile.cost from the

@@ -349,6 +349,28 @@ class TestProfiler : public QObject {
     QCOMPARE(p.memory.planPeakBytes, std::int64_t(24));
   }
 
+  void testProfilerKeepsInPlaceUpdates() {
+    // Note [Passive observers]: with only the profiler attached, a plain call updates W1 in its
+    // own buffer, as an unobserved call does; an observer that may interrupt the call makes the
+    // VM write the update into a private copy first (Note [Parameters stay whole]).
+    tscope::bench::MlpStep mlp(0.01);
+    Function step = mlp.compile({.mode = Mode::FastRun});
+    step(mlp.args);
+    auto buffer = [&] { return static_cast<const void*>(mlp.W1->value().data<float>()); };
+    auto profiler = std::make_shared<prof::Profiler>();
+    profiler->setMeasuring(true);
+    step.vm().addObserver(profiler);
+    const void* before = buffer();
+    step(mlp.args);
+    QCOMPARE(buffer(), before);
+    QCOMPARE(profiler->measuredRuns(), std::int64_t(1));
+    QCOMPARE(profiler->lostRuns(), std::int64_t(0));
+    auto watcher = std::make_shared<ExecutionObserver>();  // may interrupt (the default)
+    step.vm().addObserver(watcher);
+    step(mlp.args);
+    QVERIFY(buffer() != before);
+  }
+
   void testProfileFunctionPropagatesFailures() {
     tscope::bench::MlpStep mlp(0.01);
     Function step = mlp.compile({.mode = Mode::FastRun});
