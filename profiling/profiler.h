@@ -19,12 +19,14 @@
 // (Program::totalNodeCount(): one slot per node of the program and of every child program, under
 // the caller node it runs for) and the event ring by chunks, so a measured node costs no map
 // lookup, no string and no allocation: beforeNode pushes (slot, allocation counters) on a small
-// stack, afterNode pops it, adds the node's time to the slot's per-run sum and writes one
-// NodeEventRecord. Per-run sums become samples (TimeStats over runs) at onFinish. Times come from
-// the VM's own clock pair around the kernel (the Profiler turns VMOptions::timing on in onStart),
-// so they exclude every observer's cost, the Profiler's included; a node with an inner graph is
-// timed from entering its frame to returning from it (its inner nodes and their observers
-// included: inclusive time).
+// stack, afterNode pops it, adds the node's time and bytes to the slot's per-run sums (one cache
+// line per node, in an array of their own), compares a hash of the call's shapes with the last
+// one recorded (the slot's shape vectors are written only when it changed) and writes one
+// NodeEventRecord into the ring. Per-run sums become samples (TimeStats over runs) at onFinish.
+// Times come from the VM's own clock pair around the kernel (the Profiler turns VMOptions::timing
+// on in onStart), so they exclude every observer's cost, the Profiler's included; a node with an
+// inner graph is timed from entering its frame to returning from it (its inner nodes and their
+// observers included: inclusive time).
 //
 // Note [Runs that do not finish]: a run's figures are committed at onFinish. A run that fails
 // (onError), is stopped, or is abandoned by the next start() adds nothing: no samples, no calls,
@@ -98,6 +100,7 @@ class Profiler : public engine::ExecutionObserver {
 
  private:
   struct Slot;
+  struct Hot;
   struct Open;
   struct Ring;
   void build(std::shared_ptr<const engine::Program> program);
@@ -111,6 +114,7 @@ class Profiler : public engine::ExecutionObserver {
   template <class Body>
   void guarded(Body&& body) noexcept;
   void settleTrailingFrees();
+  static void recordShapes(Slot& slot, const engine::NodeEvent& event);
   void abandonRun();
   void endRun();
   Profile snapshotOf(const engine::Program& program) const;
@@ -119,6 +123,7 @@ class Profiler : public engine::ExecutionObserver {
   bool m_measuring = false;
   std::shared_ptr<const engine::Program> m_program;
   std::vector<Slot> m_slots;
+  std::vector<Hot> m_hot;  // one per slot
   std::vector<Open> m_open;
   std::unique_ptr<Ring> m_ring;
   // The current run (Note [Runs that do not finish]).

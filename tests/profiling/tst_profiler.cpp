@@ -347,6 +347,18 @@ class TestProfiler : public QObject {
     QCOMPARE(p.nodes[1].inputShapes, (std::vector<Shape>{{3, 2}}));
     // The plan: the view shares the caller's buffer, exp creates 24 bytes.
     QCOMPARE(p.memory.planPeakBytes, std::int64_t(24));
+    // Shapes as last measured: a call with other shapes replaces them (Note [Shape signature]).
+    auto profiler = std::make_shared<prof::Profiler>();
+    profiler->setMeasuring(true);
+    f.vm().addObserver(profiler);
+    f({Tensor::zeros(DType::Float32, {2, 3})});
+    f({Tensor::zeros(DType::Float32, {4, 5})});
+    f({Tensor::zeros(DType::Float32, {4, 5})});
+    const prof::Profile q = profiler->snapshot(f);
+    QCOMPARE(q.nodes[1].inputShapes, (std::vector<Shape>{{5, 4}}));
+    QCOMPARE(q.nodes[1].outputs[0].shape, (Shape{5, 4}));
+    QCOMPARE(q.nodes[1].outputs[0].bytes, std::int64_t(80));
+    QCOMPARE(q.memory.planPeakBytes, std::int64_t(80));
   }
 
   void testProfilerKeepsInPlaceUpdates() {
