@@ -207,6 +207,7 @@ void Profiler::build(std::shared_ptr<const Program> program) {
 }
 
 void Profiler::reset() {
+  if (m_inRun) endRun();  // a run in progress is dropped, and the hook taken off
   for (Slot& s : m_slots) {
     s.calls = s.allocated = s.freed = 0;
     s.samples.clear();

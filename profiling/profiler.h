@@ -68,7 +68,8 @@ class Profiler : public engine::ExecutionObserver {
   // Only runs that start while measuring count; the others are warm-up runs (counted as such).
   void setMeasuring(bool on) { m_measuring = on; }
   bool measuring() const { return m_measuring; }
-  // Forgets everything measured (the tables stay sized for the program).
+  // Forgets everything measured (the tables stay sized for the program). A Profiler observes one
+  // program: attached to a VM of another, it starts over for that one at its next measured run.
   void reset();
   // Everything measured so far, for `function` (its program names the nodes; its rewrite profile
   // and compile times fill the summary). Throws std::invalid_argument when the Profiler measured
