@@ -564,6 +564,21 @@ Profile Profiler::snapshotOf(const Program& program) const {
                    [](const NodeEventRecord& a, const NodeEventRecord& b) {
                      return a.startNs != b.startNs ? a.startNs < b.startNs : a.endNs > b.endNs;
                    });
+  // The origin is the first run's start, which a call span (recordCallSpan) may move earlier:
+  // nothing in the timeline is before it.
+  std::int64_t earliest = 0;
+  for (const RunSpan& r : p.runs) earliest = std::min(earliest, r.startNs);
+  if (earliest < 0) {
+    p.originNs += earliest;
+    for (RunSpan& r : p.runs) {
+      r.startNs -= earliest;
+      r.endNs -= earliest;
+    }
+    for (NodeEventRecord& e : p.events) {
+      e.startNs -= earliest;
+      e.endNs -= earliest;
+    }
+  }
   return p;
 }
 

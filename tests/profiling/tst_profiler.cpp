@@ -195,6 +195,9 @@ class TestProfiler : public QObject {
     h.p->recordCallSpan(h.now - 500, h.now + 20);  // the whole call, argument checks included
     prof::Profile p = h.p->snapshot(h.f);
     QVERIFY(near(p.function.call.max, 520e-9));  // from -388 to 132 ns
+    // The origin moves to the call's start: nothing in the timeline lies before it.
+    QCOMPARE(p.runs[0], (prof::RunSpan{0, 0, 520}));
+    QCOMPARE(p.events[0].startNs, std::int64_t(5 + 388));
     h.p->reset();
     p = h.p->snapshot(h.f);
     QCOMPARE(p.function.measuredRuns, std::int64_t(0));
@@ -328,6 +331,12 @@ class TestProfiler : public QObject {
     // Without inplace, the updates of W1 (784 x 500 float32) need a buffer of their own.
     QVERIFY(p.memory.peakWithoutInplace >= p.memory.planPeakBytes + 784 * 500 * 4);
     QCOMPARE(p.events.size(), p.nodes.size() * 2);
+    // Each run's span (the whole call) encloses its events.
+    for (const prof::NodeEventRecord& e : p.events) {
+      const prof::RunSpan& r = p.runs[static_cast<std::size_t>(e.run)];
+      QVERIFY(r.startNs <= e.startNs && e.startNs <= e.endNs && e.endNs <= r.endNs);
+    }
+    QVERIFY(p.runs[0].startNs >= 0);
     (void)view;
   }
 
