@@ -419,10 +419,25 @@ class TestProfiler : public QObject {
       const std::vector<Tensor> out = s.finish().get();
       QCOMPARE(out[0].toDoubles()[0], 3.0);
     }
-    const prof::Profile p = profiler->snapshot(f);
+    prof::Profile p = profiler->snapshot(f);
     QCOMPARE(p.function.measuredRuns, std::int64_t(1));
     QCOMPARE(p.nodes.size(), f.program().totalNodeCount());
     for (const prof::NodeProfile& n : p.nodes) QCOMPARE(n.calls, std::int64_t(1));
+    // A run stepped node by node (paused between steps, into the frame and out) counts once
+    // it finishes; a snapshot taken while it is paused leaves it out.
+    {
+      debug::DebugSession s(f, options);
+      s.start({ft({2}, {0, 1})}).get();
+      QCOMPARE(s.stepInto().get().phase, debug::SessionPhase::Paused);  // into the frame
+      QCOMPARE(s.step().get().phase, debug::SessionPhase::Paused);      // its first node
+      QCOMPARE(profiler->snapshot(f).function.measuredRuns, std::int64_t(1));
+      debug::SessionState st = s.run().get();
+      QCOMPARE(st.phase, debug::SessionPhase::Finished);
+      s.finish().get();
+    }
+    p = profiler->snapshot(f);
+    QCOMPARE(p.function.measuredRuns, std::int64_t(2));
+    for (const prof::NodeProfile& n : p.nodes) QCOMPARE(n.calls, std::int64_t(2));
   }
 };
 
