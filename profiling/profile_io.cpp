@@ -200,6 +200,13 @@ std::int64_t integer(const json& v, const Path& at, std::int64_t min, const char
   return n;
 }
 
+// A run index or thread number: an integer in [0, 2^31).
+std::int32_t index32(const json& v, const Path& at, const char* what) {
+  const std::int64_t n = integer(v, at, 0, what);
+  if (n > std::numeric_limits<std::int32_t>::max()) fail(at, what, v);
+  return static_cast<std::int32_t>(n);
+}
+
 std::string string(const json& v, const Path& at) {
   if (!v.is_string()) fail(at, "a string", v);
   return v.get<std::string>();
@@ -408,7 +415,7 @@ Profile profileFromJson(const json& value, const std::string& jsonPath) {
     const Path e = rsp[i];
     if (!runs[i].is_array() || runs[i].size() != 3) fail(e, "[run, startNs, endNs]", runs[i]);
     RunSpan r;
-    r.run = static_cast<std::int32_t>(integer(runs[i][0], e[0], 0, "a run index (integer >= 0)"));
+    r.run = index32(runs[i][0], e[0], "a run index (integer >= 0)");
     r.startNs = integer(runs[i][1], e[1], std::numeric_limits<std::int64_t>::min(), "nanoseconds");
     r.endNs = integer(runs[i][2], e[2], r.startNs, "nanoseconds (>= the run's start)");
     p.runs.push_back(r);
@@ -424,11 +431,11 @@ Profile profileFromJson(const json& value, const std::string& jsonPath) {
     if (!ev.is_array() || ev.size() != 6)
       fail(e, "[run, node, thread, startNs, endNs, liveBytes]", ev);
     NodeEventRecord r;
-    r.run = static_cast<std::int32_t>(integer(ev[0], e[0], 0, "a run index (integer >= 0)"));
+    r.run = index32(ev[0], e[0], "a run index (integer >= 0)");
     r.node = static_cast<std::int32_t>(integer(ev[1], e[1], 0, "an index into \"nodes\""));
     if (r.node >= nNodes)
       fail(e[1], "an index into \"nodes\" (< " + std::to_string(nNodes) + ")", ev[1]);
-    r.thread = static_cast<std::int32_t>(integer(ev[2], e[2], 0, "a thread number (>= 0)"));
+    r.thread = index32(ev[2], e[2], "a thread number (integer >= 0)");
     r.startNs = integer(ev[3], e[3], std::numeric_limits<std::int64_t>::min(), "nanoseconds");
     r.endNs = integer(ev[4], e[4], r.startNs, "nanoseconds (>= the event's start)");
     r.liveBytes = integer(ev[5], e[5], std::numeric_limits<std::int64_t>::min(), "bytes");

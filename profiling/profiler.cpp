@@ -8,6 +8,7 @@
 #include "profiling/memory_plan.h"
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 
 namespace tscope::prof {
@@ -33,14 +34,22 @@ struct Profiler::Slot {
   std::int64_t calls = 0;
   std::vector<double> samples;  // seconds per run it ran in
   std::int64_t allocated = 0, freed = 0;
-  // The current run.
-  std::int64_t runNs = 0, runCalls = 0, runAllocated = 0, runFreed = 0;
   // As last measured.
   std::vector<engine::Shape> inputShapes;
   std::vector<engine::Shape> outputShapes;
   std::vector<engine::DType> outputDtypes;
   std::vector<std::int64_t> outputBytes;
-  bool seen = false;
+};
+
+// The per-run part of a slot, what every node call touches: one cache line per node, in an array
+// of its own (the cold Slot data lives elsewhere, Note [Profiler hot path]).
+struct Profiler::Hot {
+  const Apply* node = nullptr;
+  std::int64_t runNs = 0, runCalls = 0, runAllocated = 0, runFreed = 0;
+  // Note [Shape signature]: a hash of the dtypes and shapes of the node's inputs and outputs at
+  // its last recorded call (0: none yet). A call whose signature matches leaves the slot's shape
+  // vectors alone, so a steady run never touches them; a call whose shapes changed records them.
+  std::uint64_t signature = 0;
 };
 
 struct Profiler::Open {
@@ -71,6 +80,8 @@ struct Profiler::Ring {
     const std::int64_t k = index % capacity;
     return chunks[static_cast<std::size_t>(k / kChunk)][static_cast<std::size_t>(k % kChunk)];
   }
+  std::int64_t head = 0;  // written % capacity, kept without a division per record
+
   void push(const NodeEventRecord& record) {
     if (capacity == 0) {
       ++dropped;
@@ -80,18 +91,20 @@ struct Profiler::Ring {
       ++oldest;
       ++dropped;
     }
-    const std::int64_t k = written % capacity;
-    if (k / kChunk >= static_cast<std::int64_t>(chunks.size()))
+    const auto chunk = static_cast<std::size_t>(head / kChunk);  // kChunk: a power of two
+    if (chunk >= chunks.size())
       chunks.push_back(std::make_unique<NodeEventRecord[]>(
-          static_cast<std::size_t>(std::min(kChunk, capacity - k))));
-    at(written) = record;
+          static_cast<std::size_t>(std::min(kChunk, capacity - head))));
+    chunks[chunk][static_cast<std::size_t>(head % kChunk)] = record;
     ++written;
+    if (++head == capacity) head = 0;
   }
   // Takes back the records from `index` on (a run that did not finish).
   void rewind(std::int64_t index) {
     if (index >= written) return;
     written = index;
     if (oldest > written) oldest = written;
+    head = capacity > 0 ? written % capacity : 0;
   }
   std::int64_t kept() const { return written - oldest; }
 };
@@ -109,9 +122,25 @@ std::vector<OutputKind> outputKinds(const Apply& node) {
   return kinds;
 }
 
-// Assigns without allocating when the shape did not change (the common case).
-inline void assignShape(engine::Shape& to, const engine::Shape& from) {
-  if (to != from) to = from;
+inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  return (h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2))) * 0xff51afd7ed558ccdULL;
+}
+
+// Note [Shape signature].
+std::uint64_t signatureOf(std::span<const engine::Tensor* const> inputs,
+                          std::span<const engine::Tensor* const> outputs) {
+  std::uint64_t h = mix(inputs.size(), outputs.size());
+  for (auto list : {inputs, outputs})
+    for (const engine::Tensor* t : list) {
+      if (!t || !t->defined()) {
+        h = mix(h, ~0ULL);
+        continue;
+      }
+      const engine::Shape& shape = t->shape();
+      h = mix(h, (static_cast<std::uint64_t>(t->dtype()) << 8) | shape.size());
+      for (std::int64_t d : shape) h = mix(h, static_cast<std::uint64_t>(d));
+    }
+  return h == 0 ? 1 : h;
 }
 
 }  // namespace
@@ -168,6 +197,8 @@ void Profiler::build(std::shared_ptr<const Program> program) {
   m_slots.clear();
   m_slots.reserve(m_program->totalNodeCount());
   addSlots(*m_program, -1, 0, {});
+  m_hot.assign(m_slots.size(), Hot{});
+  for (std::size_t k = 0; k < m_slots.size(); ++k) m_hot[k].node = m_slots[k].node;
   m_touched.clear();
   m_touched.reserve(m_slots.size());
   const std::int64_t warmup = m_warmupRuns;  // runs before the first measured one count
@@ -176,11 +207,14 @@ void Profiler::build(std::shared_ptr<const Program> program) {
 }
 
 void Profiler::reset() {
+  if (m_inRun) endRun();  // a run in progress is dropped, and the hook taken off
   for (Slot& s : m_slots) {
     s.calls = s.allocated = s.freed = 0;
-    s.runNs = s.runCalls = s.runAllocated = s.runFreed = 0;
     s.samples.clear();
-    s.seen = false;
+  }
+  for (Hot& h : m_hot) {
+    h.runNs = h.runCalls = h.runAllocated = h.runFreed = 0;
+    h.signature = 0;
   }
   m_touched.clear();
   m_open.clear();
@@ -193,9 +227,10 @@ void Profiler::reset() {
   m_haveOrigin = false;
   m_originNs = 0;
   m_trailSlot = -1;
+  m_lostRuns = 0;
 }
 
-void Profiler::onStart(VM& vm) {
+void Profiler::onStartImpl(VM& vm) {
   if (m_inRun) abandonRun();
   if (!m_measuring) {
     ++m_warmupRuns;
@@ -242,11 +277,11 @@ void Profiler::settleTrailingFrees() {
   // Note [Trailing frees]: the plan frees a node's dead inputs right after its observers ran, so
   // the bytes freed between a node's afterNode and the next callback are that node's.
   if (m_trailSlot < 0) return;
-  m_slots[static_cast<std::size_t>(m_trailSlot)].runFreed += m_counters->freedBytes - m_trailFreed;
+  m_hot[static_cast<std::size_t>(m_trailSlot)].runFreed += m_counters->freedBytes - m_trailFreed;
   m_trailSlot = -1;
 }
 
-void Profiler::beforeNode(VM& vm, const NodeEvent& event) {
+void Profiler::beforeNodeImpl(VM& vm, const NodeEvent& event) {
   if (!m_inRun) return;
   Open open;
   open.slot = slotOf(vm, event);
@@ -259,7 +294,7 @@ void Profiler::beforeNode(VM& vm, const NodeEvent& event) {
   m_open.push_back(open);
 }
 
-void Profiler::afterNode(VM&, const NodeEvent& event) {
+void Profiler::afterNodeImpl(VM&, const NodeEvent& event) {
   if (!m_inRun || m_open.empty()) return;
   std::int64_t t0 = 0, t1 = 0;
   if (m_options.clock) {
@@ -274,38 +309,25 @@ void Profiler::afterNode(VM&, const NodeEvent& event) {
   const Open open = m_open.back();
   m_open.pop_back();
   if (open.slot < 0) return;
-  Slot& s = m_slots[static_cast<std::size_t>(open.slot)];
-  if (s.node != &event.node) return;  // unbalanced events (attached mid-run): ignored
-  if (s.runCalls++ == 0) m_touched.push_back(open.slot);
-  s.runNs += t1 - t0;
+  Hot& h = m_hot[static_cast<std::size_t>(open.slot)];
+  if (h.node != &event.node) return;  // unbalanced events (attached mid-run): ignored
+  if (h.runCalls++ == 0) m_touched.push_back(open.slot);
+  h.runNs += t1 - t0;
   std::int64_t live = 0;
   if (m_installed) {
     settleTrailingFrees();
-    s.runAllocated += m_counters->allocatedBytes - open.allocated0;
-    s.runFreed += m_counters->freedBytes - open.freed0;
+    h.runAllocated += m_counters->allocatedBytes - open.allocated0;
+    h.runFreed += m_counters->freedBytes - open.freed0;
     m_trailSlot = open.slot;
     m_trailFreed = m_counters->freedBytes;
     live = m_counters->live - m_runLive0;
   }
-  // Shapes as last measured (no allocation when they repeat).
-  if (s.inputShapes.size() != event.inputs.size()) s.inputShapes.resize(event.inputs.size());
-  for (std::size_t i = 0; i < event.inputs.size(); ++i) {
-    const engine::Tensor* in = event.inputs[i];
-    if (in && in->defined()) assignShape(s.inputShapes[i], in->shape());
+  // Shapes as last measured, written only when they changed (Note [Shape signature]).
+  const std::uint64_t signature = signatureOf(event.inputs, event.outputs);
+  if (signature != h.signature) {
+    h.signature = signature;
+    recordShapes(m_slots[static_cast<std::size_t>(open.slot)], event);
   }
-  if (s.outputShapes.size() != event.outputs.size()) {
-    s.outputShapes.resize(event.outputs.size());
-    s.outputDtypes.resize(event.outputs.size(), engine::DType::Float32);
-    s.outputBytes.resize(event.outputs.size(), 0);
-  }
-  for (std::size_t o = 0; o < event.outputs.size(); ++o) {
-    const engine::Tensor* out = event.outputs[o];
-    if (!out || !out->defined()) continue;
-    assignShape(s.outputShapes[o], out->shape());
-    s.outputDtypes[o] = out->dtype();
-    s.outputBytes[o] = out->numel() * static_cast<std::int64_t>(engine::dtypeSize(out->dtype()));
-  }
-  s.seen = true;
   if (m_options.events) {
     NodeEventRecord r;
     r.run = static_cast<std::int32_t>(m_runs.size());
@@ -318,10 +340,28 @@ void Profiler::afterNode(VM&, const NodeEvent& event) {
   }
 }
 
+void Profiler::recordShapes(Slot& s, const NodeEvent& event) {
+  s.inputShapes.resize(event.inputs.size());
+  for (std::size_t i = 0; i < event.inputs.size(); ++i) {
+    const engine::Tensor* in = event.inputs[i];
+    if (in && in->defined()) s.inputShapes[i] = in->shape();
+  }
+  s.outputShapes.resize(event.outputs.size());
+  s.outputDtypes.resize(event.outputs.size(), engine::DType::Float32);
+  s.outputBytes.resize(event.outputs.size(), 0);
+  for (std::size_t o = 0; o < event.outputs.size(); ++o) {
+    const engine::Tensor* out = event.outputs[o];
+    if (!out || !out->defined()) continue;
+    s.outputShapes[o] = out->shape();
+    s.outputDtypes[o] = out->dtype();
+    s.outputBytes[o] = out->numel() * static_cast<std::int64_t>(engine::dtypeSize(out->dtype()));
+  }
+}
+
 void Profiler::abandonRun() {
   for (std::int32_t k : m_touched) {
-    Slot& s = m_slots[static_cast<std::size_t>(k)];
-    s.runNs = s.runCalls = s.runAllocated = s.runFreed = 0;
+    Hot& h = m_hot[static_cast<std::size_t>(k)];
+    h.runNs = h.runCalls = h.runAllocated = h.runFreed = 0;
   }
   m_touched.clear();
   m_open.clear();
@@ -339,11 +379,38 @@ void Profiler::endRun() {
   }
 }
 
+// Note [Profiler failures]: the callbacks never throw (Note [Passive observers]): a failure of
+// the profiler's own (an allocation that fails while the tables or the ring grow) abandons the
+// run it happened in, as a failed run is (Note [Runs that do not finish]), and is counted in
+// lostRuns(); the execution goes on unharmed.
+template <class Body>
+void Profiler::guarded(Body&& body) noexcept {
+  try {
+    body();
+  } catch (...) {
+    ++m_lostRuns;
+    if (m_inRun) abandonRun();
+  }
+}
+
+void Profiler::onStart(VM& vm) {
+  guarded([&] { onStartImpl(vm); });
+}
+void Profiler::beforeNode(VM& vm, const NodeEvent& event) {
+  guarded([&] { beforeNodeImpl(vm, event); });
+}
+void Profiler::afterNode(VM& vm, const NodeEvent& event) {
+  guarded([&] { afterNodeImpl(vm, event); });
+}
+void Profiler::onFinish(VM& vm) {
+  guarded([&] { onFinishImpl(vm); });
+}
+
 void Profiler::onError(VM&, const NodeEvent&, const std::exception_ptr&) {
   if (m_inRun) abandonRun();
 }
 
-void Profiler::onFinish(VM&) {
+void Profiler::onFinishImpl(VM&) {
   if (!m_inRun) return;
   const std::int64_t end = now();
   if (m_installed) {
@@ -353,13 +420,14 @@ void Profiler::onFinish(VM&) {
   double inNodes = 0;
   for (std::int32_t k : m_touched) {
     Slot& s = m_slots[static_cast<std::size_t>(k)];
-    const double seconds = static_cast<double>(s.runNs) * 1e-9;
+    Hot& h = m_hot[static_cast<std::size_t>(k)];
+    const double seconds = static_cast<double>(h.runNs) * 1e-9;
     if (s.parent < 0) inNodes += seconds;
     s.samples.push_back(seconds);
-    s.calls += s.runCalls;
-    s.allocated += s.runAllocated;
-    s.freed += s.runFreed;
-    s.runNs = s.runCalls = s.runAllocated = s.runFreed = 0;
+    s.calls += h.runCalls;
+    s.allocated += h.runAllocated;
+    s.freed += h.runFreed;
+    h.runNs = h.runCalls = h.runAllocated = h.runFreed = 0;
   }
   m_touched.clear();
   m_runs.push_back(
@@ -502,6 +570,21 @@ Profile Profiler::snapshotOf(const Program& program) const {
                    [](const NodeEventRecord& a, const NodeEventRecord& b) {
                      return a.startNs != b.startNs ? a.startNs < b.startNs : a.endNs > b.endNs;
                    });
+  // The origin is the first run's start, which a call span (recordCallSpan) may move earlier:
+  // nothing in the timeline is before it.
+  std::int64_t earliest = 0;
+  for (const RunSpan& r : p.runs) earliest = std::min(earliest, r.startNs);
+  if (earliest < 0) {
+    p.originNs += earliest;
+    for (RunSpan& r : p.runs) {
+      r.startNs -= earliest;
+      r.endNs -= earliest;
+    }
+    for (NodeEventRecord& e : p.events) {
+      e.startNs -= earliest;
+      e.endNs -= earliest;
+    }
+  }
   return p;
 }
 

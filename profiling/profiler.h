@@ -19,12 +19,14 @@
 // (Program::totalNodeCount(): one slot per node of the program and of every child program, under
 // the caller node it runs for) and the event ring by chunks, so a measured node costs no map
 // lookup, no string and no allocation: beforeNode pushes (slot, allocation counters) on a small
-// stack, afterNode pops it, adds the node's time to the slot's per-run sum and writes one
-// NodeEventRecord. Per-run sums become samples (TimeStats over runs) at onFinish. Times come from
-// the VM's own clock pair around the kernel (the Profiler turns VMOptions::timing on in onStart),
-// so they exclude every observer's cost, the Profiler's included; a node with an inner graph is
-// timed from entering its frame to returning from it (its inner nodes and their observers
-// included: inclusive time).
+// stack, afterNode pops it, adds the node's time and bytes to the slot's per-run sums (one cache
+// line per node, in an array of their own), compares a hash of the call's shapes with the last
+// one recorded (the slot's shape vectors are written only when it changed) and writes one
+// NodeEventRecord into the ring. Per-run sums become samples (TimeStats over runs) at onFinish.
+// Times come from the VM's own clock pair around the kernel (the Profiler turns VMOptions::timing
+// on in onStart), so they exclude every observer's cost, the Profiler's included; a node with an
+// inner graph is timed from entering its frame to returning from it (its inner nodes and their
+// observers included: inclusive time).
 //
 // Note [Runs that do not finish]: a run's figures are committed at onFinish. A run that fails
 // (onError), is stopped, or is abandoned by the next start() adds nothing: no samples, no calls,
@@ -66,7 +68,8 @@ class Profiler : public engine::ExecutionObserver {
   // Only runs that start while measuring count; the others are warm-up runs (counted as such).
   void setMeasuring(bool on) { m_measuring = on; }
   bool measuring() const { return m_measuring; }
-  // Forgets everything measured (the tables stay sized for the program).
+  // Forgets everything measured (the tables stay sized for the program). A Profiler observes one
+  // program: attached to a VM of another, it starts over for that one at its next measured run.
   void reset();
   // Everything measured so far, for `function` (its program names the nodes; its rewrite profile
   // and compile times fill the summary). Throws std::invalid_argument when the Profiler measured
@@ -83,6 +86,8 @@ class Profiler : public engine::ExecutionObserver {
   void recordCallSpan(std::int64_t startNs, std::int64_t endNs);
 
   std::int64_t measuredRuns() const { return static_cast<std::int64_t>(m_runs.size()); }
+  // Runs abandoned because the profiler itself failed (Note [Profiler failures] in profiler.cpp).
+  std::int64_t lostRuns() const { return m_lostRuns; }
   const ProfilerOptions& options() const { return m_options; }
 
   void onStart(engine::VM& vm) override;
@@ -90,16 +95,27 @@ class Profiler : public engine::ExecutionObserver {
   void afterNode(engine::VM& vm, const engine::NodeEvent& event) override;
   void onError(engine::VM& vm, const engine::NodeEvent& event, const std::exception_ptr&) override;
   void onFinish(engine::VM& vm) override;
+  // Note [Passive observers]: the profiler never pauses, stops or fails a run (its callbacks
+  // catch their own failures, Note [Profiler failures] in profiler.cpp).
+  bool mayInterrupt() const override { return false; }
 
  private:
   struct Slot;
+  struct Hot;
   struct Open;
   struct Ring;
   void build(std::shared_ptr<const engine::Program> program);
   void addSlots(const engine::Program& program, std::int32_t parent, std::int32_t body,
                 const std::vector<std::int64_t>& framePath);
   std::int32_t slotOf(const engine::VM& vm, const engine::NodeEvent& event) const;
+  void onStartImpl(engine::VM& vm);
+  void beforeNodeImpl(engine::VM& vm, const engine::NodeEvent& event);
+  void afterNodeImpl(engine::VM& vm, const engine::NodeEvent& event);
+  void onFinishImpl(engine::VM& vm);
+  template <class Body>
+  void guarded(Body&& body) noexcept;
   void settleTrailingFrees();
+  static void recordShapes(Slot& slot, const engine::NodeEvent& event);
   void abandonRun();
   void endRun();
   Profile snapshotOf(const engine::Program& program) const;
@@ -108,6 +124,7 @@ class Profiler : public engine::ExecutionObserver {
   bool m_measuring = false;
   std::shared_ptr<const engine::Program> m_program;
   std::vector<Slot> m_slots;
+  std::vector<Hot> m_hot;  // one per slot
   std::vector<Open> m_open;
   std::unique_ptr<Ring> m_ring;
   // The current run (Note [Runs that do not finish]).
@@ -129,6 +146,7 @@ class Profiler : public engine::ExecutionObserver {
   std::int64_t m_warmupRuns = 0;
   std::int64_t m_originNs = 0;
   bool m_haveOrigin = false;
+  std::int64_t m_lostRuns = 0;
 };
 
 // Where the lead wires the cost model at merge (P2's Op::cost): fills profile.cost from the

@@ -9,6 +9,7 @@
 #include "engine/rewrite/rewrite_db.h"
 #include "engine/vm/vm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 #include <unordered_set>
@@ -192,7 +193,10 @@ Execution Function::begin(const std::vector<Tensor>& args) {
   // keeps the in-place update (no copy per step); it can fail only on a kernel's error.
   const bool plain = std::exchange(impl.plainCall, false);
   VM& vm = *impl.vm;
-  if ((!plain || !vm.observers().empty()) && vm.retain() != Retain::All)
+  // Note [Passive observers] in observer.h: a profiler cannot end the call early.
+  const bool interruptible = std::any_of(vm.observers().begin(), vm.observers().end(),
+                                         [](const auto& o) { return o->mayInterrupt(); });
+  if ((!plain || interruptible) && vm.retain() != Retain::All)
     for (std::size_t i : impl.program->plan().overwrittenInputs)
       if (i >= impl.nUserInputs && graphInputs[i]->kind() == Variable::Kind::Shared)
         impl.args[i] = static_cast<const SharedVariable&>(*graphInputs[i]).value();

@@ -61,6 +61,11 @@ class ExecutionObserver {
   virtual void onError(VM&, const NodeEvent&, const std::exception_ptr&) {}
   // The last node ran.
   virtual void onFinish(VM&) {}
+  // Note [Passive observers]: false for an observer that only watches (the profiler): it never
+  // pauses, stops or fails an execution (no requestPause/requestStop, pauseBefore always false,
+  // no exception). A plain Function call with only passive observers keeps its in-place parameter
+  // updates, as a call without observers does (Note [Parameters stay whole] in function.cpp).
+  virtual bool mayInterrupt() const { return true; }
 };
 
 }  // namespace tscope::engine

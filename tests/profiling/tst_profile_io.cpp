@@ -3,6 +3,7 @@
 // refused with the JSON path of what does not fit, and firstNodeTimes reads a full profile's
 // top-level mean times (what `tensorscope export --heatmap` colours a graph with).
 #include "engine/compile/function.h"
+#include "engine/io/tsg.h"
 #include "engine/ops/basic.h"
 #include "profile_test_support.h"
 #include "profiling/profile_io.h"
@@ -54,6 +55,23 @@ class TestProfileIo : public QObject {
     p.name = "chain";
     const json j = json::parse(prof::profileToJson(p).dump(2));
     QCOMPARE(prof::profileFromJson(j, "/profiles/0"), p);
+  }
+
+  void testThroughATsgFile() {
+    // Saved in a .tsg next to its graph, read back by the .tsg reader: equal.
+    auto x = engine::Variable::create(engine::TensorType(engine::DType::Float32, {4}), "x");
+    const engine::VarPtr y = engine::exp(x) * 2.0;
+    engine::Function f = engine::compile({x}, {y});
+    const prof::Profile p = prof::profileFunction(
+        f, {engine::Tensor::fromDoubles(engine::DType::Float32, {4}, {1, 2, 3, 4})});
+    engine::io::TsgDocument doc;
+    doc.original = std::make_unique<engine::FunctionGraph>(std::vector<engine::VarPtr>{x},
+                                                           std::vector<engine::VarPtr>{y},
+                                                           engine::FunctionGraph::Ownership::Clone);
+    doc.profiles.push_back(prof::profileToJson(p));
+    const engine::io::TsgDocument back = engine::io::readTsg(engine::io::writeTsg(doc));
+    QCOMPARE(back.profiles.size(), std::size_t(1));
+    QCOMPARE(prof::profileFromJson(back.profiles[0], "/profiles/0"), p);
   }
 
   void testNotAProfile() {

@@ -11,6 +11,7 @@
 #include "engine/ops/control/ifelse.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/reduce/reduce.h"
+#include "engine/ops/shape/dimshuffle.h"
 #include "engine/vm/vm.h"
 #include "profiling/profile_run.h"
 #include "profiling/profiler.h"
@@ -194,6 +195,9 @@ class TestProfiler : public QObject {
     h.p->recordCallSpan(h.now - 500, h.now + 20);  // the whole call, argument checks included
     prof::Profile p = h.p->snapshot(h.f);
     QVERIFY(near(p.function.call.max, 520e-9));  // from -388 to 132 ns
+    // The origin moves to the call's start: nothing in the timeline lies before it.
+    QCOMPARE(p.runs[0], (prof::RunSpan{0, 0, 520}));
+    QCOMPARE(p.events[0].startNs, std::int64_t(5 + 388));
     h.p->reset();
     p = h.p->snapshot(h.f);
     QCOMPARE(p.function.measuredRuns, std::int64_t(0));
@@ -327,7 +331,65 @@ class TestProfiler : public QObject {
     // Without inplace, the updates of W1 (784 x 500 float32) need a buffer of their own.
     QVERIFY(p.memory.peakWithoutInplace >= p.memory.planPeakBytes + 784 * 500 * 4);
     QCOMPARE(p.events.size(), p.nodes.size() * 2);
+    // Each run's span (the whole call) encloses its events.
+    for (const prof::NodeEventRecord& e : p.events) {
+      const prof::RunSpan& r = p.runs[static_cast<std::size_t>(e.run)];
+      QVERIFY(r.startNs <= e.startNs && e.startNs <= e.endNs && e.endNs <= r.endNs);
+    }
+    QVERIFY(p.runs[0].startNs >= 0);
     (void)view;
+  }
+
+  void testViewOutputs() {
+    auto m = Variable::create(TensorType(DType::Float32, {kUnknownDim, kUnknownDim}), "m");
+    Function f = compile({m}, {exp(transpose(m))});
+    const prof::Profile p =
+        prof::profileFunction(f, {Tensor::fromDoubles(DType::Float32, {2, 3}, {1, 2, 3, 4, 5, 6})});
+    QCOMPARE(p.nodes.size(), std::size_t(2));
+    QCOMPARE(p.nodes[0].opClass, std::string("DimShuffle"));
+    QCOMPARE(p.nodes[0].outputs[0].kind, prof::OutputKind::View);
+    QCOMPARE(p.nodes[0].outputs[0].shape, (Shape{3, 2}));
+    QCOMPARE(p.nodes[0].outputs[0].bytes, std::int64_t(24));
+    QCOMPARE(p.nodes[0].allocatedBytes, std::int64_t(0));  // a view allocates nothing
+    QCOMPARE(p.nodes[1].outputs[0].kind, prof::OutputKind::Created);
+    QCOMPARE(p.nodes[1].allocatedBytes, std::int64_t(24));
+    QCOMPARE(p.nodes[1].inputShapes, (std::vector<Shape>{{3, 2}}));
+    // The plan: the view shares the caller's buffer, exp creates 24 bytes.
+    QCOMPARE(p.memory.planPeakBytes, std::int64_t(24));
+    // Shapes as last measured: a call with other shapes replaces them (Note [Shape signature]).
+    auto profiler = std::make_shared<prof::Profiler>();
+    profiler->setMeasuring(true);
+    f.vm().addObserver(profiler);
+    f({Tensor::zeros(DType::Float32, {2, 3})});
+    f({Tensor::zeros(DType::Float32, {4, 5})});
+    f({Tensor::zeros(DType::Float32, {4, 5})});
+    const prof::Profile q = profiler->snapshot(f);
+    QCOMPARE(q.nodes[1].inputShapes, (std::vector<Shape>{{5, 4}}));
+    QCOMPARE(q.nodes[1].outputs[0].shape, (Shape{5, 4}));
+    QCOMPARE(q.nodes[1].outputs[0].bytes, std::int64_t(80));
+    QCOMPARE(q.memory.planPeakBytes, std::int64_t(80));
+  }
+
+  void testProfilerKeepsInPlaceUpdates() {
+    // Note [Passive observers]: with only the profiler attached, a plain call updates W1 in its
+    // own buffer, as an unobserved call does; an observer that may interrupt the call makes the
+    // VM write the update into a private copy first (Note [Parameters stay whole]).
+    tscope::bench::MlpStep mlp(0.01);
+    Function step = mlp.compile({.mode = Mode::FastRun});
+    step(mlp.args);
+    auto buffer = [&] { return static_cast<const void*>(mlp.W1->value().data<float>()); };
+    auto profiler = std::make_shared<prof::Profiler>();
+    profiler->setMeasuring(true);
+    step.vm().addObserver(profiler);
+    const void* before = buffer();
+    step(mlp.args);
+    QCOMPARE(buffer(), before);
+    QCOMPARE(profiler->measuredRuns(), std::int64_t(1));
+    QCOMPARE(profiler->lostRuns(), std::int64_t(0));
+    auto watcher = std::make_shared<ExecutionObserver>();  // may interrupt (the default)
+    step.vm().addObserver(watcher);
+    step(mlp.args);
+    QVERIFY(buffer() != before);
   }
 
   void testProfileFunctionPropagatesFailures() {
@@ -357,10 +419,25 @@ class TestProfiler : public QObject {
       const std::vector<Tensor> out = s.finish().get();
       QCOMPARE(out[0].toDoubles()[0], 3.0);
     }
-    const prof::Profile p = profiler->snapshot(f);
+    prof::Profile p = profiler->snapshot(f);
     QCOMPARE(p.function.measuredRuns, std::int64_t(1));
     QCOMPARE(p.nodes.size(), f.program().totalNodeCount());
     for (const prof::NodeProfile& n : p.nodes) QCOMPARE(n.calls, std::int64_t(1));
+    // A run stepped node by node (paused between steps, into the frame and out) counts once
+    // it finishes; a snapshot taken while it is paused leaves it out.
+    {
+      debug::DebugSession s(f, options);
+      s.start({ft({2}, {0, 1})}).get();
+      QCOMPARE(s.stepInto().get().phase, debug::SessionPhase::Paused);  // into the frame
+      QCOMPARE(s.step().get().phase, debug::SessionPhase::Paused);      // its first node
+      QCOMPARE(profiler->snapshot(f).function.measuredRuns, std::int64_t(1));
+      debug::SessionState st = s.run().get();
+      QCOMPARE(st.phase, debug::SessionPhase::Finished);
+      s.finish().get();
+    }
+    p = profiler->snapshot(f);
+    QCOMPARE(p.function.measuredRuns, std::int64_t(2));
+    for (const prof::NodeProfile& n : p.nodes) QCOMPARE(n.calls, std::int64_t(2));
   }
 };
 

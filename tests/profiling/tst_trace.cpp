@@ -3,7 +3,12 @@
 // prefix, the runs option writes only the runs asked for (and refuses others), memory counters,
 // the written file is the same document, and the bytes per event are bounded (what keeps a
 // 1,000-run ResNet-18 trace under 100 MB; bench_profiler measures the real one).
+#include "engine/compile/function.h"
+#include "engine/graph/source_site.h"
+#include "engine/ops/basic.h"
+#include "engine/ops/graph/op_from_graph.h"
 #include "profile_test_support.h"
+#include "profiling/profile_run.h"
 #include "profiling/trace.h"
 #include "test_main.h"
 
@@ -126,6 +131,41 @@ class TestTrace : public QObject {
     QVERIFY(processNamed && threadNamed && nodeArgs);
     QCOMPARE(counters, 12);  // one per event (memory was measured)
     QCOMPARE(doc["otherData"]["droppedEvents"], json(0));
+  }
+
+  void testRealProfileNests() {
+    // Scoped nodes and an OpFromGraph frame, timed by the VM: the slices nest on the track.
+    using namespace tscope::engine;
+    auto x = Variable::create(TensorType(DType::Float32, {kUnknownDim}), "x");
+    auto a = Variable::create(TensorType(DType::Float32, {kUnknownDim}), "a");
+    auto body = opFromGraph({a}, {exp(a) * 2.0}, "body");
+    VarPtr y;
+    {
+      NameScope enc("enc");
+      VarPtr h;
+      {
+        NameScope l1("l1");
+        h = tanh(x) + 1.0;
+      }
+      y = (*body)({h}) * 3.0;
+    }
+    y = y - 1.0;
+    Function f = compile({x}, {y});
+    prof::ProfileRunOptions o;
+    o.runs = 4;
+    const prof::Profile p =
+        prof::profileFunction(f, {Tensor::fromDoubles(DType::Float32, {3}, {1, 2, 3})}, o);
+    const json doc = prof::chromeTrace(p);
+    const auto tracks = checkedSlices(doc);
+    QCOMPARE(tracks.size(), std::size_t(1));
+    const auto& slices = tracks.begin()->second;
+    QVERIFY(nests(slices));
+    std::map<std::string, int> names;
+    for (const auto& [s, e, name] : slices) ++names[name];
+    QCOMPARE(names["run 3"], 1);
+    QCOMPARE(names["enc"], 4);     // one stretch per run: the l1 nodes, the frame, the product
+    QCOMPARE(names["enc/l1"], 4);  // tanh and + 1
+    QCOMPARE(names["Elemwise{tanh}"], 4);
   }
 
   void testRunsOption() {
