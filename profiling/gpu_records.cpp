@@ -200,7 +200,9 @@ GpuAttribution correlate(const GpuActivity& activity, const NodeKeyTable& table,
       ++out.unknownExternal;
       return -1;
     }
-    out.nodes.push_back(NodeGpuStats{.node = std::move(*key)});
+    NodeGpuStats fresh;
+    fresh.node = std::move(*key);
+    out.nodes.push_back(std::move(fresh));
     byExternal.emplace(e->second, out.nodes.size() - 1);
     return static_cast<std::int64_t>(out.nodes.size() - 1);
   };
