@@ -1,6 +1,7 @@
 #include "profiling/gpu_records.h"
 
 #include "profiling/gpu_clock.h"
+#include "profiling/profile.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -277,6 +278,21 @@ std::vector<OriginalGpuGroup> toOriginalNodes(const GpuAttribution& attribution,
     out.push_back(std::move(g));
   }
   return out;
+}
+
+std::int64_t addGpuTimes(Profile& profile, const GpuAttribution& attribution) {
+  std::int64_t missing = 0;
+  for (const NodeGpuStats& s : attribution.nodes) {
+    const std::int64_t k = profile.find(s.node.framePath, s.node.id);
+    if (k < 0) {
+      ++missing;
+      continue;
+    }
+    NodeProfile& n = profile.nodes[static_cast<std::size_t>(k)];
+    n.gpuSeconds += static_cast<double>(s.gpuNs()) * 1e-9;
+    n.gpuKernels += s.kernels;
+  }
+  return missing;
 }
 
 std::string demangleKernelName(std::string_view name) {

@@ -39,6 +39,7 @@
 namespace tscope::prof {
 
 class HostClockMap;
+struct Profile;
 
 enum class MemcpyKind : std::uint8_t {
   Unknown,
@@ -261,6 +262,12 @@ struct OriginalGpuGroup {
 };
 std::vector<OriginalGpuGroup> toOriginalNodes(const GpuAttribution& attribution,
                                               const engine::debug::NodeLineage& lineage);
+
+// Adds each attributed node's GPU time (kernels, memcpys, memsets; seconds) and kernel count to
+// its NodeProfile (gpuSeconds, gpuKernels) in `profile`, summed over the runs the activity holds
+// (the measured runs: a source is flushed and taken per profiled session). Returns the number of
+// attributed nodes the profile does not have (a node of another graph: a caller's bug to report).
+std::int64_t addGpuTimes(Profile& profile, const GpuAttribution& attribution);
 
 // "void foo<float>(float*, int)" from "_Z3fooIfEvPfi"; anything that is not a mangled name
 // (an NVRTC kernel named extern "C") comes back unchanged.

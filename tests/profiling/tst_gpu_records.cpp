@@ -12,6 +12,7 @@
 #include "engine/ops/reduce/reduce.h"
 #include "profiling/gpu_clock.h"
 #include "profiling/gpu_records.h"
+#include "profiling/profile.h"
 #include "test_main.h"
 
 #include <algorithm>
@@ -318,6 +319,32 @@ class TestGpuRecords : public QObject {
     for (const auto& g : groups)
       if (!g.stats.node.framePath.empty())
         QCOMPARE(g.originalNodes, std::vector<std::int64_t>{1234});
+  }
+
+  void testGpuTimesIntoTheProfile() {
+    NodeKeyTable table;
+    GpuActivity act;
+    act.add(kernel(10, 30, 1));
+    act.add(kernel(40, 100, 2));
+    act.add(ext(table.idFor({}, 4), 1));
+    act.add(ext(table.idFor({}, 4), 2));
+    act.add(kernel(200, 203, 3));
+    const std::vector<std::int64_t> path{4};
+    act.add(ext(table.idFor(path, 1), 3));
+    act.add(kernel(300, 301, 4));
+    act.add(ext(table.idFor({}, 99), 4));  // a node the profile does not have
+    Profile p;
+    NodeProfile top;
+    top.id = 4;
+    NodeProfile inner;
+    inner.framePath = path;
+    inner.id = 1;
+    p.nodes = {top, inner};
+    QCOMPARE(addGpuTimes(p, correlate(act, table)), std::int64_t(1));
+    QCOMPARE(p.nodes[0].gpuKernels, std::int64_t(2));
+    QCOMPARE(p.nodes[0].gpuSeconds, 80e-9);
+    QCOMPARE(p.nodes[1].gpuKernels, std::int64_t(1));
+    QCOMPARE(p.nodes[1].gpuSeconds, 3e-9);
   }
 
   void testDemangle() {

@@ -33,6 +33,9 @@ std::string key(std::span<const std::int64_t> path, std::int64_t id) {
   for (std::int64_t p : path) s += std::to_string(p) + "/";
   return s + std::to_string(id);
 }
+std::string key(std::initializer_list<std::int64_t> path, std::int64_t id) {
+  return key(std::span<const std::int64_t>(path.begin(), path.size()), id);
+}
 
 // Logs "push <path>/<id>" and "pop", keeps the stack, and flags a pop with nothing pushed.
 struct RecordingSink : CorrelationSink {
