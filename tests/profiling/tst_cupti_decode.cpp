@@ -311,6 +311,7 @@ class TestCuptiDecode : public QObject {
     try {
       gpu->start();
     } catch (const GpuSourceError& e) {
+      qInfo("%s", e.what());
       QCOMPARE(e.kind(), GpuSourceError::Kind::NoGpu);
       QVERIFY2(std::string(e.what()).rfind("no GPU", 0) == 0, e.what());
       // The sink is balanced and silent; flush, stop and take do nothing.
