@@ -494,6 +494,8 @@ bool VM::boundaryPauses(Frame& f, bool firstOfStep) {
 // and a relaxed check for a pause request. Returns false at a node with an inner graph, which the
 // general loop runs. With the timing flag, one clock reading per node (Note [VM clock]): a node's
 // time runs from the previous node's end to its own, its frees and the loop included.
+// Note [Correlation]: the loop is instantiated with and without a correlation sink, so a VM
+// without one runs exactly the loop it ran before the brackets existed.
 bool VM::runFast() {
   const bool timed = m_options.timing;
   Frame& f = *m_root;
@@ -501,39 +503,46 @@ bool VM::runFast() {
   const Hot* hot = f.hot.data();
   const std::uint32_t* freeSlots = m_program->plan().freeSlots.data();
   CorrelationSink* const sink = m_correlation.get();
-  std::int64_t previous = timed ? nowNs() : 0;
-  while (f.pc < n) {
-    if (m_pauseRequested.load(std::memory_order_relaxed)) {
-      if (m_stopRequested.load(std::memory_order_acquire)) {
-        stopRun();
+  auto loop = [&]<bool kCorrelated>() {
+    std::int64_t previous = timed ? nowNs() : 0;
+    while (f.pc < n) {
+      if (m_pauseRequested.load(std::memory_order_relaxed)) {
+        if (m_stopRequested.load(std::memory_order_acquire)) {
+          stopRun();
+          return true;
+        }
+        m_pauseRequested.store(false, std::memory_order_release);
+        pause(PauseReason::Requested);
         return true;
       }
-      m_pauseRequested.store(false, std::memory_order_release);
-      pause(PauseReason::Requested);
-      return true;
+      const Hot& t = hot[f.pc];
+      if (t.child >= 0) return false;
+      try {
+        if constexpr (kCorrelated) {
+          const CorrelationScope correlation(sink, {}, t.node->id());
+          invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
+        } else {
+          invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
+        }
+      } catch (const ExecutionCancelled&) {
+        stopRun();
+        return true;
+      } catch (...) {
+        fail(f, std::current_exception(), false);
+        throw;
+      }
+      freeAfter(f, t, freeSlots);
+      if (timed) {
+        const std::int64_t now = nowNs();
+        addTiming(f.timing, f.pc, now - previous);
+        previous = now;
+      }
+      ++f.pc;
     }
-    const Hot& t = hot[f.pc];
-    if (t.child >= 0) return false;
-    try {
-      const CorrelationScope correlation(sink, {}, t.node->id());  // Note [Correlation]
-      invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
-    } catch (const ExecutionCancelled&) {
-      stopRun();
-      return true;
-    } catch (...) {
-      fail(f, std::current_exception(), false);
-      throw;
-    }
-    freeAfter(f, t, freeSlots);
-    if (timed) {
-      const std::int64_t now = nowNs();
-      addTiming(f.timing, f.pc, now - previous);
-      previous = now;
-    }
-    ++f.pc;
-  }
-  finishRun();
-  return true;
+    finishRun();
+    return true;
+  };
+  return sink ? loop.template operator()<true>() : loop.template operator()<false>();
 }
 
 VM::Status VM::drive(Drive how) {
