@@ -20,8 +20,10 @@
 //   frame's outputs back (an output that aliases an input is copied);
 // - a kernel that throws, or a stop inside a long kernel, still pops (a scope guard).
 // push and pop run on the VM's thread, the thread that launches the node's work, which is what
-// CUPTI's per-thread correlation stack needs. Without a sink the VM's cost is one pointer test
-// per node (bench_vm, docs/profiling.md).
+// CUPTI's per-thread correlation stack needs. Without a sink the hot loop (VM::runFast) is the
+// loop without brackets (instantiated both ways) and the observed path tests one pointer per
+// node; with a sink that does nothing a bracket costs ~2 ns per node (bench_vm /3,
+// docs/profiling.md).
 
 #include <cstdint>
 #include <span>

@@ -1,8 +1,8 @@
 // The VM's inspection side (values, frames, timings, breaks, observers, names); the dispatch is
 // in vm.cpp.
 #include "engine/graph/errors.h"
-#include "engine/vm/vm.h"
 #include "engine/vm/correlation.h"
+#include "engine/vm/vm.h"
 #include "engine/vm/vm_internal.h"
 
 #include <algorithm>
