@@ -125,7 +125,7 @@ std::string_view syncKindName(SyncRecord::Kind kind);
 // Time the GPU tooling itself spent (buffer flushes, instrumentation): shown as overhead.
 struct OverheadRecord : GpuSpan {
   std::string kind;            // "activity buffer flush", "instrumentation", ...
-  std::uint64_t objectId = 0;  // the thread or device it was charged to
+  std::uint64_t objectId = 0;  // the process, thread or device it was charged to
   bool operator==(const OverheadRecord&) const = default;
 };
 

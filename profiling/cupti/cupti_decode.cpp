@@ -171,10 +171,17 @@ void Decoder::decode(const CUpti_Activity& record, GpuActivity& into) {
       r.startNs = ns(o.start);
       r.endNs = ns(o.end);
       r.kind = overheadName(o.overheadKind);
-      r.objectId = o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-                           o.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS
-                       ? o.objectId.pt.threadId
-                       : o.objectId.dcs.deviceId;
+      switch (o.objectKind) {
+        case CUPTI_ACTIVITY_OBJECT_PROCESS:
+          r.objectId = o.objectId.pt.processId;
+          break;
+        case CUPTI_ACTIVITY_OBJECT_THREAD:
+          r.objectId = o.objectId.pt.threadId;
+          break;
+        default:
+          r.objectId = o.objectId.dcs.deviceId;
+          break;
+      }
       into.add(std::move(r));
       return;
     }

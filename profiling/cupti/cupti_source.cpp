@@ -115,7 +115,9 @@ class CuptiSourceImpl final : public GpuSource {
     if (!g_recording.compare_exchange_strong(none, this))
       throw GpuSourceError(GpuSourceError::Kind::ProfilerConflict,
                            "another CUPTI source of this process is recording: stop it first");
-    g_bufferBytes.store(std::max<std::size_t>(m_options.bufferBytes, 64u << 10));
+    // At least 64 KiB, a multiple of the alignment (aligned_alloc's contract).
+    const std::size_t bytes = std::max<std::size_t>(m_options.bufferBytes, 64u << 10);
+    g_bufferBytes.store((bytes + kAlign - 1) / kAlign * kAlign);
     try {
       check(m_api.activityRegisterCallbacks(bufferRequested, bufferCompleted),
             "cuptiActivityRegisterCallbacks");

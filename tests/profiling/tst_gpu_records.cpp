@@ -10,6 +10,7 @@
 #include "engine/ops/basic.h"
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/reduce/reduce.h"
+#include "profiling/cupti_source.h"
 #include "profiling/gpu_clock.h"
 #include "profiling/gpu_records.h"
 #include "profiling/profile.h"
@@ -345,6 +346,25 @@ class TestGpuRecords : public QObject {
     QCOMPARE(p.nodes[0].gpuSeconds, 80e-9);
     QCOMPARE(p.nodes[1].gpuKernels, std::int64_t(1));
     QCOMPARE(p.nodes[1].gpuSeconds, 3e-9);
+  }
+
+  // Without CUPTI in the build the source is refused with a typed error (the CLI's one line for
+  // --device cuda); with it, tst_cupti_decode covers the source.
+  void testCuptiSourceAndTheBuild() {
+#ifdef TSCOPE_HAVE_CUPTI
+    QVERIFY(cuptiBuilt());
+#else
+    QVERIFY(!cuptiBuilt());
+    try {
+      makeCuptiSource();
+      QFAIL("expected NotBuilt");
+    } catch (const GpuSourceError& e) {
+      QCOMPARE(e.kind(), GpuSourceError::Kind::NotBuilt);
+      QVERIFY2(std::string(e.what()).find("this build has no CUPTI") != std::string::npos,
+               e.what());
+    }
+#endif
+    QCOMPARE(gpuSourceErrorKindName(GpuSourceError::Kind::NotBuilt), std::string_view("not-built"));
   }
 
   void testDemangle() {
