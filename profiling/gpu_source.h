@@ -57,7 +57,9 @@ class GpuSource {
   virtual void flush() = 0;
   // Flushes and stops recording; start() may be called again.
   virtual void stop() = 0;
-  // The sink to install on the VM (Note [Correlation]); valid for the source's lifetime.
+  // The sink to install on the VM (Note [Correlation]). Note [Sink lifetime]: it shares what it
+  // needs with the source, so a VM that keeps it after the source is gone (or stopped) pushes
+  // nothing and stays balanced.
   virtual std::shared_ptr<engine::CorrelationSink> correlationSink() = 0;
   // The external ids the sink handed out (Note [GPU correlation]).
   virtual const NodeKeyTable& nodeKeys() const = 0;

@@ -8,9 +8,10 @@ namespace tscope::prof {
 // recording, so its pop stays balanced.
 class SimulatedGpuSource::Sink final : public engine::CorrelationSink {
  public:
-  explicit Sink(SimulatedGpuSource& source) : m_source(source) {}
+  Sink(std::shared_ptr<const std::atomic<bool>> recording, std::shared_ptr<NodeKeyTable> table)
+      : m_recording(std::move(recording)), m_table(std::move(table)) {}
   void push(std::span<const std::int64_t> framePath, std::int64_t nodeId) override {
-    t_stack.push_back(m_source.recording() ? m_source.m_table.idFor(framePath, nodeId) : 0);
+    t_stack.push_back(m_recording->load() ? m_table->idFor(framePath, nodeId) : 0);
   }
   void pop() override {
     if (!t_stack.empty()) t_stack.pop_back();
@@ -19,22 +20,26 @@ class SimulatedGpuSource::Sink final : public engine::CorrelationSink {
 
  private:
   static thread_local std::vector<std::uint64_t> t_stack;
-  SimulatedGpuSource& m_source;
+  const std::shared_ptr<const std::atomic<bool>> m_recording;
+  const std::shared_ptr<NodeKeyTable> m_table;
 };
 thread_local std::vector<std::uint64_t> SimulatedGpuSource::Sink::t_stack;
 
 SimulatedGpuSource::SimulatedGpuSource(std::int64_t maxRecords)
-    : m_sink(std::make_shared<Sink>(*this)), m_pending(INT64_MAX), m_activity(maxRecords) {}
+    : m_sink(std::make_shared<Sink>(m_recording, m_table)),
+      m_pending(INT64_MAX),
+      m_activity(maxRecords) {}
 
-SimulatedGpuSource::~SimulatedGpuSource() = default;
+SimulatedGpuSource::~SimulatedGpuSource() {
+  m_recording->store(false);
+}
 
 std::shared_ptr<engine::CorrelationSink> SimulatedGpuSource::correlationSink() {
   return m_sink;
 }
 
 void SimulatedGpuSource::start() {
-  const std::lock_guard lock(m_mutex);
-  m_recording = true;
+  m_recording->store(true);
 }
 
 void SimulatedGpuSource::flush() {
@@ -45,13 +50,11 @@ void SimulatedGpuSource::flush() {
 
 void SimulatedGpuSource::stop() {
   flush();
-  const std::lock_guard lock(m_mutex);
-  m_recording = false;
+  m_recording->store(false);
 }
 
 bool SimulatedGpuSource::recording() const {
-  const std::lock_guard lock(m_mutex);
-  return m_recording;
+  return m_recording->load();
 }
 
 GpuActivity SimulatedGpuSource::takeActivity() {
@@ -78,7 +81,7 @@ std::uint32_t SimulatedGpuSource::launch(const char* api, std::int64_t startNs) 
 
 std::uint32_t SimulatedGpuSource::launchKernel(KernelRecord kernel) {
   const std::lock_guard lock(m_mutex);
-  if (!m_recording) return 0;
+  if (!m_recording->load()) return 0;
   kernel.correlationId = launch("cudaLaunchKernel", kernel.startNs);
   const std::uint32_t c = kernel.correlationId;
   m_pending.add(std::move(kernel));
@@ -87,7 +90,7 @@ std::uint32_t SimulatedGpuSource::launchKernel(KernelRecord kernel) {
 
 std::uint32_t SimulatedGpuSource::copy(MemcpyRecord copy) {
   const std::lock_guard lock(m_mutex);
-  if (!m_recording) return 0;
+  if (!m_recording->load()) return 0;
   copy.correlationId = launch("cudaMemcpyAsync", copy.startNs);
   const std::uint32_t c = copy.correlationId;
   m_pending.add(std::move(copy));
@@ -96,7 +99,7 @@ std::uint32_t SimulatedGpuSource::copy(MemcpyRecord copy) {
 
 std::uint32_t SimulatedGpuSource::set(MemsetRecord set) {
   const std::lock_guard lock(m_mutex);
-  if (!m_recording) return 0;
+  if (!m_recording->load()) return 0;
   set.correlationId = launch("cudaMemsetAsync", set.startNs);
   const std::uint32_t c = set.correlationId;
   m_pending.add(std::move(set));

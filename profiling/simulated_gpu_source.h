@@ -18,6 +18,7 @@
 
 #include "profiling/gpu_source.h"
 
+#include <atomic>
 #include <mutex>
 
 namespace tscope::prof {
@@ -32,7 +33,7 @@ class SimulatedGpuSource final : public GpuSource {
   void flush() override;
   void stop() override;
   std::shared_ptr<engine::CorrelationSink> correlationSink() override;
-  const NodeKeyTable& nodeKeys() const override { return m_table; }
+  const NodeKeyTable& nodeKeys() const override { return *m_table; }
   GpuActivity takeActivity() override;
 
   // A launch on this thread while recording (ignored otherwise); returns its correlation id
@@ -49,9 +50,10 @@ class SimulatedGpuSource final : public GpuSource {
   std::uint32_t launch(const char* api, std::int64_t startNs);
 
   mutable std::mutex m_mutex;
-  bool m_recording = false;
+  // Shared with the sink, which may outlive the source (Note [Sink lifetime]).
+  std::shared_ptr<std::atomic<bool>> m_recording = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<NodeKeyTable> m_table = std::make_shared<NodeKeyTable>();
   std::uint32_t m_nextCorrelation = 1;
-  NodeKeyTable m_table;
   std::shared_ptr<Sink> m_sink;
   GpuActivity m_pending;  // not flushed yet
   GpuActivity m_activity;

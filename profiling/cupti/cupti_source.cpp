@@ -58,12 +58,13 @@ constexpr KindToEnable kKinds[] = {
 // balanced.
 class CuptiSink : public engine::CorrelationSink {
  public:
-  CuptiSink(const CuptiApi& api, NodeKeyTable& table, const std::atomic<bool>& recording)
-      : m_api(api), m_table(table), m_recording(recording) {}
+  CuptiSink(const CuptiApi& api, std::shared_ptr<NodeKeyTable> table,
+            std::shared_ptr<const std::atomic<bool>> recording)
+      : m_api(api), m_table(std::move(table)), m_recording(std::move(recording)) {}
   void push(std::span<const std::int64_t> framePath, std::int64_t nodeId) override {
     bool pushed = false;
-    if (m_recording.load(std::memory_order_relaxed)) {
-      const std::uint64_t id = m_table.idFor(framePath, nodeId);
+    if (m_recording->load(std::memory_order_relaxed)) {
+      const std::uint64_t id = m_table->idFor(framePath, nodeId);
       pushed = m_api.activityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
                                                        id) == CUPTI_SUCCESS;
     }
@@ -80,9 +81,11 @@ class CuptiSink : public engine::CorrelationSink {
 
  private:
   static thread_local std::vector<char> t_pushed;
-  const CuptiApi& m_api;
-  NodeKeyTable& m_table;
-  const std::atomic<bool>& m_recording;
+  // Note [Sink lifetime] (gpu_source.h): the function table is a copy (libcupti stays loaded),
+  // the table and the recording flag are shared with the source.
+  const CuptiApi m_api;
+  const std::shared_ptr<NodeKeyTable> m_table;
+  const std::shared_ptr<const std::atomic<bool>> m_recording;
 };
 thread_local std::vector<char> CuptiSink::t_pushed;
 
@@ -90,12 +93,12 @@ class CuptiSourceImpl final : public GpuSource {
  public:
   CuptiSourceImpl(CuptiApi api, CuptiOptions options)
       : m_api(std::move(api)), m_options(std::move(options)), m_activity(m_options.maxRecords) {
-    m_sink = std::make_shared<CuptiSink>(m_api, m_table, m_recording);
+    m_sink = std::make_shared<CuptiSink>(m_api, m_table, m_recording);  // Note [Sink lifetime]
     m_worker = std::thread([this] { decodeLoop(); });
   }
   ~CuptiSourceImpl() override {
     try {
-      if (m_recording.load()) stop();
+      if (m_recording->load()) stop();
     } catch (...) {
       // A destructor does not throw; stop() failing leaves nothing of ours enabled anyway.
     }
@@ -110,7 +113,7 @@ class CuptiSourceImpl final : public GpuSource {
   std::string_view name() const override { return "cupti"; }
 
   void start() override {
-    if (m_recording.load()) return;
+    if (m_recording->load()) return;
     CuptiSourceImpl* none = nullptr;
     if (!g_recording.compare_exchange_strong(none, this))
       throw GpuSourceError(GpuSourceError::Kind::ProfilerConflict,
@@ -135,13 +138,13 @@ class CuptiSourceImpl final : public GpuSource {
       g_recording.store(nullptr);
       throw;
     }
-    m_recording.store(true);
+    m_recording->store(true);
     syncClocks();
   }
 
   void flush() override {
     if (m_options.synchronize) m_options.synchronize();
-    if (!m_recording.load()) return;
+    if (!m_recording->load()) return;
     check(m_api.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
     syncClocks();
     // Note [GPU flush]: the forced flush completed every buffer; wait until they are decoded.
@@ -150,7 +153,7 @@ class CuptiSourceImpl final : public GpuSource {
   }
 
   void stop() override {
-    if (!m_recording.load()) return;
+    if (!m_recording->load()) return;
     std::exception_ptr failure;
     try {
       flush();
@@ -163,13 +166,13 @@ class CuptiSourceImpl final : public GpuSource {
       std::unique_lock lock(m_queueMutex);
       m_queueChanged.wait(lock, [&] { return m_queue.empty() && !m_decoding; });
     }
-    m_recording.store(false);
+    m_recording->store(false);
     g_recording.store(nullptr);
     if (failure) std::rethrow_exception(failure);
   }
 
   std::shared_ptr<engine::CorrelationSink> correlationSink() override { return m_sink; }
-  const NodeKeyTable& nodeKeys() const override { return m_table; }
+  const NodeKeyTable& nodeKeys() const override { return *m_table; }
 
   GpuActivity takeActivity() override {
     GpuActivity out(m_options.maxRecords);
@@ -265,8 +268,8 @@ class CuptiSourceImpl final : public GpuSource {
 
   CuptiApi m_api;
   CuptiOptions m_options;
-  NodeKeyTable m_table;
-  std::atomic<bool> m_recording{false};
+  std::shared_ptr<NodeKeyTable> m_table = std::make_shared<NodeKeyTable>();
+  std::shared_ptr<std::atomic<bool>> m_recording = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<CuptiSink> m_sink;
   std::vector<CUpti_ActivityKind> m_enabled;
 

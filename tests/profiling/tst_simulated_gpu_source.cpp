@@ -111,6 +111,24 @@ class TestSimulatedGpuSource : public QObject {
              f.program().schedule().size() + f.program().children()[0]->schedule().size());
     g_gpu = nullptr;
   }
+
+  // Note [Sink lifetime]: a VM that keeps the sink after its source is gone runs unharmed.
+  void testSinkOutlivesTheSource() {
+    auto x = eng::Variable::create(eng::TensorType(eng::DType::Float32, {eng::kUnknownDim}), "x");
+    eng::Function f = eng::compile({x}, {eng::exp(x) + 1.0});
+    std::shared_ptr<eng::CorrelationSink> sink;
+    {
+      SimulatedGpuSource gpu;
+      gpu.start();
+      sink = gpu.correlationSink();
+      f.vm().setCorrelationSink(sink);
+      f({eng::Tensor::fromDoubles(eng::DType::Float32, {1}, {0})});
+      QCOMPARE(gpu.nodeKeys().size(), f.program().schedule().size());
+    }
+    const auto out = f({eng::Tensor::fromDoubles(eng::DType::Float32, {1}, {0})});
+    QCOMPARE(out[0].toDoubles()[0], 2.0);
+    QCOMPARE(sink.use_count(), 2L);  // ours and the VM's
+  }
 };
 
 TSCOPE_TEST_MAIN(TestSimulatedGpuSource)
