@@ -3,16 +3,14 @@
 #include "profiling/cupti_source.h"
 
 #include "engine/vm/clock.h"
+#include "profiling/cupti/buffer_queue.h"
 #include "profiling/cupti/cupti_api.h"
 #include "profiling/cupti/cupti_decode.h"
 #include "profiling/gpu_clock.h"
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdlib>
-#include <deque>
 #include <mutex>
-#include <thread>
 
 namespace tscope::prof {
 
@@ -92,9 +90,21 @@ thread_local std::vector<char> CuptiSink::t_pushed;
 class CuptiSourceImpl final : public GpuSource {
  public:
   CuptiSourceImpl(CuptiApi api, CuptiOptions options)
-      : m_api(std::move(api)), m_options(std::move(options)), m_activity(m_options.maxRecords) {
+      : m_api(std::move(api)),
+        m_options(std::move(options)),
+        m_buffers(
+            [api = m_api](std::uint8_t* buffer, std::size_t validSize, CUpti_Activity*& record) {
+              return api.activityGetNextRecord(buffer, validSize, &record) == CUPTI_SUCCESS;
+            },
+            Decoder([api = m_api](ApiRecord::Domain domain, std::uint32_t cbid) -> std::string {
+              const char* name = nullptr;
+              const auto d = domain == ApiRecord::Domain::Runtime ? CUPTI_CB_DOMAIN_RUNTIME_API
+                                                                  : CUPTI_CB_DOMAIN_DRIVER_API;
+              if (api.getCallbackName(d, cbid, &name) == CUPTI_SUCCESS && name) return name;
+              return {};
+            }),
+            m_options.maxRecords) {
     m_sink = std::make_shared<CuptiSink>(m_api, m_table, m_recording);  // Note [Sink lifetime]
-    m_worker = std::thread([this] { decodeLoop(); });
   }
   ~CuptiSourceImpl() override {
     try {
@@ -102,12 +112,6 @@ class CuptiSourceImpl final : public GpuSource {
     } catch (...) {
       // A destructor does not throw; stop() failing leaves nothing of ours enabled anyway.
     }
-    {
-      const std::lock_guard lock(m_queueMutex);
-      m_quit = true;
-    }
-    m_queueChanged.notify_all();
-    m_worker.join();
   }
 
   std::string_view name() const override { return "cupti"; }
@@ -148,8 +152,7 @@ class CuptiSourceImpl final : public GpuSource {
     check(m_api.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
     syncClocks();
     // Note [GPU flush]: the forced flush completed every buffer; wait until they are decoded.
-    std::unique_lock lock(m_queueMutex);
-    m_queueChanged.wait(lock, [&] { return m_queue.empty() && !m_decoding; });
+    m_buffers.waitIdle();
   }
 
   void stop() override {
@@ -162,10 +165,7 @@ class CuptiSourceImpl final : public GpuSource {
     }
     disableAll();
     m_api.activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // what the disable completed
-    {
-      std::unique_lock lock(m_queueMutex);
-      m_queueChanged.wait(lock, [&] { return m_queue.empty() && !m_decoding; });
-    }
+    m_buffers.waitIdle();
     m_recording->store(false);
     g_recording.store(nullptr);
     if (failure) std::rethrow_exception(failure);
@@ -175,11 +175,7 @@ class CuptiSourceImpl final : public GpuSource {
   const NodeKeyTable& nodeKeys() const override { return *m_table; }
 
   GpuActivity takeActivity() override {
-    GpuActivity out(m_options.maxRecords);
-    {
-      const std::lock_guard lock(m_activityMutex);
-      std::swap(out, m_activity);
-    }
+    GpuActivity out = m_buffers.take();
     {
       const std::lock_guard lock(m_clockMutex);
       out.toHostClock(m_clock);
@@ -189,21 +185,11 @@ class CuptiSourceImpl final : public GpuSource {
 
   // Called by bufferCompleted (any CUPTI thread).
   void enqueue(uint8_t* buffer, std::size_t validSize, std::size_t dropped) {
-    {
-      const std::lock_guard lock(m_queueMutex);
-      m_queue.push_back({buffer, validSize, dropped});
-    }
-    m_queueChanged.notify_all();
+    m_buffers.enqueue(buffer, validSize, dropped);
   }
   const CuptiApi& api() const { return m_api; }
 
  private:
-  struct Completed {
-    uint8_t* buffer;
-    std::size_t validSize;
-    std::size_t dropped;
-  };
-
   void check(CUptiResult r, const std::string& call) const {
     if (r != CUPTI_SUCCESS) throw cuptiError(static_cast<int>(r), call, m_api.resultName(r));
   }
@@ -232,40 +218,6 @@ class CuptiSourceImpl final : public GpuSource {
     m_clock.addSample(bestBefore, static_cast<std::int64_t>(bestGpu), bestAfter);
   }
 
-  void decodeLoop() {
-    Decoder decoder([this](ApiRecord::Domain domain, std::uint32_t cbid) -> std::string {
-      const char* name = nullptr;
-      const auto d = domain == ApiRecord::Domain::Runtime ? CUPTI_CB_DOMAIN_RUNTIME_API
-                                                          : CUPTI_CB_DOMAIN_DRIVER_API;
-      if (m_api.getCallbackName(d, cbid, &name) == CUPTI_SUCCESS && name) return name;
-      return {};
-    });
-    std::unique_lock lock(m_queueMutex);
-    while (true) {
-      m_queueChanged.wait(lock, [&] { return m_quit || !m_queue.empty(); });
-      if (m_queue.empty()) return;  // quitting, nothing left
-      const Completed c = m_queue.front();
-      m_queue.pop_front();
-      m_decoding = true;
-      lock.unlock();
-      GpuActivity chunk(INT64_MAX);
-      CUpti_Activity* record = nullptr;
-      while (c.validSize > 0 &&
-             m_api.activityGetNextRecord(c.buffer, c.validSize, &record) == CUPTI_SUCCESS)
-        decoder.decode(*record, chunk);
-      chunk.addDroppedBySource(static_cast<std::int64_t>(c.dropped));
-      chunk.countBuffer();
-      std::free(c.buffer);
-      {
-        const std::lock_guard activityLock(m_activityMutex);
-        m_activity.merge(std::move(chunk));
-      }
-      lock.lock();
-      m_decoding = false;
-      m_queueChanged.notify_all();
-    }
-  }
-
   CuptiApi m_api;
   CuptiOptions m_options;
   std::shared_ptr<NodeKeyTable> m_table = std::make_shared<NodeKeyTable>();
@@ -273,17 +225,9 @@ class CuptiSourceImpl final : public GpuSource {
   std::shared_ptr<CuptiSink> m_sink;
   std::vector<CUpti_ActivityKind> m_enabled;
 
-  std::mutex m_activityMutex;
-  GpuActivity m_activity;
   std::mutex m_clockMutex;
   HostClockMap m_clock;
-
-  std::mutex m_queueMutex;
-  std::condition_variable m_queueChanged;
-  std::deque<Completed> m_queue;
-  bool m_decoding = false;
-  bool m_quit = false;
-  std::thread m_worker;
+  BufferQueue m_buffers;  // last: its worker stops first
 };
 
 void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* maxNumRecords) {

@@ -4,12 +4,16 @@
 // of one launch decoded from two buffers and correlated; CUPTI's result codes mapped to typed
 // errors (39: another profiler, 999: no GPU, privileges); libcupti that cannot be loaded; and, on
 // a machine without a GPU, the real source refusing to start with the "no GPU" error.
+#include "profiling/cupti/buffer_queue.h"
 #include "profiling/cupti/cupti_api.h"
 #include "profiling/cupti/cupti_decode.h"
 #include "profiling/cupti_source.h"
 #include "test_main.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 using namespace tscope::prof;
 using tscope::prof::cupti::Decoder;
@@ -62,6 +66,44 @@ template <class S>
 const CUpti_Activity& asActivity(const S& s) {
   return reinterpret_cast<const CUpti_Activity&>(s);
 }
+// A buffer of records packed as CUPTI packs them (each at an 8-byte boundary), and an iterator
+// over it standing in for cuptiActivityGetNextRecord.
+struct PackedBuffer {
+  std::uint8_t* data = static_cast<std::uint8_t*>(std::aligned_alloc(8, 4096));
+  std::size_t size = 0;
+  template <class S>
+  void add(const S& s) {
+    std::memcpy(data + size, &s, sizeof s);
+    size += (sizeof s + 7) / 8 * 8;
+  }
+};
+std::size_t recordSize(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      return sizeof(CUpti_ActivityExternalCorrelation);
+    default:
+      return 0;
+  }
+}
+std::atomic<int> g_iterated{0};
+bool nextPacked(std::uint8_t* buffer, std::size_t validSize, CUpti_Activity*& record) {
+  std::size_t at = 0;
+  if (record) {
+    const std::size_t size = recordSize(record->kind);
+    if (size == 0) return false;
+    at = static_cast<std::size_t>(reinterpret_cast<std::uint8_t*>(record) - buffer) +
+         (size + 7) / 8 * 8;
+  }
+  if (at >= validSize) return false;
+  record = reinterpret_cast<CUpti_Activity*>(buffer + at);
+  ++g_iterated;
+  return true;
+}
+
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
@@ -241,6 +283,60 @@ class TestCuptiDecode : public QObject {
     QCOMPARE(s->kernelNs, std::int64_t(2500));
     QCOMPARE(at.kernelLaunch[0], std::int64_t(0));
     QCOMPARE(at.unattributed.kernels, std::int64_t(0));
+  }
+
+  // Note [CUPTI buffers]: completed buffers queued from any thread, decoded on the queue's worker;
+  // waitIdle() is what flush() waits for; the destructor decodes what is still queued.
+  void testBufferQueue() {
+    NodeKeyTable table;
+    const auto id = table.idFor({}, 8);
+    PackedBuffer launchSide, gpuSide, empty;
+    launchSide.add(extStruct(id, 11));
+    launchSide.add(apiStruct(211, 11));
+    gpuSide.add(kernelStruct());
+    auto other = kernelStruct();
+    other.correlationId = 0;
+    gpuSide.add(other);
+    g_iterated = 0;
+    cupti::BufferQueue queue(nextPacked, Decoder(), INT64_MAX);
+    std::thread a([&] { queue.enqueue(gpuSide.data, gpuSide.size, 4); });
+    std::thread b([&] { queue.enqueue(launchSide.data, launchSide.size, 0); });
+    a.join();
+    b.join();
+    queue.enqueue(empty.data, 0, 0);
+    queue.waitIdle();
+    QCOMPARE(g_iterated.load(), 4);
+    const GpuActivity act = queue.take();
+    QCOMPARE(act.counts().buffers, std::int64_t(3));
+    QCOMPARE(act.counts().droppedBySource, std::int64_t(4));
+    QCOMPARE(act.kernels().size(), std::size_t(2));
+    const GpuAttribution at = correlate(act, table);
+    QVERIFY(at.find({}, 8));
+    QCOMPARE(at.find({}, 8)->kernelNs, std::int64_t(2500));
+    QCOMPARE(at.withoutCorrelation, std::int64_t(1));
+    QCOMPARE(queue.take().records(), std::int64_t(0));  // taken
+    // The capture budget applies to what the queue keeps.
+    {
+      PackedBuffer big;
+      for (int k = 0; k < 5; ++k) big.add(kernelStruct());
+      g_iterated = 0;
+      cupti::BufferQueue small(nextPacked, Decoder(), 3);
+      small.enqueue(big.data, big.size, 0);
+      small.waitIdle();
+      const GpuActivity kept = small.take();
+      QCOMPARE(kept.records(), std::int64_t(3));
+      QCOMPARE(kept.counts().droppedByBudget, std::int64_t(2));
+    }
+    // Destroyed with a buffer still queued: decoded before the worker stops.
+    g_iterated = 0;
+    {
+      PackedBuffer last;
+      last.add(kernelStruct());
+      last.add(kernelStruct());
+      cupti::BufferQueue dying(nextPacked, Decoder(), INT64_MAX);
+      dying.enqueue(last.data, last.size, 0);
+    }
+    QCOMPARE(g_iterated.load(), 2);
   }
 
   void testErrorMapping() {
