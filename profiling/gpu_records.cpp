@@ -1,5 +1,6 @@
 #include "profiling/gpu_records.h"
 
+#include "engine/debug/lineage.h"
 #include "profiling/gpu_clock.h"
 #include "profiling/profile.h"
 
