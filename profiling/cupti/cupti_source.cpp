@@ -44,6 +44,9 @@ struct KindToEnable {
 constexpr KindToEnable kKinds[] = {
     {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION", true},
     {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", true},
+    // Kernels launched through the driver API (cuLaunchKernel: the fused kernels NVRTC compiles)
+    // carry a driver call's correlation id; its external-correlation record needs this kind.
+    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", false},
     {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", true},
     {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", true},
     {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", true},
