@@ -6,6 +6,7 @@
 #include "engine/ops/debug/breakpoint.h"
 #include "engine/vm/cancel.h"
 #include "engine/vm/clock.h"
+#include "engine/vm/correlation.h"
 #include "engine/vm/vm_internal.h"
 
 #include <algorithm>
@@ -294,40 +295,51 @@ void VM::runNode(Frame& f) {
         [&](ExecutionObserver& o) { o.beforeNode(*this, event); },
         [&](std::exception_ptr e) { fail(f, e, false); });
   }
-  // Note [Retain policy]: copy-on-destroy.
-  std::vector<Tensor> saved;
-  const bool protect = m_options.retain == Retain::All && t.nDestroy > 0;
-  if (protect) {
-    const auto& overwrites = f.program->plan().overwrites;
-    for (std::uint32_t d = 0; d < t.nDestroy; ++d) {
-      Tensor& slot = f.storage[overwrites[t.destroyBegin + d].slot];
-      saved.push_back(slot);
-      if (slot.defined()) slot = slot.clone();
+  const bool timed = m_options.timing;
+  std::exception_ptr failure;
+  {
+    // Note [Correlation]: the copy-on-destroy copies are the node's work too; the bracket closes
+    // before the observers hear of a failure.
+    const CorrelationScope correlation(m_correlation.get(), m_path, t.node->id());
+    // Note [Retain policy]: copy-on-destroy.
+    std::vector<Tensor> saved;
+    const bool protect = m_options.retain == Retain::All && t.nDestroy > 0;
+    if (protect) {
+      const auto& overwrites = f.program->plan().overwrites;
+      for (std::uint32_t d = 0; d < t.nDestroy; ++d) {
+        Tensor& slot = f.storage[overwrites[t.destroyBegin + d].slot];
+        saved.push_back(slot);
+        if (slot.defined()) slot = slot.clone();
+      }
+    }
+    auto restore = [&] {
+      if (!protect) return;
+      const auto& overwrites = f.program->plan().overwrites;
+      for (std::uint32_t d = 0; d < t.nDestroy; ++d)
+        f.storage[overwrites[t.destroyBegin + d].slot] = saved[d];
+    };
+    if (timed) event.t0 = nowNs();
+    try {
+      invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
+    } catch (const ExecutionCancelled&) {
+      restore();  // drive() stops the run
+      throw;
+    } catch (...) {
+      restore();
+      failure = std::current_exception();
+    }
+    if (!failure) {
+      if (timed) {
+        event.t1 = nowNs();
+        addTiming(f.timing, pos, event.t1 - event.t0);
+      }
+      restore();
     }
   }
-  auto restore = [&] {
-    if (!protect) return;
-    const auto& overwrites = f.program->plan().overwrites;
-    for (std::uint32_t d = 0; d < t.nDestroy; ++d)
-      f.storage[overwrites[t.destroyBegin + d].slot] = saved[d];
-  };
-  const bool timed = m_options.timing;
-  if (timed) event.t0 = nowNs();
-  try {
-    invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
-  } catch (const ExecutionCancelled&) {
-    restore();  // drive() stops the run
-    throw;
-  } catch (...) {
-    restore();
-    fail(f, std::current_exception(), false);
-    throw;
+  if (failure) {
+    fail(f, failure, false);
+    std::rethrow_exception(failure);
   }
-  if (timed) {
-    event.t1 = nowNs();
-    addTiming(f.timing, pos, event.t1 - event.t0);
-  }
-  restore();
   ++f.pc;
   if (observed) {
     notifyObservers(
@@ -358,6 +370,8 @@ void VM::enterFrame(Frame& f) {
   std::size_t body = 0;
   if (t.nChildren > 1) {
     try {
+      // Note [Correlation]: choosing the body may read a device value.
+      const CorrelationScope correlation(m_correlation.get(), m_path, t.node->id());
       body = dynamic_cast<const AlternativeBodies&>(*t.op).selectInnerGraph(f.inputs(t));
     } catch (const std::exception& e) {
       try {
@@ -397,6 +411,10 @@ void VM::returnFromFrame() {
   const std::size_t pos = c.callerPosition;
   const Hot& t = f.hot[pos];
   const auto outputSlots = c.program->outputSlots();
+  // Note [Correlation]: a copied output is the caller node's work (m_path still names its frame).
+  const CorrelationScope correlation(m_correlation.get(),
+                                     std::span<const std::int64_t>(m_path).first(m_path.size() - 1),
+                                     t.node->id());
   for (std::size_t o = 0; o < outputSlots.size(); ++o) {
     Tensor value = c.storage[outputSlots[o]];
     // An inner output that is an inner input (or a view of one), or the same variable as an
@@ -476,44 +494,55 @@ bool VM::boundaryPauses(Frame& f, bool firstOfStep) {
 // and a relaxed check for a pause request. Returns false at a node with an inner graph, which the
 // general loop runs. With the timing flag, one clock reading per node (Note [VM clock]): a node's
 // time runs from the previous node's end to its own, its frees and the loop included.
+// Note [Correlation]: the loop is instantiated with and without a correlation sink, so a VM
+// without one runs exactly the loop it ran before the brackets existed.
 bool VM::runFast() {
   const bool timed = m_options.timing;
   Frame& f = *m_root;
   const std::size_t n = f.hot.size();
   const Hot* hot = f.hot.data();
   const std::uint32_t* freeSlots = m_program->plan().freeSlots.data();
-  std::int64_t previous = timed ? nowNs() : 0;
-  while (f.pc < n) {
-    if (m_pauseRequested.load(std::memory_order_relaxed)) {
-      if (m_stopRequested.load(std::memory_order_acquire)) {
-        stopRun();
+  CorrelationSink* const sink = m_correlation.get();
+  auto loop = [&]<bool kCorrelated>() {
+    std::int64_t previous = timed ? nowNs() : 0;
+    while (f.pc < n) {
+      if (m_pauseRequested.load(std::memory_order_relaxed)) {
+        if (m_stopRequested.load(std::memory_order_acquire)) {
+          stopRun();
+          return true;
+        }
+        m_pauseRequested.store(false, std::memory_order_release);
+        pause(PauseReason::Requested);
         return true;
       }
-      m_pauseRequested.store(false, std::memory_order_release);
-      pause(PauseReason::Requested);
-      return true;
+      const Hot& t = hot[f.pc];
+      if (t.child >= 0) return false;
+      try {
+        if constexpr (kCorrelated) {
+          const CorrelationScope correlation(sink, {}, t.node->id());
+          invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
+        } else {
+          invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
+        }
+      } catch (const ExecutionCancelled&) {
+        stopRun();
+        return true;
+      } catch (...) {
+        fail(f, std::current_exception(), false);
+        throw;
+      }
+      freeAfter(f, t, freeSlots);
+      if (timed) {
+        const std::int64_t now = nowNs();
+        addTiming(f.timing, f.pc, now - previous);
+        previous = now;
+      }
+      ++f.pc;
     }
-    const Hot& t = hot[f.pc];
-    if (t.child >= 0) return false;
-    try {
-      invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
-    } catch (const ExecutionCancelled&) {
-      stopRun();
-      return true;
-    } catch (...) {
-      fail(f, std::current_exception(), false);
-      throw;
-    }
-    freeAfter(f, t, freeSlots);
-    if (timed) {
-      const std::int64_t now = nowNs();
-      addTiming(f.timing, f.pc, now - previous);
-      previous = now;
-    }
-    ++f.pc;
-  }
-  finishRun();
-  return true;
+    finishRun();
+    return true;
+  };
+  return sink ? loop.template operator()<true>() : loop.template operator()<false>();
 }
 
 VM::Status VM::drive(Drive how) {

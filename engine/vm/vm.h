@@ -63,6 +63,8 @@
 
 namespace tscope::engine {
 
+class CorrelationSink;
+
 // A node failed while running: names the op, the node id, the frames it ran in, its creation site
 // and input shapes.
 class ExecutionError : public std::runtime_error {
@@ -208,6 +210,13 @@ class VM {
   void removeObserver(const ExecutionObserver& observer);
   const std::vector<std::shared_ptr<ExecutionObserver>>& observers() const { return m_observers; }
 
+  // Note [Correlation] (engine/vm/correlation.h): the sink gets push(framePath, nodeId) / pop()
+  // around every node's work, so a GPU source can map its records to nodes; null removes it.
+  // May be called at any time, from an observer's callback included (the profiler installs its
+  // GPU source's sink in onStart); pop() must not throw.
+  void setCorrelationSink(std::shared_ptr<CorrelationSink> sink);
+  const std::shared_ptr<CorrelationSink>& correlationSink() const { return m_correlation; }
+
  private:
   struct Hot;
   struct Frame;
@@ -239,6 +248,7 @@ class VM {
   std::unordered_set<const Apply*> m_breaks;
   std::unordered_map<const Program*, std::vector<NodeTiming>> m_timings;
   std::vector<std::shared_ptr<ExecutionObserver>> m_observers;
+  std::shared_ptr<CorrelationSink> m_correlation;
   std::vector<std::pair<std::shared_ptr<ExecutionObserver>, const ExecutionObserver*>> m_pending;
   Status m_status = Status::Idle;
   PauseReason m_pauseReason = PauseReason::None;

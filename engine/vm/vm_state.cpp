@@ -1,6 +1,7 @@
 // The VM's inspection side (values, frames, timings, breaks, observers, names); the dispatch is
 // in vm.cpp.
 #include "engine/graph/errors.h"
+#include "engine/vm/correlation.h"
 #include "engine/vm/vm.h"
 #include "engine/vm/vm_internal.h"
 
@@ -158,6 +159,13 @@ std::vector<Tensor> VM::outputValues() {
       if (plan.producer[s] >= 0) m_root->storage[s] = Tensor();
   }
   return out;
+}
+
+// Note [Correlation]: every bracket opens and closes inside one VM member and holds the sink it
+// pushed to, and no observer callback runs inside one, so the sink may change at any time, from a
+// callback included.
+void VM::setCorrelationSink(std::shared_ptr<CorrelationSink> sink) {
+  m_correlation = std::move(sink);
 }
 
 void VM::addObserver(std::shared_ptr<ExecutionObserver> observer) {

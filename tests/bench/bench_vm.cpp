@@ -1,9 +1,10 @@
 // VM figures: per-node dispatch overhead on a chain of 0-d float adds (buffers kept between calls,
 // so each node is one virtual call plus the add) with no observer (/0), with one observer that
-// does nothing (/1) and with the VM's timing flag (/2); one SGD step of the MLP 784-500-10 at batch
-// 128 in float32 (the PyTorch peer is tests/bench/peers/mlp_step_torch.py); and a non-inline
-// OpFromGraph whose body is an elementwise chain, compiled with mode none (/0: the body runs as
-// written) and fast_run (/1: the body runs optimized, fused, as a VM frame).
+// does nothing (/1), with the VM's timing flag (/2) and with a correlation sink that does nothing
+// (/3: the cost of the VM's push/pop brackets, Note [Correlation]); one SGD step of the MLP
+// 784-500-10 at batch 128 in float32 (the PyTorch peer is tests/bench/peers/mlp_step_torch.py); and
+// a non-inline OpFromGraph whose body is an elementwise chain, compiled with mode none (/0: the
+// body runs as written) and fast_run (/1: the body runs optimized, fused, as a VM frame).
 //   bench_vm [--benchmark_filter=...]
 
 #include "engine/backends/cpu/gemm.h"
@@ -14,6 +15,7 @@
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/nn/crossentropy.h"
 #include "engine/ops/reduce/reduce.h"
+#include "engine/vm/correlation.h"
 #include "mlp_step.h"
 
 #include <benchmark/benchmark.h>
@@ -30,6 +32,12 @@ struct NullObserver final : ExecutionObserver {
   void afterNode(VM&, const NodeEvent&) override {}
 };
 
+// A correlation sink that does nothing: the cost of the brackets themselves.
+struct NullSink final : CorrelationSink {
+  void push(std::span<const std::int64_t>, std::int64_t) override {}
+  void pop() override {}
+};
+
 void BM_DispatchScalarAddChain(benchmark::State& state) {
   const auto n = static_cast<int>(state.range(0));
   auto x = Variable::create(TensorType(DType::Float32, {}), "x");
@@ -42,6 +50,7 @@ void BM_DispatchScalarAddChain(benchmark::State& state) {
   const auto variant = state.range(1);
   if (variant == 1) f.vm().addObserver(std::make_shared<NullObserver>());
   if (variant == 2) f.vm().setTiming(true);
+  if (variant == 3) f.vm().setCorrelationSink(std::make_shared<NullSink>());
   std::vector<Tensor> args{Tensor::scalar(DType::Float32, 0)};
   f(args);
   for (auto _ : state) benchmark::DoNotOptimize(f(args));
@@ -49,12 +58,16 @@ void BM_DispatchScalarAddChain(benchmark::State& state) {
   state.counters["per_node"] =
       benchmark::Counter(static_cast<double>(n) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  state.SetLabel(variant == 0 ? "no observer" : variant == 1 ? "one observer" : "timing flag");
+  state.SetLabel(variant == 0   ? "no observer"
+                 : variant == 1 ? "one observer"
+                 : variant == 2 ? "timing flag"
+                                : "null correlation sink");
 }
 BENCHMARK(BM_DispatchScalarAddChain)
     ->Args({10000, 0})
     ->Args({10000, 1})
     ->Args({10000, 2})
+    ->Args({10000, 3})
     ->Unit(benchmark::kMicrosecond);
 
 // gelu-like body of 12 elementwise nodes on 256x1024 floats, applied 4 times.
