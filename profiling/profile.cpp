@@ -37,6 +37,15 @@ std::string_view outputKindName(OutputKind kind) {
   return "created";
 }
 
+std::string_view gpuEventKindName(GpuEventRecord::Kind kind) {
+  switch (kind) {
+    case GpuEventRecord::Kind::Kernel: return "kernel";
+    case GpuEventRecord::Kind::Memcpy: return "memcpy";
+    case GpuEventRecord::Kind::Memset: return "memset";
+  }
+  return "kernel";
+}
+
 std::int64_t Profile::find(const std::vector<std::int64_t>& framePath, std::int64_t id) const {
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (nodes[i].id == id && nodes[i].framePath == framePath) return static_cast<std::int64_t>(i);

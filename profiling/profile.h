@@ -154,6 +154,33 @@ struct RunSpan {
   bool operator==(const RunSpan&) const = default;
 };
 
+// One GPU record (a kernel, a copy, a set) of a measured run, for the timeline: on the host clock
+// the node events use, attributed to the node whose launch produced it (CUPTI's correlation,
+// profiling/gpu_records.h).
+struct GpuEventRecord {
+  enum class Kind : std::uint8_t { Kernel, Memcpy, Memset };
+  Kind kind = Kind::Kernel;
+  std::int32_t run = 0;
+  std::int32_t node = -1;  // index into Profile::nodes; -1: no node (unattributed)
+  std::string name;        // the kernel's name; "memcpy DtoH", "memset"
+  std::int32_t device = 0, stream = 0;
+  std::int64_t startNs = 0, endNs = 0;  // from Profile::originNs
+  std::int64_t bytes = 0;               // copies and sets
+  bool operator==(const GpuEventRecord&) const = default;
+};
+std::string_view gpuEventKindName(GpuEventRecord::Kind kind);  // "kernel", "memcpy", "memset"
+
+// What the GPU source recorded over the measured runs, and what it could not attribute.
+struct GpuSummary {
+  std::string source;  // "cupti"
+  std::int64_t kernels = 0, memcpys = 0, memsets = 0;
+  std::int64_t unattributed = 0;       // records no node launched (work outside any node)
+  std::int64_t dropped = 0;            // records the source or the capture budget dropped
+  std::int64_t invalidTimestamps = 0;  // records with a zero or reversed time span
+  double unattributedSeconds = 0;
+  bool operator==(const GpuSummary&) const = default;
+};
+
 struct MachineInfo {
   std::string host;
   std::string cpu;           // model name
@@ -178,6 +205,9 @@ struct Profile {
   std::int64_t originNs = 0;  // steady-clock time the events are relative to
   std::vector<RunSpan> runs;
   std::vector<NodeEventRecord> events;  // in time order
+  // With a GPU source (ProfileRunOptions::gpu): its summary and records, by start time.
+  std::optional<GpuSummary> gpu;
+  std::vector<GpuEventRecord> gpuEvents;
 
   // The index into nodes of (framePath, id), or -1.
   std::int64_t find(const std::vector<std::int64_t>& framePath, std::int64_t id) const;

@@ -120,6 +120,23 @@ json profileToJson(const Profile& p) {
   for (const NodeEventRecord& e : p.events)
     events.push_back({e.run, e.node, e.thread, e.startNs, e.endNs, e.liveBytes});
   out["events"] = std::move(events);
+  if (p.gpu) {
+    const GpuSummary& g = *p.gpu;
+    out["gpu"] = {{"source", g.source},
+                  {"kernels", g.kernels},
+                  {"memcpys", g.memcpys},
+                  {"memsets", g.memsets},
+                  {"unattributed", g.unattributed},
+                  {"dropped", g.dropped},
+                  {"invalidTimestamps", g.invalidTimestamps},
+                  {"unattributedSeconds", g.unattributedSeconds}};
+    // [kind, run, node, name, device, stream, startNs, endNs, bytes] (Note [Compact events]).
+    json gpuEvents = json::array();
+    for (const GpuEventRecord& e : p.gpuEvents)
+      gpuEvents.push_back({std::string(gpuEventKindName(e.kind)), e.run, e.node, e.name, e.device,
+                           e.stream, e.startNs, e.endNs, e.bytes});
+    out["gpuEvents"] = std::move(gpuEvents);
+  }
   return out;
 }
 
@@ -440,6 +457,54 @@ Profile profileFromJson(const json& value, const std::string& jsonPath) {
     r.endNs = integer(ev[4], e[4], r.startNs, "nanoseconds (>= the event's start)");
     r.liveBytes = integer(ev[5], e[5], std::numeric_limits<std::int64_t>::min(), "bytes");
     p.events.push_back(r);
+  }
+  if (auto g = value.find("gpu"); g != value.end()) {
+    const Path gp = at / "gpu";
+    object(*g, gp, "a GPU summary object");
+    GpuSummary s;
+    s.source = string(member(*g, gp, "source"), gp / "source");
+    s.kernels = integer(member(*g, gp, "kernels"), gp / "kernels", 0, "a count");
+    s.memcpys = integer(member(*g, gp, "memcpys"), gp / "memcpys", 0, "a count");
+    s.memsets = integer(member(*g, gp, "memsets"), gp / "memsets", 0, "a count");
+    s.unattributed = integer(member(*g, gp, "unattributed"), gp / "unattributed", 0, "a count");
+    s.dropped = integer(member(*g, gp, "dropped"), gp / "dropped", 0, "a count");
+    s.invalidTimestamps =
+        integer(member(*g, gp, "invalidTimestamps"), gp / "invalidTimestamps", 0, "a count");
+    s.unattributedSeconds =
+        seconds(member(*g, gp, "unattributedSeconds"), gp / "unattributedSeconds");
+    p.gpu = std::move(s);
+    const Path gep = at / "gpuEvents";
+    const json& ge = array(member(value, at, "gpuEvents"), gep,
+                           "an array of [kind, run, node, name, device, stream, startNs, endNs, "
+                           "bytes]");
+    for (std::size_t i = 0; i < ge.size(); ++i) {
+      const json& ev = ge[i];
+      const Path e = gep[i];
+      if (!ev.is_array() || ev.size() != 9)
+        fail(e, "[kind, run, node, name, device, stream, startNs, endNs, bytes]", ev);
+      GpuEventRecord r;
+      const std::string kind = string(ev[0], e[0]);
+      if (kind == "kernel")
+        r.kind = GpuEventRecord::Kind::Kernel;
+      else if (kind == "memcpy")
+        r.kind = GpuEventRecord::Kind::Memcpy;
+      else if (kind == "memset")
+        r.kind = GpuEventRecord::Kind::Memset;
+      else
+        fail(e[0], "\"kernel\", \"memcpy\" or \"memset\"", ev[0]);
+      r.run = index32(ev[1], e[1], "a run index (integer >= 0)");
+      const std::int64_t node = integer(ev[2], e[2], -1, "an index into \"nodes\" or -1");
+      if (node >= nNodes)
+        fail(e[2], "an index into \"nodes\" (< " + std::to_string(nNodes) + ") or -1", ev[2]);
+      r.node = static_cast<std::int32_t>(node);
+      r.name = string(ev[3], e[3]);
+      r.device = index32(ev[4], e[4], "a device number (integer >= 0)");
+      r.stream = index32(ev[5], e[5], "a stream number (integer >= 0)");
+      r.startNs = integer(ev[6], e[6], std::numeric_limits<std::int64_t>::min(), "nanoseconds");
+      r.endNs = integer(ev[7], e[7], r.startNs, "nanoseconds (>= the record's start)");
+      r.bytes = integer(ev[8], e[8], 0, "bytes (integer >= 0)");
+      p.gpuEvents.push_back(std::move(r));
+    }
   }
   return p;
 }

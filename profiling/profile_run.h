@@ -17,10 +17,19 @@
 
 namespace tscope::prof {
 
+class GpuSource;
+
 struct ProfileRunOptions {
   std::int64_t warmup = 1, runs = 10;
   ProfilerOptions profiler;
   std::function<void(std::int64_t done, std::int64_t total)> progress;  // may be empty
+  // Note [GPU records of a profile]: with a GPU source (profiling/gpu_source.h), its correlation
+  // sink is installed on f's VM, the source is started before the first call and stopped after
+  // the last, flushed after every call (warm-up records are dropped), and each measured run's
+  // records are attributed to the nodes that launched them: NodeProfile::gpuSeconds and
+  // gpuKernels, Profile::gpu and Profile::gpuEvents (the trace's GPU tracks). start() throws
+  // GpuSourceError before any call is made.
+  GpuSource* gpu = nullptr;
 };
 
 // Attaches a Profiler to f's VM, makes `warmup` calls then `runs` measured calls of f(args),
