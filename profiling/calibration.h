@@ -11,11 +11,11 @@
 // Note [Calibration figures]: GEMM is the engine's own float32 product (engine/backends/cpu/
 // gemm.h, so OpenBLAS when the engine links it) on square sizes 512..2048, best of several
 // repetitions; "all" runs one independent product per thread at once, each single-threaded, and
-// adds their rates. Bandwidth is the stream triad a[i] = b[i] + s * c[i] on arrays of 64 MiB each
-// (well past any last-level cache), counting 3 arrays' bytes per element (2 read, 1 written); the
-// write-allocate read of a, which the hardware also performs, is not counted, as STREAM does not,
-// so the figure is what a kernel's "bytes read + written" can reach. "all" splits the arrays
-// into one chunk per thread.
+// adds their rates. Bandwidth is the stream triad a[i] = b[i] + s * c[i] on arrays of 64 MiB each,
+// or 4 times the last-level cache when that is larger (well past it), counting 3 arrays' bytes per
+// element (2 read, 1 written); the write-allocate read of a, which the hardware also performs, is
+// not counted, as STREAM does not, so the figure is what a kernel's "bytes read + written" can
+// reach. "all" splits the arrays into one chunk per thread.
 
 #include <cstdint>
 #include <filesystem>

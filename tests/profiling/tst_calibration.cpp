@@ -206,6 +206,10 @@ class TestCalibration : public QObject {
       QVERIFY(std::isfinite(v));
       QVERIFY(v > 0);
     }
+    // Not a speed check: the all-threads figure adds at most `threads` single-thread rates, so
+    // one far above that (10x slack for a loaded machine) means the rounds were mis-timed.
+    QVERIFY(c.gemmGflopsAll <= 10 * 2 * c.gemmGflopsOne);
+    QVERIFY(c.bandwidthGBsAll <= 10 * 2 * c.bandwidthGBsOne);
     QVERIFY(!c.cpu.empty());
     QVERIFY(!c.host.empty());
     QCOMPARE(c.date.size(), std::size_t{20});  // 2026-12-02T03:00:00Z

@@ -3,9 +3,11 @@
 // unknown on purpose. The neural-network family is in tst_op_cost_nn.cpp; the walk over real
 // compiled graphs in tst_op_cost_graphs.cpp.
 
+#include "engine/ops/as_op.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/blas/gemm.h"
+#include "engine/ops/control/ifelse.h"
 #include "engine/ops/cost_common.h"
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/elemwise/elemwise.h"
@@ -275,6 +277,23 @@ class TestOpCost : public QObject {
                                                std::vector<VarPtr>{a * b + a}, "fma");
     auto node = inner->makeNode({f32({3}), f32({3})});
     QVERIFY(!costOf(node, {{3}, {3}}).known);
+    // IfElse: its branches' nodes are counted on their own.
+    auto x = f32({3});
+    auto c = var(DType::Bool, {}, "c");
+    std::vector<VarPtr> branches =
+        ifelse(c, std::vector<VarPtr>{exp(x)}, std::vector<VarPtr>{x * 2.0});
+    Apply* ifNode = branches[0]->owner();
+    QVERIFY(ifNode != nullptr);
+    QCOMPARE(ifNode->op().name(), std::string("IfElse"));
+    std::vector<Shape> ifShapes;
+    for (const VarPtr& in : ifNode->inputs()) ifShapes.push_back(in->type().shape());
+    QVERIFY(!ifNode->op().cost(*ifNode, ifShapes).known);
+    // A user's lambda (asOp): unknown.
+    auto lambda = asOp("CostTestIdentity", {TensorType(DType::Float32, {3})},
+                       {TensorType(DType::Float32, {3})},
+                       [](std::span<const Tensor> in) { return std::vector<Tensor>{in[0]}; });
+    auto applied = lambda->makeNode({f32({3})});
+    QVERIFY(!costOf(applied, {{3}}).known);
     // OpaqueOp and the default: unknown.
     OpaqueOp opaque("Mystery", nlohmann::json::object(), "no op named 'Mystery' is registered");
     QVERIFY(!opaque.Op::cost(*node, std::vector<Shape>{{3}, {3}}).known);
