@@ -39,9 +39,12 @@ std::string_view outputKindName(OutputKind kind) {
 
 std::string_view gpuEventKindName(GpuEventRecord::Kind kind) {
   switch (kind) {
-    case GpuEventRecord::Kind::Kernel: return "kernel";
-    case GpuEventRecord::Kind::Memcpy: return "memcpy";
-    case GpuEventRecord::Kind::Memset: return "memset";
+    case GpuEventRecord::Kind::Kernel:
+      return "kernel";
+    case GpuEventRecord::Kind::Memcpy:
+      return "memcpy";
+    case GpuEventRecord::Kind::Memset:
+      return "memset";
   }
   return "kernel";
 }

@@ -54,7 +54,8 @@ struct GpuAttached {
 };
 
 // Note [GPU records of a profile]: one measured run's records, attributed and added to p.
-void addGpuRun(Profile& p, std::int32_t run, const GpuActivity& activity, const NodeKeyTable& keys) {
+void addGpuRun(Profile& p, std::int32_t run, const GpuActivity& activity,
+               const NodeKeyTable& keys) {
   const GpuAttribution at = correlate(activity, keys);
   addGpuTimes(p, at);
   GpuSummary& g = *p.gpu;
@@ -145,10 +146,9 @@ Profile profileFunction(engine::Function& f, const std::vector<engine::Tensor>& 
     p.gpu = GpuSummary{std::string(gpu->name())};
     for (std::size_t r = 0; r < gpuRuns.size(); ++r)
       addGpuRun(p, static_cast<std::int32_t>(r), gpuRuns[r], gpu->nodeKeys());
-    std::stable_sort(p.gpuEvents.begin(), p.gpuEvents.end(),
-                     [](const GpuEventRecord& a, const GpuEventRecord& b) {
-                       return a.startNs < b.startNs;
-                     });
+    std::stable_sort(
+        p.gpuEvents.begin(), p.gpuEvents.end(),
+        [](const GpuEventRecord& a, const GpuEventRecord& b) { return a.startNs < b.startNs; });
   }
   p.machine = thisMachine();
   p.date = utcNow();

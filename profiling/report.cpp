@@ -131,6 +131,14 @@ std::string summaryText(const Profile& p) {
           (f.innerApplyCount > 0 ? ", " + std::to_string(f.innerApplyCount) + " in inner graphs"
                                  : std::string()) +
           "\n";
+  if (p.gpu) {
+    const GpuSummary& g = *p.gpu;
+    text += "  GPU (" + g.source + "):     " + std::to_string(g.kernels) + " kernels, " +
+            std::to_string(g.memcpys) + " copies, " + std::to_string(g.memsets) + " sets; " +
+            std::to_string(g.unattributed) + " launched outside any node (" +
+            formatSeconds(g.unattributedSeconds) + "), " + std::to_string(g.dropped) +
+            " dropped, " + std::to_string(g.invalidTimestamps) + " without a valid time\n";
+  }
   text += "  events:         " + std::to_string(p.capture.keptEvents) + " kept, " +
           std::to_string(p.capture.droppedEvents) + " dropped (budget " +
           std::to_string(p.capture.maxEvents) + ")\n";
@@ -186,15 +194,18 @@ std::string applyTable(const Profile& p, const Tables& t, std::size_t limit) {
   const std::optional<Calibration> machine = calibrationOf(p);
   std::string text = "\nApply (node ids: outer/inner for nodes of an OpFromGraph or IfElse body)\n";
   if (machine)
-    text += "  roofline: achieved GFLOP/s and GB/s per call, flops per byte, and the share of this "
-            "machine's bound (" +
-            fixed(machine->gemmGflopsAll, 1) + " GFLOP/s, " + fixed(machine->bandwidthGBsAll, 1) +
-            " GB/s on " + std::to_string(machine->threads) +
-            " threads) the node reaches; - for an unknown cost\n";
-  std::vector<std::string> header = {"% time", "sum %", "self time", "total", "per call", "p95",
-                                     "#call"};
+    text +=
+        "  roofline: achieved GFLOP/s and GB/s per call, flops per byte, and the share of this "
+        "machine's bound (" +
+        fixed(machine->gemmGflopsAll, 1) + " GFLOP/s, " + fixed(machine->bandwidthGBsAll, 1) +
+        " GB/s on " + std::to_string(machine->threads) +
+        " threads) the node reaches; - for an unknown cost\n";
+  std::vector<std::string> header = {"% time",   "sum %", "self time", "total",
+                                     "per call", "p95",   "#call"};
   if (machine)
     for (const char* h : {"GFLOP/s", "GB/s", "flop/B", "% roof"}) header.push_back(h);
+  if (p.gpu)
+    for (const char* h : {"GPU time", "#kernels"}) header.push_back(h);
   header.push_back("node");
   header.push_back("op (scope) [input shapes]");
   TextTable table(header);
@@ -210,18 +221,23 @@ std::string applyTable(const Profile& p, const Tables& t, std::size_t limit) {
     std::string name = node.op;
     if (!node.scope.empty()) name += " (" + node.scope + ")";
     if (!node.inputShapes.empty()) name += " [" + shapeList(node.inputShapes) + "]";
-    std::vector<std::string> cells = {formatShare(r.share),        formatShare(cumulative),
+    std::vector<std::string> cells = {formatShare(r.share),         formatShare(cumulative),
                                       formatSeconds(r.selfSeconds), formatSeconds(r.totalSeconds),
                                       formatSeconds(r.perCall),     formatSeconds(r.p95),
                                       std::to_string(r.calls)};
     if (machine) {
       const RooflinePoint roof = rooflineOf(node, r, machine);
       if (roof.known)
-        for (std::string c : {fixed(roof.gflops, 2), fixed(roof.gbps, 2),
-                              fixed(roof.intensity, 2), formatShare(roof.fraction)})
+        for (std::string c : {fixed(roof.gflops, 2), fixed(roof.gbps, 2), fixed(roof.intensity, 2),
+                              formatShare(roof.fraction)})
           cells.push_back(std::move(c));
       else
         for (int k = 0; k < 4; ++k) cells.push_back("-");
+    }
+    if (p.gpu) {
+      const double runs = double(std::max<std::int64_t>(p.function.measuredRuns, 1));
+      cells.push_back(formatSeconds(node.gpuSeconds / runs));
+      cells.push_back(std::to_string(node.gpuKernels));
     }
     cells.push_back(nodeName(node));
     cells.push_back(name);
@@ -410,14 +426,14 @@ nlohmann::json reportJson(const Profile& profile, const ReportOptions& options) 
                      {"bytes_written", node.cost.bytesWritten}};
     else
       row["cost"] = nullptr;
+    row["gpu_seconds"] =
+        node.gpuSeconds / double(std::max<std::int64_t>(profile.function.measuredRuns, 1));
+    row["gpu_kernels"] = node.gpuKernels;
     const RooflinePoint roof = rooflineOf(node, r, machine);
     if (roof.known)
-      row["roofline"] = {{"gflops", roof.gflops},
-                         {"gbps", roof.gbps},
-                         {"intensity", roof.intensity},
-                         {"bound_seconds", roof.boundSeconds},
-                         {"fraction", roof.fraction},
-                         {"limit", rooflineLimitName(roof.limit)}};
+      row["roofline"] = {{"gflops", roof.gflops},       {"gbps", roof.gbps},
+                         {"intensity", roof.intensity}, {"bound_seconds", roof.boundSeconds},
+                         {"fraction", roof.fraction},   {"limit", rooflineLimitName(roof.limit)}};
     else
       row["roofline"] = nullptr;
     applies.push_back(std::move(row));
@@ -467,6 +483,17 @@ nlohmann::json reportJson(const Profile& profile, const ReportOptions& options) 
                          {"refused", r.refused},
                          {"seconds", r.seconds}});
   out["rewrites"] = {{"phases", rphases}, {"rewriters", rewriters}};
+  if (profile.gpu)
+    out["gpu"] = {{"source", profile.gpu->source},
+                  {"kernels", profile.gpu->kernels},
+                  {"memcpys", profile.gpu->memcpys},
+                  {"memsets", profile.gpu->memsets},
+                  {"unattributed", profile.gpu->unattributed},
+                  {"unattributed_seconds", profile.gpu->unattributedSeconds},
+                  {"dropped", profile.gpu->dropped},
+                  {"invalid_timestamps", profile.gpu->invalidTimestamps}};
+  else
+    out["gpu"] = nullptr;
   out["calibration"] = profile.calibration ? *profile.calibration : nlohmann::json(nullptr);
   out["capture"] = {{"max_events", profile.capture.maxEvents},
                     {"kept_events", profile.capture.keptEvents},

@@ -47,6 +47,86 @@ struct Slice {
   json event;
 };
 
+// Note [GPU tracks]: a process per GPU ("GPU 0", pid 100 + device), a thread per stream; each
+// kernel, copy and set is a complete event there, and each kernel a node launched gets a flow
+// from the node's slice on the CPU track (the launch) to the kernel ("s", then "f" with "bp":
+// "e"), so clicking a node in Perfetto leads to its kernels.
+constexpr int kGpuPidBase = 100;
+
+void emitGpuTracks(const Profile& profile, const std::set<std::int32_t>& wanted,
+                   const std::function<void(const json&)>& emit) {
+  if (profile.gpuEvents.empty()) return;
+  std::map<std::pair<std::int32_t, std::int32_t>, const NodeEventRecord*> launch;  // (run, node)
+  for (const NodeEventRecord& e : profile.events)
+    if (wanted.count(e.run)) launch.emplace(std::make_pair(e.run, e.node), &e);
+  std::set<std::pair<std::int32_t, std::int32_t>> tracks;  // (device, stream)
+  for (const GpuEventRecord& g : profile.gpuEvents)
+    if (wanted.count(g.run)) tracks.insert({g.device, g.stream});
+  std::set<std::int32_t> devices;
+  for (const auto& [device, stream] : tracks) {
+    if (devices.insert(device).second) {
+      emit({{"ph", "M"},
+            {"name", "process_name"},
+            {"pid", kGpuPidBase + device},
+            {"tid", 0},
+            {"args", {{"name", "GPU " + std::to_string(device)}}}});
+      emit({{"ph", "M"},
+            {"name", "process_sort_index"},
+            {"pid", kGpuPidBase + device},
+            {"tid", 0},
+            {"args", {{"sort_index", 1 + device}}}});
+    }
+    emit({{"ph", "M"},
+          {"name", "thread_name"},
+          {"pid", kGpuPidBase + device},
+          {"tid", stream + 1},
+          {"args", {{"name", "stream " + std::to_string(stream)}}}});
+  }
+  std::int64_t flow = 0;
+  for (const GpuEventRecord& g : profile.gpuEvents) {
+    if (!wanted.count(g.run)) continue;
+    const int pid = kGpuPidBase + g.device, tid = g.stream + 1;
+    json args = {{"run", g.run}};
+    const NodeProfile* node = g.node >= 0 && static_cast<std::size_t>(g.node) < profile.nodes.size()
+                                  ? &profile.nodes[static_cast<std::size_t>(g.node)]
+                                  : nullptr;
+    if (node) {
+      args["node"] = node->id;
+      args["op"] = node->op;
+      if (!node->framePath.empty()) args["framePath"] = node->framePath;
+    }
+    if (g.bytes > 0) args["bytes"] = g.bytes;
+    emit({{"ph", "X"},
+          {"name", g.name},
+          {"cat", std::string(gpuEventKindName(g.kind))},
+          {"pid", pid},
+          {"tid", tid},
+          {"ts", us(g.startNs)},
+          {"dur", us(g.endNs - g.startNs)},
+          {"args", std::move(args)}});
+    if (!node) continue;
+    auto l = launch.find({g.run, g.node});
+    if (l == launch.end()) continue;
+    const NodeEventRecord& cpu = *l->second;
+    ++flow;
+    emit({{"ph", "s"},
+          {"name", "launch"},
+          {"cat", "launch"},
+          {"id", flow},
+          {"pid", kCpuPid},
+          {"tid", cpu.thread + 1},
+          {"ts", us(cpu.startNs)}});
+    emit({{"ph", "f"},
+          {"bp", "e"},
+          {"name", "launch"},
+          {"cat", "launch"},
+          {"id", flow},
+          {"pid", pid},
+          {"tid", tid},
+          {"ts", us(g.startNs)}});
+  }
+}
+
 }  // namespace
 
 json forEachTraceEvent(const Profile& profile, const TraceOptions& options,
@@ -183,6 +263,7 @@ json forEachTraceEvent(const Profile& profile, const TraceOptions& options,
               {"ts", us(e->endNs)},
               {"args", {{"bytes", e->liveBytes}}}});
   }
+  emitGpuTracks(profile, wanted, emit);
   return {{"displayTimeUnit", "ms"},
           {"otherData",
            {{"name", profile.name},

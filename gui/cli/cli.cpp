@@ -7,8 +7,8 @@
 #include "engine/session/run_graph.h"
 #include "gui/cli/cli_common.h"
 #include "gui/cli/cli_debug.h"
-#include "gui/cli/cli_profile.h"
 #include "gui/cli/cli_export.h"
+#include "gui/cli/cli_profile.h"
 
 #ifdef TSCOPE_HAVE_ONNX
 #include "engine/io/onnx/onnx_export.h"
@@ -508,8 +508,8 @@ int runCli(const std::vector<std::string>& args, std::string& out, std::string& 
     return kExitUsage;
   }
   try {
-    return cmd.run(parser, positional.isEmpty() ? std::string() : positional[0].toStdString(),
-                   out, err);
+    return cmd.run(parser, positional.isEmpty() ? std::string() : positional[0].toStdString(), out,
+                   err);
   } catch (const std::invalid_argument& e) {
     err += "tensorscope " + args[0] + ": " + e.what() + "\n";
     return kExitUsage;

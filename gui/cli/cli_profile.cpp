@@ -2,6 +2,7 @@
 
 #include "engine/debug/lineage.h"
 #include "engine/session/graph_file.h"
+#include "gui/cli/cli.h"
 #include "gui/cli/cli_common.h"
 #include "profiling/calibration.h"
 #include "profiling/profile_diff.h"
@@ -28,8 +29,8 @@ std::int64_t intOption(const QCommandLineParser& p, const char* name, std::int64
   bool ok = false;
   const qlonglong v = p.value(name).toLongLong(&ok);
   if (!ok || v < least)
-    throw std::invalid_argument("--" + std::string(name) + " expects an integer >= " +
-                                std::to_string(least) + ", found '" +
+    throw std::invalid_argument("--" + std::string(name) +
+                                " expects an integer >= " + std::to_string(least) + ", found '" +
                                 p.value(name).toStdString() + "'");
   return v;
 }
@@ -88,8 +89,8 @@ void addProfileOptions(QCommandLineParser& p) {
   p.addOption(QCommandLineOption(
       "mode", "How the graph is compiled: fast_run (default), fast_compile, none or debug.", "M"));
   p.addOption(QCommandLineOption("device", "Where it runs: cpu (default) or cuda.", "D"));
-  p.addOption(QCommandLineOption("input", "The value of graph input NAME, from a .npy file.",
-                                 "NAME=FILE"));
+  p.addOption(
+      QCommandLineOption("input", "The value of graph input NAME, from a .npy file.", "NAME=FILE"));
   p.addOption(QCommandLineOption(
       "random-inputs", "Seed of the random values of inputs without a value (default 0).", "SEED"));
   p.addOption(QCommandLineOption("trace", "Write a Chrome/Perfetto trace JSON here.", "OUT.json"));
@@ -106,8 +107,8 @@ void addProfileOptions(QCommandLineParser& p) {
       "compare-modes", "Profile in two modes and print their diff, e.g. none,fast_run.", "A,B"));
   p.addOption(QCommandLineOption(
       "max-events", "Most timeline events kept (older runs' are dropped and counted).", "N"));
-  p.addOption(QCommandLineOption("sort", "Sort the tables by total (default), mean, p95 or calls.",
-                                 "KEY"));
+  p.addOption(
+      QCommandLineOption("sort", "Sort the tables by total (default), mean, p95 or calls.", "KEY"));
   p.addOption(QCommandLineOption("rows", "Rows shown per table (default 20).", "N"));
   p.addOption(QCommandLineOption(
       "no-roofline", "Do not calibrate the machine; the report has no roofline columns."));
@@ -181,9 +182,10 @@ int runProfile(const QCommandLineParser& p, const std::string& file, std::string
   if (compare) {
     const std::vector<std::string> modes = splitList(p.value("compare-modes"));
     if (modes.size() != 2)
-      throw std::invalid_argument("--compare-modes expects two modes A,B (e.g. none,fast_run), "
-                                  "found '" +
-                                  p.value("compare-modes").toStdString() + "'");
+      throw std::invalid_argument(
+          "--compare-modes expects two modes A,B (e.g. none,fast_run), "
+          "found '" +
+          p.value("compare-modes").toStdString() + "'");
     const engine::Mode a = parseMode(modes[0], "--compare-modes"),
                        b = parseMode(modes[1], "--compare-modes");
     const prof::GraphProfile ga = profileIn(a), gb = profileIn(b);
@@ -192,8 +194,8 @@ int runProfile(const QCommandLineParser& p, const std::string& file, std::string
     if (gb.profile.graph == "optimized") lb.emplace(*gb.graph, gb.rewrites);
     const prof::ProfileDiff diff = prof::diffProfiles({&ga.profile, la ? &*la : nullptr, modes[0]},
                                                       {&gb.profile, lb ? &*lb : nullptr, modes[1]});
-    out += p.isSet("json") ? prof::diffJson(diff).dump(2) + "\n"
-                           : prof::diffText(diff, report.rows);
+    out +=
+        p.isSet("json") ? prof::diffJson(diff).dump(2) + "\n" : prof::diffText(diff, report.rows);
     return kExitOk;
   }
 
@@ -251,12 +253,13 @@ int runDiffProfile(const QCommandLineParser& p, const std::string&, std::string&
     s.profile = std::move(profiles.back());
     if (s.profile.graph == "optimized") {
       if (!s.doc.optimized)
-        throw std::runtime_error(file + ": its profile is of the optimized graph, which the file "
-                                        "lacks");
+        throw std::runtime_error(file +
+                                 ": its profile is of the optimized graph, which the file "
+                                 "lacks");
       s.lineage.emplace(*s.doc.optimized, s.doc.rewrites);
     }
-    s.label = std::filesystem::path(file).filename().string() + " (" + s.profile.function.mode +
-              ")";
+    s.label =
+        std::filesystem::path(file).filename().string() + " (" + s.profile.function.mode + ")";
   }
   const prof::ProfileDiff diff = prof::diffProfiles(
       {&sides[0].profile, sides[0].lineage ? &*sides[0].lineage : nullptr, sides[0].label},
@@ -268,14 +271,14 @@ int runDiffProfile(const QCommandLineParser& p, const std::string&, std::string&
 }
 
 void addCalibrateOptions(QCommandLineParser& p) {
-  p.addOption(QCommandLineOption("threads", "Threads of the \"all threads\" figures (default: "
-                                            "every hardware thread).",
+  p.addOption(QCommandLineOption("threads",
+                                 "Threads of the \"all threads\" figures (default: "
+                                 "every hardware thread).",
                                  "N"));
   p.addOption(QCommandLineOption("json", "Print the calibration as JSON."));
 }
 
-int runCalibrate(const QCommandLineParser& p, const std::string&, std::string& out,
-                 std::string&) {
+int runCalibrate(const QCommandLineParser& p, const std::string&, std::string& out, std::string&) {
   prof::CalibrateOptions options;
   options.threads = intOption(p, "threads", 0, 1);
   const prof::Calibration c = prof::calibrate(options);
