@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <sstream>
@@ -34,17 +35,9 @@ double secondsSince(Clock::time_point start) {
 
 // --- JSON -------------------------------------------------------------------------------------
 
-std::string describe(const nlohmann::json& v) {
-  if (v.is_string())
-    return "the string " + v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (v.is_object()) return "an object";
-  if (v.is_array()) return "an array";
-  return v.dump();
-}
-
 [[noreturn]] void fail(const std::string& path, const std::string& expected,
                        const nlohmann::json& found) {
-  throw ProfileError(path + ": expected " + expected + ", found " + describe(found));
+  failAt(path, expected, found);
 }
 
 const nlohmann::json& member(const nlohmann::json& object, const std::string& key,
@@ -161,21 +154,22 @@ double gemmOne(double budget, std::int64_t* bestSize) {
   return best;
 }
 
-// `threads` independent single-threaded products of size n at once: total flops / wall time of
-// the best round.
-double gemmAll(double budget, std::int64_t n, std::int64_t threads) {
-  std::vector<GemmBuffers> buffers;
-  buffers.reserve(static_cast<std::size_t>(threads));
-  for (std::int64_t t = 0; t < threads; ++t) buffers.emplace_back(n);
+// Runs `work(t)` on `threads` threads at once, in rounds (each thread first runs `setup(t)`), for
+// at least `minRounds` rounds and `budget` seconds; returns the best round's rate: `amount` (the
+// work of one round: flops or bytes) per second, in billions.
+double bestRoundRate(std::int64_t threads, double budget, int minRounds, double amount,
+                     const std::function<void(std::int64_t)>& setup,
+                     const std::function<void(std::int64_t)>& work) {
   std::atomic<bool> stop{false};
   Barrier sync(threads + 1);
   std::vector<std::thread> workers;
   for (std::int64_t t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
+      setup(t);
       for (;;) {
         sync.arriveAndWait();
         if (stop.load()) return;
-        buffers[static_cast<std::size_t>(t)].run();
+        work(t);
         sync.arriveAndWait();
       }
     });
@@ -188,14 +182,25 @@ double gemmAll(double budget, std::int64_t n, std::int64_t threads) {
     const auto roundStart = Clock::now();
     sync.arriveAndWait();
     const double seconds = secondsSince(roundStart);
-    if (seconds > 0)
-      best = std::max(best, buffers[0].flops() * static_cast<double>(threads) / seconds / 1e9);
+    // A first round that pages memory in is measured but rarely the best.
+    if (seconds > 0) best = std::max(best, amount / seconds / 1e9);
     ++rounds;
-  } while (rounds < 2 || secondsSince(start) < budget);
+  } while (rounds < minRounds || secondsSince(start) < budget);
   stop.store(true);
   sync.arriveAndWait();
   for (std::thread& w : workers) w.join();
   return best;
+}
+
+// `threads` independent single-threaded products of size n at once: total flops / wall time of
+// the best round.
+double gemmAll(double budget, std::int64_t n, std::int64_t threads) {
+  std::vector<GemmBuffers> buffers;
+  buffers.reserve(static_cast<std::size_t>(threads));
+  for (std::int64_t t = 0; t < threads; ++t) buffers.emplace_back(n);
+  return bestRoundRate(
+      threads, budget, 2, buffers[0].flops() * static_cast<double>(threads), [](std::int64_t) {},
+      [&](std::int64_t t) { buffers[static_cast<std::size_t>(t)].run(); });
 }
 
 // The triad's arrays: 64 MiB of doubles each, or 4 times the last-level cache when that is larger
@@ -235,41 +240,17 @@ double triad(double budget, std::int64_t threads) {
     const double* __restrict pc = c.data();
     for (std::size_t i = lo; i < hi; ++i) pa[i] = pb[i] + s * pc[i];
   };
-  std::atomic<bool> stop{false};
-  Barrier sync(threads + 1);
-  std::vector<std::thread> workers;
-  for (std::int64_t t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      const auto [lo, hi] = chunk(t);  // first touch by the thread that streams the chunk
-      for (std::size_t i = lo; i < hi; ++i) {
-        a[i] = 0;
-        b[i] = 1.0 + static_cast<double>(i % 3);
-        c[i] = 0.5;
-      }
-      for (;;) {
-        sync.arriveAndWait();
-        if (stop.load()) return;
-        pass(t);
-        sync.arriveAndWait();
-      }
-    });
-  }
-  double best = 0;
-  const auto start = Clock::now();
-  int rounds = 0;
-  do {
-    sync.arriveAndWait();
-    const auto roundStart = Clock::now();
-    sync.arriveAndWait();
-    const double seconds = secondsSince(roundStart);
-    // The first round also pages the arrays in: it is measured but rarely the best.
-    if (seconds > 0)
-      best = std::max(best, 3.0 * sizeof(double) * static_cast<double>(n) / seconds / 1e9);
-    ++rounds;
-  } while (rounds < 3 || secondsSince(start) < budget);
-  stop.store(true);
-  sync.arriveAndWait();
-  for (std::thread& w : workers) w.join();
+  const double best = bestRoundRate(
+      threads, budget, 3, 3.0 * sizeof(double) * static_cast<double>(n),
+      [&](std::int64_t t) {
+        const auto [lo, hi] = chunk(t);  // first touch by the thread that streams the chunk
+        for (std::size_t i = lo; i < hi; ++i) {
+          a[i] = 0;
+          b[i] = 1.0 + static_cast<double>(i % 3);
+          c[i] = 0.5;
+        }
+      },
+      pass);
   // Keep the results observable so the loop cannot be dropped.
   volatile double sink = a[n / 2];
   (void)sink;

@@ -167,16 +167,8 @@ struct Path {
   }
 };
 
-std::string describe(const json& v) {
-  if (v.is_string()) return "the string " + v.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (v.is_object()) return "an object";
-  if (v.is_array()) return "an array of " + std::to_string(v.size());
-  if (v.is_null()) return "null";
-  return v.dump();
-}
-
 [[noreturn]] void fail(const Path& at, const std::string& expected, const json& found) {
-  throw ProfileError(at.str() + ": expected " + expected + ", found " + describe(found));
+  failAt(at.str(), expected, found);
 }
 
 const json& member(const json& object, const Path& at, const char* key) {

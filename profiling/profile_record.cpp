@@ -4,20 +4,24 @@
 
 namespace tscope::prof {
 
-namespace {
-
-// "the string \"fast\"", "an array", "-1": what a value is, for messages.
-std::string describe(const nlohmann::json& v) {
+std::string describeJsonValue(const nlohmann::json& v) {
   if (v.is_string())
     return "the string " + v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (v.is_object()) return "an object";
-  if (v.is_array()) return "an array";
+  if (v.is_array()) return "an array of " + std::to_string(v.size());
+  if (v.is_null()) return "null";
   return v.dump();
 }
 
+void failAt(const std::string& path, const std::string& expected, const nlohmann::json& found) {
+  throw ProfileError(path + ": expected " + expected + ", found " + describeJsonValue(found));
+}
+
+namespace {
+
 [[noreturn]] void fail(const std::string& path, const std::string& expected,
                        const nlohmann::json& found) {
-  throw ProfileError(path + ": expected " + expected + ", found " + describe(found));
+  failAt(path, expected, found);
 }
 
 double secondsAt(const nlohmann::json& v, const std::string& path) {

@@ -23,6 +23,13 @@ class ProfileError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What a JSON value is, for messages: "the string \"fast\"", "an object", "an array of 3",
+// "null", "-1".
+std::string describeJsonValue(const nlohmann::json& value);
+// Throws ProfileError "PATH: expected EXPECTED, found <describeJsonValue(found)>".
+[[noreturn]] void failAt(const std::string& path, const std::string& expected,
+                         const nlohmann::json& found);
+
 // The time one node (an Apply, by its id in the profiled graph) took in the profiled call(s).
 struct NodeTime {
   std::int64_t id = 0;

@@ -360,10 +360,9 @@ std::string reportText(const Profile& profile, const ReportOptions& options) {
   const Tables t = aggregate(profile, options.sort);
   std::string text = summaryText(profile);
   text +=
-      "\nTimes are per measured call of the function. Self time is a node's own time; the total of "
-      "a node that runs "
-      "an\ninner graph (OpFromGraph, IfElse) also holds its inner nodes'. Shares use self time, so "
-      "each\ntable adds up to the time in nodes (" +
+      "\nTimes are per measured call of the function. Self time is a node's own time; the total\n"
+      "of a node that runs an inner graph (OpFromGraph, IfElse) also holds its inner nodes'.\n"
+      "Shares use self time, so each table adds up to the time in nodes (" +
       formatSeconds(t.timeInNodes) + ").\n";
   text += groupTable("Class", t.classes, t.timeInNodes, options.rows);
   text += groupTable("Ops (equal props: one row)", t.ops, t.timeInNodes, options.rows);

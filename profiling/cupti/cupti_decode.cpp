@@ -73,66 +73,60 @@ const std::string& Decoder::apiName(ApiRecord::Domain domain, std::uint32_t cbid
   return it->second;
 }
 
+namespace {
+// The fields every device record (kernel, copy, set) shares: its span, where it ran and its
+// correlation id.
+template <typename Record, typename Raw>
+void deviceFields(Record& r, const Raw& raw) {
+  r.startNs = ns(raw.start);
+  r.endNs = ns(raw.end);
+  r.device = raw.deviceId;
+  r.context = raw.contextId;
+  r.stream = raw.streamId;
+  r.correlationId = raw.correlationId;
+}
+}  // namespace
+
 void Decoder::decode(const CUpti_Activity& record, GpuActivity& into) {
   switch (record.kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto& k = reinterpret_cast<const CUpti_ActivityKernel10&>(record);
       KernelRecord r;
-      r.startNs = ns(k.start);
-      r.endNs = ns(k.end);
+      deviceFields(r, k);
       r.name = kernelName(k.name);
-      r.device = k.deviceId;
-      r.context = k.contextId;
-      r.stream = k.streamId;
       r.grid = {k.gridX, k.gridY, k.gridZ};
       r.block = {k.blockX, k.blockY, k.blockZ};
       r.registersPerThread = k.registersPerThread;
       r.staticSharedBytes = k.staticSharedMemory;
       r.dynamicSharedBytes = k.dynamicSharedMemory;
-      r.correlationId = k.correlationId;
       into.add(std::move(r));
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto& m = reinterpret_cast<const CUpti_ActivityMemcpy6&>(record);
       MemcpyRecord r;
-      r.startNs = ns(m.start);
-      r.endNs = ns(m.end);
+      deviceFields(r, m);
       r.kind = memcpyKind(m.copyKind);
       r.bytes = m.bytes;
-      r.device = m.deviceId;
-      r.context = m.contextId;
-      r.stream = m.streamId;
-      r.correlationId = m.correlationId;
       into.add(std::move(r));
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
       const auto& m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4&>(record);
       MemcpyRecord r;
-      r.startNs = ns(m.start);
-      r.endNs = ns(m.end);
+      deviceFields(r, m);
       r.kind = MemcpyKind::PtoP;
       r.bytes = m.bytes;
-      r.device = m.deviceId;
-      r.context = m.contextId;
-      r.stream = m.streamId;
-      r.correlationId = m.correlationId;
       into.add(std::move(r));
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto& m = reinterpret_cast<const CUpti_ActivityMemset4&>(record);
       MemsetRecord r;
-      r.startNs = ns(m.start);
-      r.endNs = ns(m.end);
+      deviceFields(r, m);
       r.bytes = m.bytes;
       r.value = m.value;
-      r.device = m.deviceId;
-      r.context = m.contextId;
-      r.stream = m.streamId;
-      r.correlationId = m.correlationId;
       into.add(std::move(r));
       return;
     }
