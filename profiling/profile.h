@@ -101,6 +101,10 @@ struct FunctionSummary {
   std::vector<PhaseTime> compilePhases;
   std::int64_t applyCount = 0;       // top-level nodes
   std::int64_t innerApplyCount = 0;  // nodes of inner graphs
+  // Threads the engine's matrix products used (engine/backends/cpu/gemm.h, gemmThreads); the
+  // roofline compares with the one-thread peaks when 1, the all-threads peaks otherwise. 0: not
+  // recorded (files written before it).
+  std::int64_t threads = 0;
   bool operator==(const FunctionSummary&) const = default;
 };
 

@@ -81,7 +81,8 @@ json profileToJson(const Profile& p) {
                      {"compileSeconds", f.compileSeconds},
                      {"compilePhases", std::move(phases)},
                      {"applyCount", f.applyCount},
-                     {"innerApplyCount", f.innerApplyCount}};
+                     {"innerApplyCount", f.innerApplyCount},
+                     {"threads", f.threads}};
   json nodes = json::array();
   for (const NodeProfile& n : p.nodes) nodes.push_back(nodeJson(n));
   out["nodes"] = std::move(nodes);
@@ -363,6 +364,8 @@ Profile profileFromJson(const json& value, const std::string& jsonPath) {
                          "a node count (integer >= 0)");
   s.innerApplyCount = integer(member(f, fpath, "innerApplyCount"), fpath / "innerApplyCount", 0,
                               "a node count (integer >= 0)");
+  if (auto t = f.find("threads"); t != f.end())
+    s.threads = integer(*t, fpath / "threads", 0, "a thread count (integer >= 0)");
 
   const Path np = at / "nodes";
   const json& nodes = array(member(value, at, "nodes"), np, "an array of node profiles");

@@ -1,5 +1,6 @@
 #include "profiling/profile_run.h"
 
+#include "engine/backends/cpu/gemm.h"
 #include "engine/vm/vm.h"
 #include "profiling/gpu_source.h"
 
@@ -150,6 +151,7 @@ Profile profileFunction(engine::Function& f, const std::vector<engine::Tensor>& 
         p.gpuEvents.begin(), p.gpuEvents.end(),
         [](const GpuEventRecord& a, const GpuEventRecord& b) { return a.startNs < b.startNs; });
   }
+  p.function.threads = engine::cpu::gemmThreads();
   p.machine = thisMachine();
   p.date = utcNow();
   return p;

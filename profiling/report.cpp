@@ -178,10 +178,15 @@ std::optional<Calibration> calibrationOf(const Profile& p) {
 
 // The roofline point of one call of a node (Note [Self and total time]: a frame node's cost is
 // unknown, its inner nodes have their own).
-RooflinePoint rooflineOf(const NodeProfile& node, const ApplyRow& row,
+// Whether the roofline compares with the all-threads peaks: unless the engine ran on one thread.
+bool allThreadsOf(const Profile& p) {
+  return p.function.threads != 1;
+}
+
+RooflinePoint rooflineOf(const Profile& p, const NodeProfile& node, const ApplyRow& row,
                          const std::optional<Calibration>& machine) {
   if (!machine || !node.cost.known) return {};
-  return roofline(node.cost, row.perCall, *machine);
+  return roofline(node.cost, row.perCall, *machine, allThreadsOf(p));
 }
 
 std::string fixed(double v, int decimals) {
@@ -197,9 +202,13 @@ std::string applyTable(const Profile& p, const Tables& t, std::size_t limit) {
     text +=
         "  roofline: achieved GFLOP/s and GB/s per call, flops per byte, and the share of this "
         "machine's bound (" +
-        fixed(machine->gemmGflopsAll, 1) + " GFLOP/s, " + fixed(machine->bandwidthGBsAll, 1) +
-        " GB/s on " + std::to_string(machine->threads) +
-        " threads) the node reaches; - for an unknown cost\n";
+        (allThreadsOf(p)
+             ? fixed(machine->gemmGflopsAll, 1) + " GFLOP/s, " +
+                   fixed(machine->bandwidthGBsAll, 1) + " GB/s on " +
+                   std::to_string(machine->threads) + " threads"
+             : fixed(machine->gemmGflopsOne, 1) + " GFLOP/s, " +
+                   fixed(machine->bandwidthGBsOne, 1) + " GB/s on one thread, as the engine ran") +
+        ") the node reaches; - for an unknown cost\n";
   std::vector<std::string> header = {"% time",   "sum %", "self time", "total",
                                      "per call", "p95",   "#call"};
   if (machine)
@@ -226,7 +235,7 @@ std::string applyTable(const Profile& p, const Tables& t, std::size_t limit) {
                                       formatSeconds(r.perCall),     formatSeconds(r.p95),
                                       std::to_string(r.calls)};
     if (machine) {
-      const RooflinePoint roof = rooflineOf(node, r, machine);
+      const RooflinePoint roof = rooflineOf(p, node, r, machine);
       if (roof.known)
         for (std::string c : {fixed(roof.gflops, 2), fixed(roof.gbps, 2), fixed(roof.intensity, 2),
                               formatShare(roof.fraction)})
@@ -428,7 +437,7 @@ nlohmann::json reportJson(const Profile& profile, const ReportOptions& options) 
     row["gpu_seconds"] =
         node.gpuSeconds / double(std::max<std::int64_t>(profile.function.measuredRuns, 1));
     row["gpu_kernels"] = node.gpuKernels;
-    const RooflinePoint roof = rooflineOf(node, r, machine);
+    const RooflinePoint roof = rooflineOf(profile, node, r, machine);
     if (roof.known)
       row["roofline"] = {{"gflops", roof.gflops},       {"gbps", roof.gbps},
                          {"intensity", roof.intensity}, {"bound_seconds", roof.boundSeconds},

@@ -4,6 +4,7 @@
 // rows account for", the scope tree's inclusive and exclusive sums, untaken branches, the memory
 // and rewrite sections, and the JSON form.
 #include "profiling/aggregate.h"
+#include "profiling/calibration.h"
 #include "profiling/report.h"
 #include "test_main.h"
 
@@ -190,6 +191,36 @@ class TestReport : public QObject {
     QCOMPARE(j["scopes"][0]["path"].get<std::string>(), std::string(""));
     QVERIFY(j["memory"].contains("peak_without_inplace_bytes"));
     QVERIFY(j["capture"].contains("dropped_events"));
+  }
+
+  void rooflineUsesTheEngineThreads() {
+    // One node of 1 GFLOP per call taking 10 ms; peaks 100 GFLOP/s on one thread, 200 on all.
+    Profile p;
+    p.function.measuredRuns = 1;
+    p.nodes.push_back(node(1, "Dot", "Dot", "", {0.010}));
+    p.nodes[0].cost = {1e9, 8, 8, true};
+    Calibration c;
+    c.threads = 2;
+    c.gemmGflopsOne = 100;
+    c.gemmGflopsAll = 200;
+    c.bandwidthGBsOne = 10;
+    c.bandwidthGBsAll = 20;
+    p.calibration = c.toJson();
+    auto fraction = [&] {
+      return reportJson(p)["applies"][0]["roofline"]["fraction"].get<double>();
+    };
+    p.function.threads = 1;
+    QVERIFY(near(fraction(), 1.0));
+    QVERIFY(reportText(p).find("on one thread, as the engine ran") != std::string::npos);
+    p.function.threads = 2;
+    QVERIFY(near(fraction(), 0.5));
+    p.function.threads = 0;  // not recorded: the all-threads peaks
+    QVERIFY(near(fraction(), 0.5));
+    QCOMPARE(reportJson(p)["applies"][0]["roofline"]["limit"].get<std::string>(),
+             std::string("compute"));
+    // No calibration: no roofline.
+    p.calibration.reset();
+    QVERIFY(reportJson(p)["applies"][0]["roofline"].is_null());
   }
 
   void formats() {
