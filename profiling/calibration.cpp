@@ -2,6 +2,7 @@
 
 #include "engine/backends/cpu/gemm.h"
 #include "profiling/profile_record.h"
+#include "profiling/profile_run.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,7 +11,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -264,19 +264,6 @@ double triad(double budget, std::int64_t threads) {
   volatile double sink = a[n / 2];
   (void)sink;
   return best;
-}
-
-std::string utcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-#if defined(_WIN32)
-  gmtime_s(&tm, &now);
-#else
-  gmtime_r(&now, &tm);
-#endif
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
 }
 
 void warn(const std::string& message) {

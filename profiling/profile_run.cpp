@@ -2,15 +2,14 @@
 
 #include "engine/backends/cpu/gemm.h"
 #include "engine/vm/vm.h"
+#include "profiling/calibration.h"
 #include "profiling/gpu_source.h"
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
-#include <fstream>
 #include <stdexcept>
 #include <thread>
-#include <unistd.h>
 
 namespace tscope::prof {
 
@@ -159,21 +158,8 @@ Profile profileFunction(engine::Function& f, const std::vector<engine::Tensor>& 
 
 MachineInfo thisMachine() {
   MachineInfo m;
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) == 0) m.host = host;
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) {
-        m.cpu = line.substr(colon + 1);
-        const auto first = m.cpu.find_first_not_of(" \t");
-        m.cpu = first == std::string::npos ? std::string() : m.cpu.substr(first);
-      }
-      break;
-    }
-  }
+  m.host = hostName();
+  m.cpu = cpuModelName();
   m.threads = static_cast<std::int64_t>(std::thread::hardware_concurrency());
   return m;
 }

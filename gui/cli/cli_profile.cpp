@@ -73,12 +73,12 @@ std::vector<std::string> splitList(const QString& text) {
 // (what `tensorscope calibrate` does) and cached.
 std::optional<nlohmann::json> calibrationFor(const QCommandLineParser& p, std::string& err) {
   if (p.isSet("no-roofline")) return std::nullopt;
-  if (auto cached = prof::loadCachedCalibration()) return cached->toJson();
-  err += "tensorscope profile: calibrating this machine once for the roofline (cached in " +
-         prof::calibrationCachePath().string() + "; `tensorscope calibrate` redoes it)\n";
-  const prof::Calibration measured = prof::calibrate();
-  prof::saveCachedCalibration(measured);
-  return measured.toJson();
+  bool measured = false;
+  const prof::Calibration c = prof::cachedOrCalibrate({}, &measured);
+  if (measured)
+    err += "tensorscope profile: calibrated this machine once for the roofline (cached in " +
+           prof::calibrationCachePath().string() + "; `tensorscope calibrate` redoes it)\n";
+  return c.toJson();
 }
 
 }  // namespace
