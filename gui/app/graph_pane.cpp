@@ -249,6 +249,8 @@ GraphPane::GraphPane(vis::LayoutService* service, QWidget* parent)
           [&d](int node) { d.onSceneSelection(node); });
   connect(d.view, &vis::GraphView::contentReady, this, [&d] { d.onContentReady(); });
   connect(d.scene(), &vis::GraphScene::groupToggleRequested, this, &GraphPane::toggleGroup);
+  connect(d.scene(), &vis::GraphScene::contextMenuRequested, this,
+          &GraphPane::contextMenuRequested);
   connect(d.view, &vis::GraphView::zoomChanged, this, &GraphPane::zoomChanged);
   connect(d.breadcrumb, &BreadcrumbBar::groupClicked, this,
           [&d](int group) { d.zoomToGroup(group); });
@@ -410,6 +412,15 @@ bool GraphPane::isLayoutPending() const {
 
 bool GraphPane::isSearchReady() const {
   return m_impl->index || (m_impl->indexFuture.isValid() && m_impl->indexFuture.isFinished());
+}
+
+void GraphPane::setDecorations(const QString& layer,
+                               std::shared_ptr<const vis::Decorations> decorations, int z) {
+  m_impl->scene()->setDecorations(layer, std::move(decorations), z);
+}
+
+vis::GraphScene* GraphPane::scene() const {
+  return m_impl->scene();
 }
 
 }  // namespace tscope::gui

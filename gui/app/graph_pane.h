@@ -38,6 +38,10 @@ class GraphPane : public QWidget {
   // Selects a node, expanding the groups that hide it, and centres the view on it.
   void selectNode(int node);
   void setHighlight(const QSet<int>& nodes, const QColor& color);
+  // A decoration layer over the graph (visualizers/scene/decorations.h); null removes it.
+  void setDecorations(const QString& layer, std::shared_ptr<const vis::Decorations> decorations,
+                      int z = 0);
+  vis::GraphScene* scene() const;
 
   // Search by name, op, scope or id (case-insensitive substring; "id:12" for an exact id).
   // Returns the number of hits; findNext / findPrevious select them in turn (wrapping).
@@ -57,6 +61,8 @@ class GraphPane : public QWidget {
 
  signals:
   void nodeSelected(int node);  // -1 when cleared
+  // A right click on a node (selected first) or a collapsed group box (node -1, its path).
+  void contextMenuRequested(int node, QString groupPath, QPoint screenPos);
   void groupStateChanged(vis::GroupState state);
   void breadcrumbChanged(QStringList groupNames);  // root first: the selected node's groups
   void layoutStarted();

@@ -98,6 +98,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   createDocks();
   createStatusBar();
 
+  // Feature UIs: each builds its own actions, menus, docks and workers on the window's hooks
+  // (menu(), registerAction(), addNodeMenuProvider(), addDockWidget()).
+  // (feature UIs are created here)
+
   connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
     updateStatus();
     updateActions();
@@ -314,8 +318,39 @@ void MainWindow::createMenus() {
   view->addAction(m_actions["actionBack"]);
   view->addAction(m_actions["actionForward"]);
 
+  // Filled by the feature UIs (the debugger, the profiler, Graph > Optimize).
+  for (auto [name, title] :
+       {std::pair{"menuGraph", QT_TR_NOOP("&Graph")}, std::pair{"menuRun", QT_TR_NOOP("&Run")},
+        std::pair{"menuProfile", QT_TR_NOOP("&Profile")}}) {
+    QMenu* menu = menuBar()->addMenu(tr(title));
+    menu->setObjectName(QString::fromLatin1(name));
+  }
+
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(m_actions["actionAbout"]);
+}
+
+QMenu* MainWindow::menu(const QString& objectName) const {
+  return menuBar()->findChild<QMenu*>(objectName);
+}
+
+void MainWindow::addNodeMenuProvider(NodeMenuProvider provider) {
+  m_nodeMenuProviders.push_back(std::move(provider));
+}
+
+QMenu* MainWindow::buildNodeMenu(GraphPane* pane, int node, const QString& groupPath) {
+  auto* menu = new QMenu(this);
+  menu->setObjectName(QStringLiteral("nodeMenu"));
+  for (const NodeMenuProvider& provider : m_nodeMenuProviders) {
+    if (!menu->isEmpty()) menu->addSeparator();
+    provider(menu, pane, node, groupPath);
+  }
+  return menu;
+}
+
+void MainWindow::registerAction(QAction* action) {
+  m_actions.insert(action->objectName(), action);
+  QMainWindow::addAction(action);
 }
 
 void MainWindow::createToolBar() {

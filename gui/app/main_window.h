@@ -20,9 +20,12 @@
 #include <QPointer>
 #include <QSet>
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 class QDockWidget;
+class QMenu;
 class QLabel;
 class QMessageBox;
 class QPlainTextEdit;
@@ -93,7 +96,19 @@ class MainWindow : public QMainWindow {
   QPlainTextEdit* logView() const { return m_log; }
   QDockWidget* dock(const QString& objectName) const;
   QAction* action(const QString& objectName) const;  // e.g. "actionOpen"
-  QMessageBox* errorDialog() const;                  // the last one shown, null if none
+  // Adds an action made elsewhere (a feature UI) to action(): its objectName is its key; its
+  // shortcut works without a menu.
+  void registerAction(QAction* action);
+  // The window's menus by object name: "menuView", "menuGraph", "menuRun", "menuProfile".
+  QMenu* menu(const QString& objectName) const;
+  // The context menu of a node (or a collapsed group box: node -1 and its path): each provider
+  // adds its actions, separated. buildNodeMenu returns the menu (owned by the window, the caller
+  // deletes it); a right click on a pane pops it up.
+  using NodeMenuProvider =
+      std::function<void(QMenu* menu, GraphPane* pane, int node, const QString& groupPath)>;
+  void addNodeMenuProvider(NodeMenuProvider provider);
+  QMenu* buildNodeMenu(GraphPane* pane, int node, const QString& groupPath = {});
+  QMessageBox* errorDialog() const;  // the last one shown, null if none
   QString statusCounts() const;
   QString statusZoom() const;
 
@@ -143,6 +158,7 @@ class MainWindow : public QMainWindow {
   RecentFiles* m_recentFiles = nullptr;
   std::shared_ptr<const Document> m_document;
   QHash<QString, QAction*> m_actions;
+  std::vector<NodeMenuProvider> m_nodeMenuProviders;
 
   QStackedWidget* m_centre = nullptr;
   QTabWidget* m_tabs = nullptr;

@@ -18,6 +18,7 @@
 #include <QFileInfo>
 #include <QFuture>
 #include <QLabel>
+#include <QMenu>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QSettings>
@@ -88,6 +89,13 @@ void MainWindow::connectPane(GraphPane* pane) {
   });
   connect(pane, &GraphPane::zoomChanged, this, &MainWindow::updateStatus);
   connect(pane, &GraphPane::historyChanged, this, &MainWindow::updateActions);
+  connect(pane, &GraphPane::contextMenuRequested, this,
+          [this, pane](int node, const QString& groupPath, const QPoint& at) {
+            QMenu* menu = buildNodeMenu(pane, node, groupPath);
+            if (menu->isEmpty()) return menu->deleteLater();
+            menu->setAttribute(Qt::WA_DeleteOnClose);
+            menu->popup(at);
+          });
 }
 
 GraphPane* MainWindow::currentPane() const {

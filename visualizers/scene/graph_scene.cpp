@@ -5,9 +5,13 @@
 #include "visualizers/scene/scene_items.h"
 
 #include <QFuture>
+#include <QGraphicsSceneContextMenuEvent>
 #include <QGraphicsSceneMouseEvent>
 #include <QGraphicsView>
+#include <QStringList>
 #include <QtConcurrent/QtConcurrentRun>
+
+#include <algorithm>
 
 namespace tscope::vis {
 
@@ -31,6 +35,7 @@ struct GraphScene::Items {
   int pass = 0;
   std::size_t cursor = 0;
   std::optional<QRectF> focus;
+  MergedDecorations decorations;  // SceneStyle::decorations points here
 
   std::size_t entries() const { return clusters.size() + shapes.size() + edges.size(); }
   QRectF entryRect(std::size_t entry) const {
@@ -163,6 +168,7 @@ void GraphScene::switchTo(std::shared_ptr<const SceneContent> content, bool now)
       items->owned.push_back(item);
     }
     setHighlight(items->highlight, items->style.highlightPen.color());
+    applyDecorations();
   }
   updateSceneRect();
   if (previous >= 0 && std::size_t(previous) < c.nodeShape.size() &&
@@ -231,7 +237,7 @@ void GraphScene::createItem(std::size_t entry) {
     items.clusters[entry] = cluster;
     item = cluster;
   } else if ((entry -= items.clusters.size()) < items.shapes.size()) {
-    auto* shape = new ShapeItem(&items.style, &c.shapes[entry]);
+    auto* shape = new ShapeItem(&items.style, &c.shapes[entry], int(entry));
     // Links to the edges created before it; later edges link themselves.
     for (int e : c.shapes[entry].edges)
       if (EdgeItem* edge = items.edges[std::size_t(e)]) shape->edges.push_back(edge);
@@ -241,7 +247,7 @@ void GraphScene::createItem(std::size_t entry) {
     item = shape;
   } else {
     entry -= items.shapes.size();
-    auto* edge = new EdgeItem(&items.style, &c.edges[entry]);
+    auto* edge = new EdgeItem(&items.style, &c.edges[entry], int(entry));
     for (int s : c.edges[entry].shapes)
       if (ShapeItem* shape = items.shapes[std::size_t(s)]) {
         shape->edges.push_back(edge);
@@ -351,11 +357,109 @@ QRectF GraphScene::groupRect(int group) const {
   return {};
 }
 
+QRectF GraphScene::shownRect(int node) const {
+  const SceneContent* c = m_items->content.get();
+  if (!c || node < 0 || std::size_t(node) >= c->nodeShape.size()) return {};
+  const int shape = c->shownShape(node);
+  return shape >= 0 ? c->shapes[std::size_t(shape)].rect : QRectF();
+}
+
+// --- decorations (Note [Decoration layers]) -----------------------------------------------------
+
+void GraphScene::setDecorations(const QString& name, std::shared_ptr<const Decorations> decorations,
+                                int z) {
+  if (!decorations) {
+    if (!m_layers.erase(name)) return;
+  } else {
+    m_layers[name] = Layer{z, std::move(decorations)};
+  }
+  applyDecorations();
+}
+
+std::shared_ptr<const Decorations> GraphScene::decorations(const QString& name) const {
+  const auto it = m_layers.find(name);
+  return it == m_layers.end() ? nullptr : it->second.decorations;
+}
+
+QStringList GraphScene::decorationLayers() const {
+  QStringList names;
+  for (const auto& [name, layer] : m_layers) names << name;
+  return names;
+}
+
+const MergedDecorations& GraphScene::mergedDecorations() const {
+  return m_items->decorations;
+}
+
+const NodeDecoration* GraphScene::nodeDecoration(int node) const {
+  const Items& items = *m_items;
+  const SceneContent* c = items.content.get();
+  if (!c || node < 0 || std::size_t(node) >= c->nodeShape.size()) return nullptr;
+  const int shape = c->nodeShape[std::size_t(node)];
+  if (shape < 0 || std::size_t(shape) >= items.decorations.shapes.size()) return nullptr;
+  const auto& slot = items.decorations.shapes[std::size_t(shape)];
+  return slot ? &*slot : nullptr;
+}
+
+const EdgeDecoration* GraphScene::edgeDecoration(int edge) const {
+  const Items& items = *m_items;
+  const SceneContent* c = items.content.get();
+  if (!c || !c->layout) return nullptr;
+  for (std::size_t i = 0; i < c->layout->edges.size() && i < items.decorations.edges.size(); ++i)
+    for (int e : c->layout->edges[i].edges)
+      if (e == edge) return items.decorations.edges[i] ? &*items.decorations.edges[i] : nullptr;
+  return nullptr;
+}
+
+void GraphScene::applyDecorations() {
+  Items& items = *m_items;
+  if (!items.content) return;
+  std::vector<std::pair<std::pair<int, QString>, const Decorations*>> order;
+  for (const auto& [name, layer] : m_layers)
+    order.push_back({{layer.z, name}, layer.decorations.get()});
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const Decorations*> layers;
+  for (const auto& entry : order) layers.push_back(entry.second);
+  const bool hadLegend = !items.decorations.legend.empty();
+  items.decorations = MergedDecorations::merge(*items.content, layers);
+  items.style.decorations = items.decorations.empty() ? nullptr : &items.decorations;
+  for (ShapeItem* shape : items.shapes)
+    if (shape) shape->refreshDecoration();
+  for (EdgeItem* edge : items.edges)
+    if (edge) edge->refreshDecoration();
+  if (items.overview) items.overview->update();
+  // The legend: the content's rows and the layers' (a heat scale, the chain's colours).
+  if (items.legend && (hadLegend || !items.decorations.legend.empty())) {
+    std::vector<LegendRow> rows = items.content->legend;
+    rows.insert(rows.end(), items.decorations.legend.begin(), items.decorations.legend.end());
+    auto* legend = new LegendItem(&items.style, std::move(rows));
+    legend->setPos(items.legend->pos());
+    legend->setVisible(items.legendVisible);
+    addItem(legend);
+    std::replace(items.owned.begin(), items.owned.end(), static_cast<QGraphicsItem*>(items.legend),
+                 static_cast<QGraphicsItem*>(legend));
+    delete items.legend;
+    items.legend = legend;
+    updateSceneRect();
+  }
+  update();
+}
+
 // --- mouse handlers of the items (they speak through the scene's signals) -----------------------
 
 void ShapeItem::mousePressEvent(QGraphicsSceneMouseEvent* event) {
   if (m_style->retired) return event->ignore();  // replaced: never selected again
   QGraphicsItem::mousePressEvent(event);
+}
+
+void ShapeItem::contextMenuEvent(QGraphicsSceneContextMenuEvent* event) {
+  auto* graphScene = qobject_cast<GraphScene*>(scene());
+  if (m_style->retired || !graphScene) return event->ignore();
+  event->accept();
+  if (node >= 0 && (flags() & ItemIsSelectable)) graphScene->selectNode(node);
+  emit graphScene->contextMenuRequested(node, node >= 0 ? QString() : togglePath,
+                                        event->screenPos());
 }
 
 void ShapeItem::mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) {

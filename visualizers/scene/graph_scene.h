@@ -16,12 +16,14 @@
 //   A newer setContent/setContentAsync supersedes one still being prepared.
 
 #include "visualizers/layout/scene_layout.h"
+#include "visualizers/scene/decorations.h"
 
 #include <QElapsedTimer>
 #include <QGraphicsScene>
 #include <QSet>
 #include <QTimer>
 
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -70,6 +72,22 @@ class GraphScene : public QGraphicsScene {
   // whether or not its item exists yet.
   QRectF nodeRect(int node) const;
   QRectF groupRect(int group) const;
+  // The rect of what shows `node`: its own shape, else the box of its outermost collapsed group.
+  QRectF shownRect(int node) const;
+
+  // Decoration layers (decorations.h, Note [Decoration layers]): sets or replaces the layer
+  // `name`; null removes it. Layers outlive content switches and apply while the scene shows
+  // their model.
+  void setDecorations(const QString& name, std::shared_ptr<const Decorations> decorations,
+                      int z = 0);
+  std::shared_ptr<const Decorations> decorations(const QString& name) const;
+  QStringList decorationLayers() const;
+  // What is drawn now, after merging (tests, exporters).
+  const MergedDecorations& mergedDecorations() const;
+  // The drawn decoration of `node`'s own shape (null when none or not shown).
+  const NodeDecoration* nodeDecoration(int node) const;
+  // The drawn decoration of the shown edge standing for ViewModel edge `edge` (null when none).
+  const EdgeDecoration* edgeDecoration(int edge) const;
 
  signals:
   void nodeSelected(int node);                   // -1 when the selection is cleared
@@ -77,6 +95,9 @@ class GraphScene : public QGraphicsScene {
   void nodeActivated(int node);                  // double-click on an ordinary node
   void contentSwitched();  // new content replaced the old (its items may still be coming)
   void contentReady();     // every item of the current content exists
+  // A right click on a node (or a collapsed group box: node -1, groupPath set), in screen
+  // coordinates. The node is selected first.
+  void contextMenuRequested(int node, QString groupPath, QPoint screenPos);
 
  private:
   struct Items;
@@ -88,6 +109,7 @@ class GraphScene : public QGraphicsScene {
   void createItem(std::size_t entry);
   ShapeItem* ensureShape(int shape);
   void updateSceneRect();
+  void applyDecorations();  // merges the layers for the current content and refreshes the items
 
   std::shared_ptr<const ViewModel> m_model;
   std::shared_ptr<const SceneLayout> m_layout;
@@ -97,6 +119,11 @@ class GraphScene : public QGraphicsScene {
   bool m_preparing = false;                       // a worker prepares the latest request
   bool m_switching = false;
   QTimer m_slices;
+  struct Layer {
+    int z = 0;
+    std::shared_ptr<const Decorations> decorations;
+  };
+  std::map<QString, Layer> m_layers;
 };
 
 }  // namespace tscope::vis

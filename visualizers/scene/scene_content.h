@@ -58,9 +58,11 @@ struct ContentEdge {
 };
 
 struct LegendRow {
-  enum class Swatch : std::uint8_t { Ellipse, Box, Line, Heat } swatch;
+  enum class Swatch : std::uint8_t { Ellipse, Box, Line, Heat, Scale, Dot } swatch;
   QColor color;
   QString text;
+  std::vector<QColor> steps =
+      {};  // Swatch::Scale: the scale's colours, low to high, drawn as blocks
 };
 
 // The small font of edge labels, "N nodes" notes and the legend, derived from the scene's font.

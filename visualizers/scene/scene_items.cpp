@@ -89,20 +89,98 @@ QPointF centredIn(const QStaticText& text, const QRectF& rect) {
 
 // --- ShapeItem ----------------------------------------------------------------------------------
 
-ShapeItem::ShapeItem(const SceneStyle* style, const ContentShape* data)
+ShapeItem::ShapeItem(const SceneStyle* style, const ContentShape* data, int index)
     : node(data->node),
       group(data->group),
       togglePath(data->togglePath),
       m_style(style),
-      m_data(data) {
+      m_data(data),
+      m_index(index) {
   setAcceptHoverEvents(true);
   setZValue(data->shape == Shape::Port ? 3 : 2);
   if (data->selectable) setFlag(QGraphicsItem::ItemIsSelectable);
-  if (!data->tooltip.isEmpty()) setToolTip(data->tooltip);
+  refreshDecoration();
 }
 
+const NodeDecoration* ShapeItem::decoration() const {
+  const MergedDecorations* m = m_style->decorations;
+  if (!m || std::size_t(m_index) >= m->shapes.size()) return nullptr;
+  const auto& slot = m->shapes[std::size_t(m_index)];
+  return slot ? &*slot : nullptr;
+}
+
+void ShapeItem::refreshDecoration() {
+  const NodeDecoration* d = decoration();
+  QString tip = m_data->tooltip;
+  if (d && !d->tooltip.isEmpty())
+    tip += (tip.isEmpty() ? QString() : QStringLiteral("\n")) + d->tooltip;
+  setToolTip(tip);
+  refreshContentFlag();
+  update();
+}
+
+// Marks, outlines, breakpoint dots and badges (Note [Decoration layers] in decorations.h).
+void ShapeItem::paintDecoration(QPainter* painter, const NodeDecoration& d, bool text) const {
+  const QRectF& rect = m_data->rect;
+  const bool round = m_data->shape == Shape::Ellipse || m_data->shape == Shape::Port;
+  auto outlineShape = [&](const QPen& pen, double grow) {
+    painter->setPen(pen);
+    painter->setBrush(Qt::NoBrush);
+    const QRectF r = rect.adjusted(-grow, -grow, grow, grow);
+    if (round)
+      painter->drawEllipse(r);
+    else
+      painter->drawRoundedRect(r, kRadius, kRadius);
+  };
+  if (d.outline) outlineShape(makePen(*d.outline, 4.0), 1.5);
+  if (d.mark == NodeMark::Next) {
+    QPen pen = makePen(QColor(0x1f, 0x77, 0xb4), 2.0);
+    pen.setStyle(Qt::DashLine);
+    outlineShape(pen, 3.5);
+  } else if (d.mark == NodeMark::Current) {
+    outlineShape(makePen(QColor(0xff, 0xb0, 0x00), 3.5), 3.5);
+    // The arrow pointing at the node from the left, as debuggers mark the current line.
+    const double cy = rect.center().y(), x = rect.left() - 6;
+    QPolygonF arrow;
+    arrow << QPointF(x, cy) << QPointF(x - 12, cy - 8) << QPointF(x - 12, cy - 3)
+          << QPointF(x - 24, cy - 3) << QPointF(x - 24, cy + 3) << QPointF(x - 12, cy + 3)
+          << QPointF(x - 12, cy + 8);
+    painter->setPen(makePen(QColor(0x80, 0x58, 0x00), 1.0));
+    painter->setBrush(QColor(0xff, 0xb0, 0x00));
+    painter->drawPolygon(arrow);
+  } else if (d.mark == NodeMark::Executed) {
+    // A small check mark at the bottom-right corner.
+    const QPointF c(rect.right() - (round ? rect.width() * 0.12 : 6), rect.bottom() - 6);
+    painter->setPen(makePen(QColor(0x2c, 0xa0, 0x2c), 2.0));
+    painter->drawPolyline(QPolygonF{QPointF(c.x() - 5, c.y() - 1), QPointF(c.x() - 2, c.y() + 2),
+                                    QPointF(c.x() + 4, c.y() - 5)});
+  }
+  if (d.breakpoint != BreakpointMark::None) {
+    const QPointF c(rect.left() + (round ? rect.width() * 0.15 : 2), rect.top() + 2);
+    painter->setPen(makePen(QColor(0x8b, 0x00, 0x00), 1.2));
+    painter->setBrush(d.breakpoint == BreakpointMark::Enabled ? QBrush(QColor(0xe5, 0x14, 0x00))
+                                                              : QBrush(Qt::white));
+    painter->drawEllipse(c, 5.5, 5.5);
+  }
+  if (!d.badge.isEmpty() && text) {
+    const QFontMetricsF& fm = *m_style->smallMetrics;
+    const double w = fm.horizontalAdvance(d.badge) + 6, h = m_style->smallHeight + 2;
+    const QRectF badge(rect.right() - w + (round ? -rect.width() * 0.1 : 2), rect.top() - h / 2, w,
+                       h);
+    painter->setPen(makePen(QColor(60, 60, 60), 0.8));
+    painter->setBrush(QColor(255, 255, 225));
+    painter->drawRoundedRect(badge, 3, 3);
+    painter->setPen(m_style->textPen);
+    painter->setFont(m_style->smallFont);
+    painter->drawText(badge, Qt::AlignCenter, d.badge);
+  }
+}
+
+// Room for the outlines, and for the decorations (the current node's arrow on the left, the
+// badge and breakpoint dot above): constant, so a decoration change never moves the item in the
+// scene's index.
 QRectF ShapeItem::boundingRect() const {
-  return m_data->rect.adjusted(-kOutline, -kOutline, kOutline, kOutline);
+  return m_data->rect.adjusted(-kOutline - 32, -kOutline - 8, kOutline + 8, kOutline);
 }
 
 QPainterPath ShapeItem::shape() const {
@@ -133,13 +211,16 @@ void ShapeItem::prepareText() {
 
 void ShapeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
   if (m_style->retired) return;
+  const NodeDecoration* deco = decoration();
+  const QBrush fillBrush = deco && deco->fill ? QBrush(*deco->fill) : m_data->fill;
   const QRectF& rect = m_data->rect;
   const Shape shape = m_data->shape;
   const bool text = drawsText(painter, option);
   if (!text) {
     // Zoomed out a node is a few pixels: a filled rectangle (a fast axis-aligned fill) reads the
     // same as the shape and costs a fraction of a stroked ellipse.
-    painter->fillRect(rect, m_hovered ? m_style->hoverBrush : m_data->fill);
+    painter->fillRect(rect, m_hovered ? m_style->hoverBrush : fillBrush);
+    if (deco) paintDecoration(painter, *deco, false);
     if (isSelected() || (m_highlighted && m_style->highlightOn)) {
       painter->setPen(isSelected() ? m_style->selectionPen : m_style->highlightPen);
       painter->setBrush(Qt::NoBrush);
@@ -150,7 +231,7 @@ void ShapeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option,
   painter->setPen(m_hovered              ? m_style->hoverPen
                   : shape == Shape::Port ? m_style->portPen
                                          : m_style->nodePen);
-  painter->setBrush(m_data->fill);
+  painter->setBrush(fillBrush);
   switch (shape) {
     case Shape::Ellipse:
     case Shape::Port:
@@ -193,6 +274,7 @@ void ShapeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option,
     painter->drawLine(QPointF(c.x() - 3, c.y()), QPointF(c.x() + 3, c.y()));
     painter->drawLine(QPointF(c.x(), c.y() - 3), QPointF(c.x(), c.y() + 3));
   }
+  if (deco) paintDecoration(painter, *deco, true);
   if (m_data->label.isEmpty() && m_data->note.isEmpty()) return;
   if (!m_textReady) prepareText();
   painter->setPen(m_style->textPen);
@@ -223,7 +305,13 @@ void ShapeItem::setHovered(bool on) {
 }
 
 void ShapeItem::refreshContentFlag() {
-  const bool special = m_hovered || isSelected() || (m_highlighted && m_style->highlightOn);
+  // A decoration other than a fill is drawn by the item itself, also zoomed out (the overview
+  // draws the fills).
+  const NodeDecoration* d = decoration();
+  const bool decorated =
+      d && (d->outline || d->mark != NodeMark::None || d->breakpoint != BreakpointMark::None);
+  const bool special =
+      m_hovered || isSelected() || (m_highlighted && m_style->highlightOn) || decorated;
   setFlag(QGraphicsItem::ItemHasNoContents, m_style->overview && !special);
 }
 

@@ -4,6 +4,7 @@
 // cache their label layout (QStaticText) at the first paint, and share their pens, brushes and
 // fonts through one SceneStyle owned by the scene, so a repaint allocates nothing.
 
+#include "visualizers/scene/decorations.h"
 #include "visualizers/scene/scene_content.h"
 
 #include <QBrush>
@@ -44,6 +45,8 @@ struct SceneStyle {
   // The items of replaced content, deleted over the next event-loop turns, paint nothing and
   // ignore the mouse from the moment they are replaced.
   bool retired = false;
+  // The merged decoration layers of the scene's content (Note [Decoration layers]); null: none.
+  const MergedDecorations* decorations = nullptr;
   SceneStyle();
   void setFont(const QFont& font);
 };
@@ -58,8 +61,8 @@ class ShapeItem : public QGraphicsItem {
   using Shape = ContentShape::Shape;
   enum { Type = UserType + 1 };
 
-  // `data` outlives the item (the scene keeps its content alive).
-  ShapeItem(const SceneStyle* style, const ContentShape* data);
+  // `data` outlives the item (the scene keeps its content alive); `index`: its content shape.
+  ShapeItem(const SceneStyle* style, const ContentShape* data, int index);
   int type() const override { return Type; }
   QRectF boundingRect() const override;
   QPainterPath shape() const override;
@@ -83,8 +86,12 @@ class ShapeItem : public QGraphicsItem {
   bool isRetired() const { return m_style->retired; }
   // Paints itself, or leaves it to the overview (SceneStyle::overview).
   void refreshContentFlag();
+  // The merged decoration drawn on it (null when none); refreshDecoration after a change.
+  const NodeDecoration* decoration() const;
+  void refreshDecoration();
 
  protected:
+  void contextMenuEvent(QGraphicsSceneContextMenuEvent* event) override;
   QVariant itemChange(GraphicsItemChange change, const QVariant& value) override;
   void hoverEnterEvent(QGraphicsSceneHoverEvent* event) override;
   void hoverLeaveEvent(QGraphicsSceneHoverEvent* event) override;
@@ -94,8 +101,10 @@ class ShapeItem : public QGraphicsItem {
  private:
   void setHovered(bool on);
   void prepareText();
+  void paintDecoration(QPainter* painter, const NodeDecoration& d, bool text) const;
   const SceneStyle* m_style;
   const ContentShape* m_data;
+  const int m_index;
   // Laid out once, at the first paint with text (QStaticText keeps the glyph positions).
   QStaticText m_labelText, m_noteText;
   QPointF m_labelPos, m_notePos;
@@ -132,9 +141,9 @@ class ClusterItem : public QGraphicsItem {
 class EdgeItem : public QGraphicsItem {
  public:
   enum { Type = UserType + 3 };
-  EdgeItem(const SceneStyle* style, const ContentEdge* data);
+  EdgeItem(const SceneStyle* style, const ContentEdge* data, int index);
   int type() const override { return Type; }
-  QRectF boundingRect() const override { return m_data->bounds; }
+  QRectF boundingRect() const override { return m_bounds; }
   QPainterPath shape() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
   EdgeKind kind() const { return m_data->kind; }
@@ -143,10 +152,16 @@ class EdgeItem : public QGraphicsItem {
   bool isHovered() const { return m_hovered; }
   const QPolygonF& lodLine() const { return m_data->lodLine; }
   void refreshContentFlag();
+  const EdgeDecoration* decoration() const;
+  void refreshDecoration();
+  // Where its health pill is drawn (empty when it has none).
+  QRectF pillRect() const;
 
  private:
   const SceneStyle* m_style;
   const ContentEdge* m_data;
+  const int m_index;
+  QRectF m_bounds;
   QStaticText m_labelText;  // laid out at the first paint with text
   QPointF m_labelPos;
   bool m_textReady = false;
@@ -165,6 +180,8 @@ class OverviewItem : public QGraphicsItem {
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
 
  private:
+  // The decorations' fills over the overview (SceneStyle::decorations).
+  void paintFills(QPainter* painter) const;
   const SceneStyle* m_style;
   const SceneContent* m_content;  // its overviewRects and overviewLines
 };
