@@ -8,8 +8,9 @@
 // a shown QMainWindow holding a GraphPane, the way the application does it.
 // Scene figures: items + first paint of 5,000 and 12,500 items (grid layouts, no Graphviz),
 // synchronous (GraphScene::setContent) and asynchronous (setContentAsync, with its longest stall).
-//   bench_gui [--runs N] [--no-onnx] [--expand-more]     (offscreen unless QT_QPA_PLATFORM says
-//   otherwise)
+//   bench_gui [--runs N] [--no-onnx] [--expand-more] [--only TEXT] [--shots DIR]   (offscreen
+//   unless QT_QPA_PLATFORM says otherwise; --only: the graphs whose name contains TEXT; --shots:
+//   a picture of each after its first paint)
 // --expand-more also opens every group of the 20,000-node graph (one ~50,000-item scene) and, in
 // each ONNX model, collapses all and opens the largest group.
 
@@ -41,6 +42,14 @@ using gui::GraphPane;
 namespace {
 
 using GraphSource = std::function<std::shared_ptr<const engine::FunctionGraph>()>;
+
+// --only TEXT: only the figures whose graph name contains TEXT (and no scene figures).
+QByteArray g_only;
+// --shots DIR: a picture of each graph after its first paint (fitted, and at zoom 0.5 at the top).
+QString g_shots;
+bool selected(const char* name) {
+  return g_only.isEmpty() || QByteArray(name).contains(g_only);
+}
 
 struct Bench {
   vis::LayoutService* service = nullptr;
@@ -94,6 +103,7 @@ bool waitLayout(GraphPane* pane, int timeoutMs = 120000) {
 // Model build (worker) + layout + items + first paint. Returns the model shown, or null.
 std::shared_ptr<const vis::ViewModel> firstPaint(Bench& b, const char* name,
                                                  const GraphSource& source) {
+  if (!selected(name)) return nullptr;
   auto graph = source();  // building or reading the graph is not part of the figure
   EventLoopProbe probe;
   int shown = 0;
@@ -121,6 +131,18 @@ std::shared_ptr<const vis::ViewModel> firstPaint(Bench& b, const char* name,
   double paintMs = ms(b.clock);
   spin(50);
   probe.stop();
+  if (!g_shots.isEmpty()) {
+    const QString base = g_shots + QLatin1Char('/') + QString::fromLatin1(name).replace(' ', '_');
+    b.pane->grab().save(base + QStringLiteral("_fit.png"));
+    vis::GraphView* view = b.pane->view();
+    const QRectF all = view->scene()->sceneRect();
+    view->setZoom(0.5);
+    view->centerOn(QPointF(all.center().x(), all.top() + view->viewport()->height()));
+    spin(200);
+    b.pane->grab().save(base + QStringLiteral("_top.png"));
+    view->zoomToFit();
+    spin(50);
+  }
   const auto& model = b.pane->model();
   QString note =
       QStringLiteral("[%1 view nodes, %2 shown; model %3, layout %4, items %5, paint %6 ms]")
@@ -324,11 +346,15 @@ int main(int argc, char** argv) {
       withOnnx = false;
     else if (QByteArray(argv[i]) == "--expand-more")
       expandMore = true;
+    else if (QByteArray(argv[i]) == "--only" && i + 1 < argc)
+      g_only = argv[++i];
+    else if (QByteArray(argv[i]) == "--shots" && i + 1 < argc)
+      g_shots = QString::fromLocal8Bit(argv[++i]);
     else {
-      std::fprintf(
-          stderr,
-          "bench_gui: unknown argument '%s' (expected --runs N, --no-onnx, --expand-more)\n",
-          argv[i]);
+      std::fprintf(stderr,
+                   "bench_gui: unknown argument '%s' (expected --runs N, --no-onnx, "
+                   "--expand-more, --only TEXT, --shots DIR)\n",
+                   argv[i]);
       return 2;
     }
   }
@@ -356,8 +382,10 @@ int main(int argc, char** argv) {
               qPrintable(QGuiApplication::platformName()), window.width(), window.height(), runs);
   std::printf("  %-44s %9s %-3s %s\n", "figure", "value", "", "target");
   for (int run = 0; run < runs; ++run) {
-    sceneFigures(2000, 45);  // ~5,000 items
-    sceneFigures(5000, 70);  // ~12,500 items
+    if (g_only.isEmpty()) {
+      sceneFigures(2000, 45);  // ~5,000 items
+      sceneFigures(5000, 70);  // ~12,500 items
+    }
     service.clearCache();    // each run lays out from scratch
     firstPaint(b, "2000 nodes flat", [] { return synthetic::flatGraph(2000); });
     if (firstPaint(b, "20000 nodes grouped", [] { return synthetic::groupedGraph(20000, 3); })) {

@@ -1,5 +1,6 @@
 #include "gui_test_main.h"
 #include "visualizers/layout/graphviz_level.h"
+#include "visualizers/layout/level_hubs.h"
 
 #include <QElapsedTimer>
 
@@ -139,6 +140,7 @@ class TestGraphvizLevel : public QObject {
   void testDecomposeMarkWrap();
   void testManyLevelsInARow();
   void testFastLevelsRouteCheaply();
+  void testDetachedHubs();
   void testTiming2000Flat();
 };
 
@@ -422,6 +424,61 @@ void TestGraphvizLevel::testTiming2000Flat() {
     for (std::size_t i = 1; i < result.nodes.size(); ++i)
       QVERIFY(!result.nodes[i].adjusted(0.5, 0.5, -0.5, -0.5).intersects(result.nodes[i - 1]));
   }
+}
+
+// Note [Detached hubs]: a shared input read by several chains is laid out apart from them, in a
+// row above, with its edges ending on their targets' tops; only with the fast settings.
+void TestGraphvizLevel::testDetachedHubs() {
+  LevelSpec spec;
+  spec.fast = true;
+  spec.labels = LevelSpec::LabelPlacement::Midpoint;
+  spec.nodes.push_back(node("x", 40, 24));  // the hub
+  const int chains = 4, length = 6;
+  for (int c = 0; c < chains; ++c)
+    for (int k = 0; k < length; ++k) {
+      const int index = int(spec.nodes.size());
+      spec.nodes.push_back(node(QStringLiteral("c%1_%2").arg(c).arg(k), 70, 26));
+      spec.edges.push_back(edge(k == 0 ? 0 : index - 1, index));
+      if (k == 3) spec.edges.push_back(edge(0, index));  // x again, deeper in the chain
+    }
+  spec.edges.push_back(edge(0, 1));  // a parallel edge
+  const HubSplit split = splitHubs(spec);
+  QCOMPARE(split.hubs, std::vector<int>{0});
+  QCOMPARE(split.rest.nodes.size(), spec.nodes.size() - 1);
+  QCOMPARE(split.rest.edges.size(), std::size_t(chains * (length - 1)));
+
+  GraphvizLayouter layouter;
+  const LevelLayout result = layouter.layout(spec);
+  QCOMPARE(result.nodes.size(), spec.nodes.size());
+  QCOMPARE(result.edges.size(), spec.edges.size());
+  const QRectF bounds(QPointF(0, 0), result.size);
+  for (std::size_t i = 0; i < result.nodes.size(); ++i) {
+    QVERIFY2(bounds.adjusted(-1, -1, 1, 1).contains(result.nodes[i]), qPrintable(spec.nodes[i].key));
+    QCOMPARE(result.nodes[i].size(), QSizeF(spec.nodes[i].width, spec.nodes[i].height));
+    if (i > 0) QVERIFY(result.nodes[0].bottom() < result.nodes[i].top());  // the hub row on top
+    for (std::size_t j = 0; j < i; ++j)
+      QVERIFY2(!result.nodes[i].intersects(result.nodes[j]),
+               qPrintable(spec.nodes[i].key + " overlaps " + spec.nodes[j].key));
+  }
+  for (std::size_t e = 0; e < spec.edges.size(); ++e) {
+    const LevelEdgeGeometry& g = result.edges[e];
+    QVERIFY(!g.path.isEmpty());
+    QVERIFY2(near(g.path.pointAtPercent(0), result.nodes[std::size_t(spec.edges[e].from)], 3),
+             qPrintable(QStringLiteral("edge %1 start").arg(e)));
+    QVERIFY2(near(g.arrowTip, result.nodes[std::size_t(spec.edges[e].to)], 3),
+             qPrintable(QStringLiteral("edge %1 tip").arg(e)));
+  }
+  // The two edges x -> c0_0 do not lie on top of each other.
+  QVERIFY(result.edges[0].path.pointAtPercent(0.5) != result.edges.back().path.pointAtPercent(0.5));
+
+  // Not with dot's full settings, not for a source with few edges, never for everything.
+  spec.fast = false;
+  QVERIFY(!splitHubs(spec).active());
+  LevelSpec few;
+  few.fast = true;
+  few.nodes = {node("a"), node("b"), node("c")};
+  few.edges = {edge(0, 1), edge(0, 2)};
+  QVERIFY(!splitHubs(few).active());
 }
 
 TSCOPE_GUI_TEST_MAIN(TestGraphvizLevel)

@@ -1,5 +1,7 @@
 #include "visualizers/layout/graphviz_level.h"
 
+#include "visualizers/layout/level_hubs.h"
+
 #include "visualizers/layout/dot_mark_wrap.h"
 
 #include <algorithm>
@@ -205,7 +207,7 @@ LevelEdgeGeometry readEdge(Agedge_t* edge, const boxf& bb, bool hasLabel) {
 std::string LevelSpec::cacheKey() const {
   std::string key;
   key.reserve(32 * (nodes.size() + edges.size()) + 64);
-  key += "level v2 " + number(nodeSep, 2) + ' ' + number(rankSep, 2) + (fast ? " fast" : " full") +
+  key += "level v3 " + number(nodeSep, 2) + ' ' + number(rankSep, 2) + (fast ? " fast" : " full") +
          " labels" + std::to_string(static_cast<int>(labels)) + '\n';
   for (const auto& node : nodes) {
     key += node.key.toStdString();
@@ -296,7 +298,13 @@ LevelLayout GraphvizLayouter::layout(const LevelSpec& spec, const char* engine) 
       throw std::invalid_argument("LevelSpec: edge " + std::to_string(edge.from) + "->" +
                                   std::to_string(edge.to) + " has an end outside the " +
                                   std::to_string(spec.nodes.size()) + " nodes");
+  // Note [Detached hubs] (level_hubs.cpp)
+  if (const HubSplit split = splitHubs(spec); split.active())
+    return placeHubs(spec, split, layoutWithDot(split.rest, engine));
+  return layoutWithDot(spec, engine);
+}
 
+LevelLayout GraphvizLayouter::layoutWithDot(const LevelSpec& spec, const char* engine) {
   const auto start = std::chrono::steady_clock::now();
   NumericLocaleGuard locale;
   std::string messages;

@@ -100,6 +100,7 @@ class GraphvizLayouter {
   bool guardsMarkWrap() const;
 
  private:
+  LevelLayout layoutWithDot(const LevelSpec& spec, const char* engine);
   struct Context;
   std::unique_ptr<Context> m_context;
   std::thread::id m_owner;

@@ -77,6 +77,10 @@ MergedDecorations MergedDecorations::merge(const SceneContent& content,
                                            const std::vector<const Decorations*>& layers) {
   MergedDecorations m;
   if (!content.model || !content.layout) return m;
+  // No layer for this model (the common case: a plain graph): nothing to allocate.
+  if (std::none_of(layers.begin(), layers.end(),
+                   [&](const Decorations* layer) { return layer->model == content.model; }))
+    return m;
   m.shapes.resize(content.shapes.size());
   m.edges.resize(content.edges.size());
   auto shapeAt = [&](int shape) -> NodeDecoration& {

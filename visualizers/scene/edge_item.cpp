@@ -35,6 +35,18 @@ QRectF EdgeItem::pillRect() const {
   return QRectF(at.x() - kPillW / 2, at.y() - kPillH / 2, kPillW, kPillH);
 }
 
+// Laid out once: panning reuses the glyph positions.
+void EdgeItem::prepareText(const QTransform& transform) {
+  m_textReady = true;
+  if (m_data->label.isEmpty()) return;
+  m_labelText = QStaticText(m_data->label);
+  m_labelText.setTextFormat(Qt::PlainText);
+  m_labelText.setPerformanceHint(QStaticText::AggressiveCaching);
+  m_labelText.prepare(transform, m_style->smallFont);
+  const QSizeF size = m_labelText.size();
+  m_labelPos = m_data->labelRect.center() - QPointF(size.width() / 2, size.height() / 2);
+}
+
 const EdgeDecoration* EdgeItem::decoration() const {
   const MergedDecorations* m = m_style->decorations;
   if (!m || std::size_t(m_index) >= m->edges.size()) return nullptr;
@@ -164,16 +176,7 @@ void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
     }
   }
   if (!m_data->label.isEmpty()) {
-    if (!m_textReady) {
-      // Laid out once: panning reuses the glyph positions.
-      m_textReady = true;
-      m_labelText = QStaticText(m_data->label);
-      m_labelText.setTextFormat(Qt::PlainText);
-      m_labelText.setPerformanceHint(QStaticText::AggressiveCaching);
-      m_labelText.prepare(QTransform(), m_style->smallFont);
-      const QSizeF size = m_labelText.size();
-      m_labelPos = m_data->labelRect.center() - QPointF(size.width() / 2, size.height() / 2);
-    }
+    if (!m_textReady) prepareText(linearPart(painter->worldTransform()));
     painter->setPen(m_style->textPen);
     painter->setFont(m_style->smallFont);
     painter->drawStaticText(m_labelPos, m_labelText);

@@ -107,6 +107,7 @@ class GraphScene : public QGraphicsScene {
   bool deleteRetired(const QElapsedTimer* budget);
   bool createItems(const QElapsedTimer* budget);
   void createItem(std::size_t entry);
+  void prepareText(std::size_t entry);
   ShapeItem* ensureShape(int shape);
   void updateSceneRect();
   void applyDecorations();  // merges the layers for the current content and refreshes the items

@@ -58,6 +58,10 @@ void SceneStyle::setFont(const QFont& base) {
   smallHeight = smallMetrics->height();
 }
 
+QTransform linearPart(const QTransform& t) {
+  return QTransform(t.m11(), t.m12(), t.m21(), t.m22(), 0, 0);
+}
+
 bool drawsText(const QPainter* painter, const QStyleOptionGraphicsItem* option) {
   return option->levelOfDetailFromTransform(painter->worldTransform()) >= GraphView::kTextScale;
 }
@@ -66,7 +70,8 @@ namespace {
 
 // Label text laid out once: '\n' breaks lines (as QPainter::drawText does), lines centred in
 // `width`.
-QStaticText staticText(const QString& text, const QFont& font, double width) {
+QStaticText staticText(const QString& text, const QFont& font, double width,
+                       const QTransform& transform) {
   QString lines = text;
   lines.replace(QLatin1Char('\n'), QChar::LineSeparator);
   QStaticText st(lines);
@@ -76,7 +81,7 @@ QStaticText staticText(const QString& text, const QFont& font, double width) {
   st.setTextOption(option);
   st.setTextWidth(std::max(1.0, width));
   st.setPerformanceHint(QStaticText::AggressiveCaching);
-  st.prepare(QTransform(), font);
+  st.prepare(transform, font);
   return st;
 }
 
@@ -192,19 +197,19 @@ QPainterPath ShapeItem::shape() const {
   return path;
 }
 
-void ShapeItem::prepareText() {
+void ShapeItem::prepareText(const QTransform& transform) {
   m_textReady = true;
   QRectF labelRect = m_data->rect;
   if (m_data->shape == Shape::Group) labelRect.adjust(kMarkerSize + 4, 0, 0, 0);
   if (!m_data->note.isEmpty()) {
     const double noteHeight = m_style->smallHeight;
-    m_noteText = staticText(m_data->note, m_style->smallFont, labelRect.width());
+    m_noteText = staticText(m_data->note, m_style->smallFont, labelRect.width(), transform);
     m_notePos = centredIn(m_noteText, QRectF(labelRect.left(), labelRect.bottom() - noteHeight - 2,
                                              labelRect.width(), noteHeight));
     labelRect.adjust(0, 0, 0, -noteHeight);
   }
   if (!m_data->label.isEmpty()) {
-    m_labelText = staticText(m_data->label, m_style->font, labelRect.width());
+    m_labelText = staticText(m_data->label, m_style->font, labelRect.width(), transform);
     m_labelPos = centredIn(m_labelText, labelRect);
   }
 }
@@ -276,7 +281,7 @@ void ShapeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option,
   }
   if (deco) paintDecoration(painter, *deco, true);
   if (m_data->label.isEmpty() && m_data->note.isEmpty()) return;
-  if (!m_textReady) prepareText();
+  if (!m_textReady) prepareText(linearPart(painter->worldTransform()));
   painter->setPen(m_style->textPen);
   if (!m_data->note.isEmpty()) {
     painter->setFont(m_style->smallFont);

@@ -51,6 +51,8 @@ struct SceneStyle {
   void setFont(const QFont& font);
 };
 
+// `t` without its translation: what QStaticText compares to decide whether to lay out again.
+QTransform linearPart(const QTransform& t);
 // True when `painter` draws at a scale where text is legible (GraphView::kTextScale).
 bool drawsText(const QPainter* painter, const QStyleOptionGraphicsItem* option);
 
@@ -89,6 +91,10 @@ class ShapeItem : public QGraphicsItem {
   // The merged decoration drawn on it (null when none); refreshDecoration after a change.
   const NodeDecoration* decoration() const;
   void refreshDecoration();
+  // Lays out its text now, for painting with `transform` (the view's, without translation),
+  // rather than at its first paint with text (Note [Text before the first paint] in
+  // graph_scene.cpp).
+  void prepareText(const QTransform& transform);
 
  protected:
   void contextMenuEvent(QGraphicsSceneContextMenuEvent* event) override;
@@ -100,7 +106,6 @@ class ShapeItem : public QGraphicsItem {
 
  private:
   void setHovered(bool on);
-  void prepareText();
   void paintDecoration(QPainter* painter, const NodeDecoration& d, bool text) const;
   const SceneStyle* m_style;
   const ContentShape* m_data;
@@ -154,6 +159,7 @@ class EdgeItem : public QGraphicsItem {
   void refreshContentFlag();
   const EdgeDecoration* decoration() const;
   void refreshDecoration();
+  void prepareText(const QTransform& transform);  // as ShapeItem::prepareText
   // Where its health pill is drawn (empty when it has none).
   QRectF pillRect() const;
 
