@@ -8,23 +8,34 @@
 
 namespace tscope::engine::session {
 
-RewriteProfile optimizeDocument(io::TsgDocument& doc, const RewriteQuery& query) {
-  std::unique_ptr<FunctionGraph> graph = doc.original->clone();
+OptimizedGraph optimizeGraph(const FunctionGraph& original, const RewriteQuery& query) {
+  OptimizedGraph out;
+  out.graph = original.clone();
   auto recorder = std::make_shared<RewriteRecorder>();
-  graph->attachFeature(recorder);
-  RewriteProfile profile = optimize(*graph, query);
-  doc.rewrites = recorder->takeRecords();
-  graph->detachFeature(*recorder);
-  doc.optimized = std::move(graph);
-  nlohmann::json kept = nlohmann::json::array();
-  for (const auto& p : doc.profiles)
-    if (!(p.is_object() && p.value("kind", "") == "rewriter")) kept.push_back(p);
-  nlohmann::json rewriter = rewriteProfileJson(profile);
+  out.graph->attachFeature(recorder);
+  out.profile = optimize(*out.graph, query);
+  out.rewrites = recorder->takeRecords();
+  out.graph->detachFeature(*recorder);
+  out.profileJson = rewriteProfileJson(out.profile);
   // The GUI replays the log step by step with the same query (replay_rewrites.h).
-  rewriter["query"] = rewriteQueryJson(query);
-  kept.push_back(std::move(rewriter));
-  doc.profiles = std::move(kept);
-  return profile;
+  out.profileJson["query"] = rewriteQueryJson(query);
+  return out;
+}
+
+nlohmann::json withRewriterProfile(const nlohmann::json& profiles, nlohmann::json rewriterProfile) {
+  nlohmann::json kept = nlohmann::json::array();
+  for (const auto& p : profiles)
+    if (!(p.is_object() && p.value("kind", "") == "rewriter")) kept.push_back(p);
+  kept.push_back(std::move(rewriterProfile));
+  return kept;
+}
+
+RewriteProfile optimizeDocument(io::TsgDocument& doc, const RewriteQuery& query) {
+  OptimizedGraph out = optimizeGraph(*doc.original, query);
+  doc.rewrites = std::move(out.rewrites);
+  doc.optimized = std::move(out.graph);
+  doc.profiles = withRewriterProfile(doc.profiles, std::move(out.profileJson));
+  return out.profile;
 }
 
 nlohmann::json rewriteProfileJson(const RewriteProfile& profile) {

@@ -5,10 +5,24 @@
 #include "engine/io/tsg.h"
 #include "engine/rewrite/rewrite_db.h"
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace tscope::engine::session {
+
+// An optimized copy of a graph with its rewrite log and profile (what optimizeDocument stores).
+struct OptimizedGraph {
+  std::unique_ptr<FunctionGraph> graph;
+  std::vector<RewriteRecord> rewrites;
+  RewriteProfile profile;
+  nlohmann::json profileJson;  // rewriteProfileJson(profile) plus {"query": ...}
+};
+// Optimizes a copy of `original` (unchanged) with the query. Throws what optimize() throws.
+OptimizedGraph optimizeGraph(const FunctionGraph& original, const RewriteQuery& query);
+// `profiles` with any earlier rewriter profile replaced by `rewriterProfile`.
+nlohmann::json withRewriterProfile(const nlohmann::json& profiles, nlohmann::json rewriterProfile);
 
 // Optimizes a copy of doc.original with the query and stores it as doc.optimized, with the rewrite
 // log in doc.rewrites and the rewriter profile (rewriteProfileJson) appended to doc.profiles,

@@ -4,6 +4,7 @@
 #include "gui/app/graph_pane.h"
 #include "gui/app/history/rewrite_history_panel.h"
 #include "gui/app/inspector/inspector_panel.h"
+#include "gui/app/optimize_ui.h"
 #include "gui/app/recent_files.h"
 #include "gui/app/search_bar.h"
 #include "visualizers/layout/layout_service.h"
@@ -101,6 +102,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // Feature UIs: each builds its own actions, menus, docks and workers on the window's hooks
   // (menu(), registerAction(), addNodeMenuProvider(), addDockWidget()).
   // (feature UIs are created here)
+  m_optimizeUi = new OptimizeUi(this);
 
   connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
     updateStatus();
@@ -187,6 +189,8 @@ void MainWindow::createActions() {
           this, &MainWindow::openInteractively);
   connect(makeAction("actionClose", tr("&Close"), {}, QKeySequence(Qt::CTRL | Qt::Key_W)),
           &QAction::triggered, this, &MainWindow::closeDocument);
+  connect(makeAction("actionSaveAs", tr("Save &As…"), {}, QKeySequence::SaveAs),
+          &QAction::triggered, this, &MainWindow::saveInteractively);
   connect(makeAction("actionExportSvg", tr("Export View as &SVG…"), "export"), &QAction::triggered,
           this, [this] { exportInteractively("svg"); });
   connect(makeAction("actionExportPng", tr("Export View as &PNG…"), {}), &QAction::triggered, this,
@@ -292,6 +296,7 @@ void MainWindow::createMenus() {
   connect(recent, &QMenu::aboutToShow, this, refill);  // another window may have changed the list
   connect(m_recentFiles, &RecentFiles::openRequested, this, &MainWindow::openFile);
   refill();
+  file->addAction(m_actions["actionSaveAs"]);
   file->addAction(m_actions["actionClose"]);
   file->addSeparator();
   file->addAction(m_actions["actionExportSvg"]);
@@ -476,6 +481,7 @@ void MainWindow::updateActions() {
   GraphPane* pane = currentPane();
   const bool shown = pane && pane->model();
   m_actions["actionClose"]->setEnabled(open || m_loader->isLoading());
+  m_actions["actionSaveAs"]->setEnabled(open);
   for (const char* name :
        {"actionExportSvg", "actionExportPng", "actionExportDot", "actionZoomIn", "actionZoomOut",
         "actionZoomFit", "actionZoomReset", "actionExpandAll", "actionCollapseAll", "actionFind",

@@ -49,6 +49,8 @@ class RecentFiles;
 class RewriteHistoryPanel;
 class SearchBar;
 
+class OptimizeUi;
+
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
@@ -59,6 +61,17 @@ class MainWindow : public QMainWindow {
   void openFile(const QString& path);
   void closeDocument();
   const std::shared_ptr<const Document>& document() const { return m_document; }
+  // Shows another snapshot of the open document (the same file with an optimized graph, a
+  // profile): as if it had been opened, without touching the recent files; `modified` marks the
+  // title until it is saved.
+  void replaceDocument(std::shared_ptr<const Document> document, bool modified);
+  // Switches to the Optimized tab (or keeps side by side) when the document has one.
+  void showOptimized();
+  // File > Save As: writes the document as a .tsg on a worker (errors to the error dialog); the
+  // window then shows that file. saveFinished reports the outcome.
+  void saveDocumentAs(const QString& path);
+  // A non-blocking message box (the window stays usable); errorDialog() returns it.
+  void showError(const QString& title, const QString& text);
 
   GraphPane* originalPane() const { return m_originalPane; }
   GraphPane* optimizedPane() const { return m_optimizedPane; }
@@ -93,6 +106,7 @@ class MainWindow : public QMainWindow {
   SearchBar* searchBar() const { return m_searchBar; }
   InspectorPanel* inspector() const { return m_inspector; }
   RewriteHistoryPanel* rewriteHistory() const { return m_history; }
+  OptimizeUi* optimizeUi() const { return m_optimizeUi; }
   QPlainTextEdit* logView() const { return m_log; }
   QDockWidget* dock(const QString& objectName) const;
   QAction* action(const QString& objectName) const;  // e.g. "actionOpen"
@@ -119,8 +133,10 @@ class MainWindow : public QMainWindow {
   static QString groupStateKey(const QString& path, const QString& role);
 
  signals:
-  void documentLoaded(QString path);
+  void documentLoaded(QString path);  // also after replaceDocument
+  void documentClosed();
   void loadFailed(QString path, QString message);
+  void saveFinished(QString path, bool ok, QString message);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -139,19 +155,20 @@ class MainWindow : public QMainWindow {
   void updateActions();
   void updateStatus();
   void appendLog(const QString& line);
-  void showError(const QString& title, const QString& text);
   QAction* makeAction(const QString& name, const QString& text, const QString& icon,
                       const QKeySequence& shortcut = {});
   // main_window_document.cpp
   GraphPane* createPane();
   void connectPane(GraphPane* pane);
   void onLoaded(std::shared_ptr<const Document> document);
+  void showDocument(std::shared_ptr<const Document> document);
   void onLoadFailed(const QString& path, const QString& message);
   void setPaneModel(GraphPane* pane, const QString& role,
                     std::shared_ptr<const vis::ViewModel> model);
   void syncSelection(GraphPane* from, int node);
   void exportInteractively(const QString& suffix);
   void openInteractively();
+  void saveInteractively();
 
   vis::LayoutService* m_layoutService = nullptr;
   DocumentLoader* m_loader = nullptr;
@@ -184,6 +201,7 @@ class MainWindow : public QMainWindow {
   int m_syncNode = -1;
   bool m_comparing = false;  // the side-by-side panes show a rewrite's before/after
 
+  OptimizeUi* m_optimizeUi = nullptr;
   SearchBar* m_searchBar = nullptr;
   InspectorPanel* m_inspector = nullptr;
   RewriteHistoryPanel* m_history = nullptr;

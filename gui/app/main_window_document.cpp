@@ -2,6 +2,7 @@
 // synchronised selection, the rewrite history's comparisons and steps, export.
 
 #include "gui/app/counterparts.h"
+#include "gui/app/document_io.h"
 #include "gui/app/document_loader.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/history/rewrite_history_panel.h"
@@ -136,6 +137,19 @@ void MainWindow::openInteractively() {
   if (!path.isEmpty()) openFile(path);
 }
 
+void MainWindow::saveInteractively() {
+  if (!m_document) return;
+  // An ONNX model (or any other file) is offered as a .tsg beside it.
+  const QFileInfo info(m_document->path);
+  const QString suggested =
+      info.absolutePath() + QLatin1Char('/') + info.completeBaseName() + QStringLiteral(".tsg");
+  QString path = QFileDialog::getSaveFileName(this, tr("Save As"), suggested,
+                                              tr("Tensorscope graphs (*.tsg)"));
+  if (path.isEmpty()) return;
+  if (!path.endsWith(QStringLiteral(".tsg"), Qt::CaseInsensitive)) path += QStringLiteral(".tsg");
+  saveDocumentAs(path);
+}
+
 void MainWindow::setPaneModel(GraphPane* pane, const QString& role,
                               std::shared_ptr<const vis::ViewModel> model) {
   std::optional<vis::GroupState> state;
@@ -155,12 +169,63 @@ void MainWindow::setPaneModel(GraphPane* pane, const QString& role,
 void MainWindow::onLoaded(std::shared_ptr<const Document> document) {
   m_progress->hide();
   m_cancelButton->hide();
+  m_recentFiles->add(document->path);
+  showDocument(std::move(document));
+}
+
+void MainWindow::replaceDocument(std::shared_ptr<const Document> document, bool modified) {
+  showDocument(std::move(document));
+  setWindowModified(modified);
+}
+
+void MainWindow::showOptimized() {
+  if (!m_document || !m_document->optimizedModel || isSideBySide()) return;
+  m_tabs->setCurrentWidget(m_optimizedPane);
+}
+
+void MainWindow::saveDocumentAs(const QString& path) {
+  const std::shared_ptr<const Document> document = m_document;
+  if (!document) return;
+  statusBar()->showMessage(tr("Saving %1...").arg(QFileInfo(path).fileName()));
+  runOnWorker(
+      this,
+      [document, path]() -> QString {
+        try {
+          saveDocument(*document, path);
+          return {};
+        } catch (const std::exception& e) {
+          return QString::fromStdString(e.what());
+        }
+      },
+      [this, document, path](const QString& error) {
+        if (!error.isEmpty()) {
+          statusBar()->clearMessage();
+          showError(tr("Save As"), tr("Could not save %1: %2").arg(path, error));
+          emit saveFinished(path, false, error);
+          return;
+        }
+        statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+        if (m_document == document) {
+          // The window now shows the saved file: same graphs, views and panes.
+          m_document = savedAs(*document, path);
+          setWindowTitle(tr("%1[*] — Tensorscope").arg(QFileInfo(path).fileName()));
+          setWindowFilePath(m_document->path);
+          setWindowModified(false);
+          m_inspector->setDocument(m_document);
+          m_recentFiles->add(m_document->path);
+          emit documentLoaded(m_document->path);
+        }
+        emit saveFinished(path, true, QString());
+      });
+}
+
+void MainWindow::showDocument(std::shared_ptr<const Document> document) {
   closeDocument();
   m_document = document;
   const QString name = QFileInfo(document->path).fileName();
-  setWindowTitle(tr("%1 — Tensorscope").arg(name));
+  setWindowTitle(tr("%1[*] — Tensorscope").arg(name));
   setWindowFilePath(document->path);
-  m_recentFiles->add(document->path);
+  setWindowModified(false);
 
   appendLog(tr("Opened %1 (%2): %3 nodes in the original graph%4, %5 logged rewrites")
                 .arg(document->path, QString::fromStdString(document->info.format))
@@ -236,8 +301,10 @@ void MainWindow::closeDocument() {
   m_history->setDocument(nullptr);
   setWindowTitle(QStringLiteral("Tensorscope"));
   setWindowFilePath(QString());
+  setWindowModified(false);
   updateActions();
   updateStatus();
+  emit documentClosed();
 }
 
 void MainWindow::setSideBySide(bool on) {

@@ -386,7 +386,7 @@ int main(int argc, char** argv) {
       sceneFigures(2000, 45);  // ~5,000 items
       sceneFigures(5000, 70);  // ~12,500 items
     }
-    service.clearCache();    // each run lays out from scratch
+    service.clearCache();  // each run lays out from scratch
     firstPaint(b, "2000 nodes flat", [] { return synthetic::flatGraph(2000); });
     if (firstPaint(b, "20000 nodes grouped", [] { return synthetic::groupedGraph(20000, 3); })) {
       expandGroup(b, "20000 nodes grouped");

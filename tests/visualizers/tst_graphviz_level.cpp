@@ -453,7 +453,8 @@ void TestGraphvizLevel::testDetachedHubs() {
   QCOMPARE(result.edges.size(), spec.edges.size());
   const QRectF bounds(QPointF(0, 0), result.size);
   for (std::size_t i = 0; i < result.nodes.size(); ++i) {
-    QVERIFY2(bounds.adjusted(-1, -1, 1, 1).contains(result.nodes[i]), qPrintable(spec.nodes[i].key));
+    QVERIFY2(bounds.adjusted(-1, -1, 1, 1).contains(result.nodes[i]),
+             qPrintable(spec.nodes[i].key));
     QCOMPARE(result.nodes[i].size(), QSizeF(spec.nodes[i].width, spec.nodes[i].height));
     if (i > 0) QVERIFY(result.nodes[0].bottom() < result.nodes[i].top());  // the hub row on top
     for (std::size_t j = 0; j < i; ++j)

@@ -20,10 +20,10 @@ namespace tscope::vis::layout {
 inline constexpr std::size_t kHubMinOutEdges = 8;
 
 struct HubSplit {
-  std::vector<int> hubs;       // spec nodes that are hubs
-  std::vector<int> restNode;   // by spec node: its index in `rest`, -1 for a hub
-  std::vector<int> restEdge;   // by spec edge: its index in `rest`, -1 for a hub's edge
-  LevelSpec rest;              // the spec without the hubs and their edges
+  std::vector<int> hubs;      // spec nodes that are hubs
+  std::vector<int> restNode;  // by spec node: its index in `rest`, -1 for a hub
+  std::vector<int> restEdge;  // by spec edge: its index in `rest`, -1 for a hub's edge
+  LevelSpec rest;             // the spec without the hubs and their edges
   bool active() const { return !hubs.empty(); }
 };
 

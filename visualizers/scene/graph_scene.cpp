@@ -35,8 +35,8 @@ struct GraphScene::Items {
   int pass = 0;
   std::size_t cursor = 0;
   std::optional<QRectF> focus;
-  bool textFirst = false;  // a view shows the focus region with text (Note [Text before...])
-  QTransform textTransform;  // ... and the transform it paints with
+  bool textFirst = false;         // a view shows the focus region with text (Note [Text before...])
+  QTransform textTransform;       // ... and the transform it paints with
   MergedDecorations decorations;  // SceneStyle::decorations points here
 
   std::size_t entries() const { return clusters.size() + shapes.size() + edges.size(); }
