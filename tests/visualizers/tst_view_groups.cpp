@@ -16,6 +16,8 @@
 #include <QDir>
 #include <QElapsedTimer>
 
+#include <set>
+
 using namespace tscope::engine;
 using namespace tscope::vis;
 using namespace tscope::vis::testing;
@@ -186,21 +188,67 @@ class TestViewGroups : public QObject {
     QCOMPARE(model->nodeOfVariable(ofgApply->input(0)->id()), -1);
   }
 
-  // An IfElse has two bodies; until groups hold several, it is one node with its edges, and
-  // neither branch is drawn as if it were the computation.
-  void testIfElseIsOneNode() {
+  // Note [Branch groups]: an IfElse is a group holding one group per branch; its inputs feed both
+  // branches' input boxes and its output leaves from both branches' output boxes.
+  void testIfElseShowsBothBranches() {
     auto x = Variable::create(kVector, "x");
     auto c = Variable::create(TensorType(DType::Bool, {}), "c");
     VarPtr y = named(ifelse(c, named(tanh(x), "then_y"), named(exp(x), "else_y")), "y");
     auto model = ViewModel::build(graphOf({c, x}, {y}));
     const Apply* node = model->graph().outputs()[0]->owner();
     QCOMPARE(node->op().name(), std::string("IfElse"));
-    const int view = model->nodeOfApply(node->id());
-    QVERIFY(view >= 0);
-    QCOMPARE(model->inEdges(view).size(), std::size_t(2));
-    QCOMPARE(model->outEdges(view).size(), std::size_t(1));
-    for (const Group& g : model->groups()) QVERIFY(g.kind != GroupKind::OpFromGraph);
-    QCOMPARE(boxNamed(*model, "then_y"), -1);
+    const QString path = "#" + QString::number(node->id());
+    const int g = model->groupByPath(path);
+    QVERIFY2(g > 0, qPrintable(groupPaths(*model).join(", ")));
+    const Group& group = model->groups()[g];
+    QCOMPARE(group.kind, GroupKind::OpFromGraph);
+    QCOMPARE(group.ofgNode, node);
+    QCOMPARE(model->nodeOfApply(node->id()), group.ofgViewNode);
+    const int thenGroup = model->groupByPath(path + "/then");
+    const int elseGroup = model->groupByPath(path + "/else");
+    QVERIFY(thenGroup > 0 && elseGroup > 0);
+    QCOMPARE(model->groups()[thenGroup].parent, g);
+    QCOMPARE(model->groups()[elseGroup].parent, g);
+    QCOMPARE(model->groups()[thenGroup].name, QString("then"));
+    QCOMPARE(model->groups()[thenGroup].kind, GroupKind::Scope);
+    QCOMPARE(group.children, (std::vector<int>{thenGroup, elseGroup}));
+    const int thenY = boxNamed(*model, "then_y"), elseY = boxNamed(*model, "else_y");
+    QVERIFY(thenY >= 0 && elseY >= 0);
+    QCOMPARE(model->nodes()[thenY].group, thenGroup);
+    QCOMPARE(model->nodes()[elseY].group, elseGroup);
+    // Both branches compute: a tanh in one, an exp in the other.
+    auto opsIn = [&](int grp) {
+      QStringList ops;
+      for (int n : model->groups()[grp].nodes)
+        if (model->nodes()[n].apply)
+          ops << QString::fromStdString(model->nodes()[n].apply->op().str());
+      return ops;
+    };
+    QCOMPARE(opsIn(thenGroup), QStringList{"Elemwise{tanh}"});
+    QCOMPARE(opsIn(elseGroup), QStringList{"Elemwise{exp}"});
+    // c and x each feed one input box per branch.
+    for (const char* outer : {"c", "x"}) {
+      std::set<int> groups;
+      for (int e : model->outEdges(boxNamed(*model, outer)))
+        groups.insert(model->nodes()[model->edges()[e].to].group);
+      QCOMPARE(groups, (std::set<int>{thenGroup, elseGroup}));
+    }
+    // y is reached from both branches' outputs.
+    const int yBox = boxNamed(*model, "y");
+    QCOMPARE(edgesBetween(*model, thenY, yBox).size(), std::size_t(1));
+    QCOMPARE(edgesBetween(*model, elseY, yBox).size(), std::size_t(1));
+    QCOMPARE(model->inEdges(yBox).size(), std::size_t(2));
+    // Expanded, the node's level shows the two branches as groups.
+    GroupState state;
+    state.setExpanded(path, true);
+    const LevelGraph level = model->levelGraph(g, state);
+    int branchItems = 0;
+    for (const LevelItem& item : level.items)
+      if (item.kind == LevelItem::Kind::CollapsedGroup) ++branchItems;
+    QCOMPARE(branchItems, 2);
+    // Revealing a node inside a branch opens the IfElse group and the branch.
+    const GroupState revealed = model->revealed(thenY, GroupState());
+    QVERIFY(revealed.isExpanded(path) && revealed.isExpanded(path + "/then"));
   }
 
   void testOpFromGraphAppliedTwiceAndNested() {

@@ -2,6 +2,7 @@
 
 #include "engine/graph/inner_graphs.h"
 #include "engine/graph/op.h"
+#include "engine/ops/control/ifelse.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "visualizers/model/palette.h"
 #include "visualizers/model/view_labels.h"
@@ -16,13 +17,20 @@ using engine::Apply;
 using engine::FunctionGraph;
 using engine::Variable;
 
-// The inner graph of a node whose op has one (an OpFromGraph body); null for every other op. An
-// op with alternative bodies (IfElse's then and else, Note [Several inner graphs]) is drawn as
-// one node for now: a group holds one body, and drawing only the first branch would show a
-// computation the node may not run.
-const FunctionGraph* innerGraphOf(const engine::Op& op) {
-  if (engine::innerGraphsOf(op).size() > 1) return nullptr;
-  return op.innerGraph();
+// The inner graphs a node is drawn with: an OpFromGraph's body, or every alternative body (IfElse's
+// then and else, Note [Several inner graphs]), each in a group of its own inside the node's group
+// (Note [Branch groups]); empty for every other op.
+std::vector<const FunctionGraph*> innerGraphsToDraw(const engine::Op& op) {
+  std::vector<const FunctionGraph*> graphs = engine::innerGraphsOf(op);
+  graphs.erase(std::remove(graphs.begin(), graphs.end(), nullptr), graphs.end());
+  return graphs;
+}
+
+// The name of body `index` of `op`'s `count` bodies: "then" and "else" for an IfElse.
+QString bodyName(const engine::Op& op, std::size_t index, std::size_t count) {
+  if (dynamic_cast<const engine::IfElse*>(&op) && count == 2)
+    return index == 0 ? QStringLiteral("then") : QStringLiteral("else");
+  return QStringLiteral("body %1").arg(index);
 }
 
 // The group's name: the user's label of the subgraph, else the op's str().
@@ -144,8 +152,8 @@ ViewNode ViewModelBuilder::applyView(const Instance& in, const Apply& node, int 
 
 void ViewModelBuilder::addApply(Instance& in, const Apply& node) {
   const int group = in.outer() ? scopeGroup(node.scope()) : in.bodyGroup;
-  if (const FunctionGraph* inner = innerGraphOf(node.op())) {
-    addOpFromGraph(in, node, *inner, group);
+  if (const auto inner = innerGraphsToDraw(node.op()); !inner.empty()) {
+    addBodies(in, node, inner, group);
     return;
   }
   in.applyNode[&node] = addNode(applyView(in, node, group));
@@ -154,29 +162,48 @@ void ViewModelBuilder::addApply(Instance& in, const Apply& node) {
 // An OpFromGraph node becomes a group "<parent path>#<apply id>" holding its inner graph; the node
 // itself is a member of that group (ofgViewNode) with no edges: the scene draws it for the
 // collapsed group, and the outer edges go to and from the body's input and output boxes.
-void ViewModelBuilder::addOpFromGraph(Instance& in, const Apply& node, const FunctionGraph& inner,
-                                      int parentGroup) {
+//
+// Note [Branch groups]: a node with alternative bodies (an IfElse) is such a group too, holding one
+// Scope group per body ("<group path>/then", "<group path>/else"), so expanding it shows both
+// branches side by side, each collapsible on its own. Every input of the node feeds the matching
+// input box of every body (both branches read [cond, inputs...]), and every output leaves from the
+// matching output box of every body: which branch runs is decided at run time, and the drawing
+// shows both computations the node may run.
+void ViewModelBuilder::addBodies(Instance& in, const Apply& node,
+                                 const std::vector<const FunctionGraph*>& inner, int parentGroup) {
   const QString parentPath = m_model->m_groups[static_cast<std::size_t>(parentGroup)].path;
-  const int group =
-      newGroup(GroupKind::OpFromGraph, ofgName(node.op()),
-               parentPath + QLatin1Char('#') + QString::number(node.id()), parentGroup);
+  const QString path = parentPath + QLatin1Char('#') + QString::number(node.id());
+  const int group = newGroup(GroupKind::OpFromGraph, ofgName(node.op()), path, parentGroup);
   ViewNode view = applyView(in, node, group);
   if (!m_heatColours) view.fill = palette::collapsedGroupFill(GroupKind::OpFromGraph);
   const int viewNode = addNode(std::move(view));
   in.applyNode[&node] = viewNode;
-  Group& g = m_model->m_groups[static_cast<std::size_t>(group)];
-  g.ofgNode = &node;
-  g.ofgViewNode = viewNode;
+  {
+    Group& g = m_model->m_groups[static_cast<std::size_t>(group)];
+    g.ofgNode = &node;
+    g.ofgViewNode = viewNode;
+  }
 
-  Instance body;
-  body.fg = &inner;
-  body.bodyGroup = group;
-  addGraph(body);
   Body& drawn = in.bodies[&node];
   drawn.group = group;
-  for (const engine::VarPtr& input : inner.inputs())
-    drawn.inputs.push_back(body.box.at(input.get()));
-  for (const engine::VarPtr& out : inner.outputs()) drawn.outputs.push_back(body.box.at(out.get()));
+  drawn.inputs.resize(static_cast<std::size_t>(node.nInputs()));
+  drawn.outputs.resize(static_cast<std::size_t>(node.nOutputs()));
+  for (std::size_t b = 0; b < inner.size(); ++b) {
+    Instance body;
+    body.fg = inner[b];
+    body.bodyGroup =
+        inner.size() == 1
+            ? group
+            : newGroup(GroupKind::Scope, bodyName(node.op(), b, inner.size()),
+                       path + QLatin1Char('/') + bodyName(node.op(), b, inner.size()), group);
+    addGraph(body);
+    const auto& inputs = inner[b]->inputs();
+    for (std::size_t i = 0; i < inputs.size() && i < drawn.inputs.size(); ++i)
+      drawn.inputs[i].push_back(body.box.at(inputs[i].get()));
+    const auto& outputs = inner[b]->outputs();
+    for (std::size_t k = 0; k < outputs.size() && k < drawn.outputs.size(); ++k)
+      drawn.outputs[k].push_back(body.box.at(outputs[k].get()));
+  }
 }
 
 void ViewModelBuilder::addEdges(const Instance& in, const Apply& node) {
@@ -188,34 +215,41 @@ void ViewModelBuilder::addEdges(const Instance& in, const Apply& node) {
   for (int i = 0; i < node.nInputs(); ++i) {
     const Variable& value = *node.input(i);
     const auto slot = static_cast<std::size_t>(i);
-    const int to = body && slot < body->inputs.size() ? body->inputs[slot] : self;
+    const std::vector<int> targets =
+        body && slot < body->inputs.size() && !body->inputs[slot].empty() ? body->inputs[slot]
+                                                                          : std::vector<int>{self};
     // View wins over destroy (d3viz).
     const EdgeKind kind = viewed[slot]      ? EdgeKind::View
                           : destroyed[slot] ? EdgeKind::Destroy
                                             : EdgeKind::Plain;
-    addEdge(producerNode(in, value), to, kind, i, value,
-            labels::edgeLabel(value, i, node.nInputs()));
+    const QString label = labels::edgeLabel(value, i, node.nInputs());
+    for (int from : producerNodes(in, value))
+      for (int to : targets) addEdge(from, to, kind, i, value, label);
   }
   for (int k = 0; k < node.nOutputs(); ++k) {
     const Variable& out = node.outputRef(k);
     auto box = in.box.find(&out);
     if (box == in.box.end()) continue;
     const auto slot = static_cast<std::size_t>(k);
-    const int from = body && slot < body->outputs.size() ? body->outputs[slot] : self;
-    addEdge(from, box->second, EdgeKind::Plain, -1, out,
-            labels::edgeLabel(out, k, node.nOutputs()));
+    const std::vector<int> sources =
+        body && slot < body->outputs.size() && !body->outputs[slot].empty()
+            ? body->outputs[slot]
+            : std::vector<int>{self};
+    const QString label = labels::edgeLabel(out, k, node.nOutputs());
+    for (int from : sources) addEdge(from, box->second, EdgeKind::Plain, -1, out, label);
   }
 }
 
-int ViewModelBuilder::producerNode(const Instance& in, const Variable& value) {
+std::vector<int> ViewModelBuilder::producerNodes(const Instance& in, const Variable& value) {
   if (const Apply* owner = value.owner()) {
     auto body = in.bodies.find(owner);
     const auto slot = static_cast<std::size_t>(value.index());
-    if (body != in.bodies.end() && slot < body->second.outputs.size())
+    if (body != in.bodies.end() && slot < body->second.outputs.size() &&
+        !body->second.outputs[slot].empty())
       return body->second.outputs[slot];
-    return in.applyNode.at(owner);
+    return {in.applyNode.at(owner)};
   }
-  return in.box.at(&value);
+  return {in.box.at(&value)};
 }
 
 int ViewModelBuilder::addBox(Instance& in, const Variable& var, VariableRole role, int group,

@@ -18,10 +18,11 @@ class ViewModelBuilder {
   std::shared_ptr<const ViewModel> build();
 
  private:
-  // The boxes and ellipses of one OpFromGraph body (its inputs' and outputs' boxes).
+  // The boxes of the bodies of one node with inner graphs: per input and output slot, the box in
+  // each body (one for an OpFromGraph, one per branch for an IfElse).
   struct Body {
     int group = -1;
-    std::vector<int> inputs, outputs;
+    std::vector<std::vector<int>> inputs, outputs;
   };
   // One drawn instance of a graph: the outer graph (scope groups), or the body of one
   // OpFromGraph application (everything in `bodyGroup`). Note [Body instances]: the nodes of
@@ -41,8 +42,8 @@ class ViewModelBuilder {
   void addGraph(Instance& in);
   void addFreeBox(Instance& in, const engine::Variable& var);
   void addApply(Instance& in, const engine::Apply& node);
-  void addOpFromGraph(Instance& in, const engine::Apply& node, const engine::FunctionGraph& inner,
-                      int parentGroup);
+  void addBodies(Instance& in, const engine::Apply& node,
+                 const std::vector<const engine::FunctionGraph*>& inner, int parentGroup);
   void addEdges(const Instance& in, const engine::Apply& node);
   int addBox(Instance& in, const engine::Variable& var, VariableRole role, int group,
              bool graphOutput);
@@ -50,9 +51,9 @@ class ViewModelBuilder {
   int addNode(ViewNode node);
   void addEdge(int from, int to, EdgeKind kind, int inputIndex, const engine::Variable& value,
                QString label);
-  // The node an edge carrying `value` leaves: its box for a free variable, the inner output box
-  // for an OpFromGraph output, else the producing Apply's ellipse.
-  static int producerNode(const Instance& in, const engine::Variable& value);
+  // The nodes an edge carrying `value` leaves: its box for a free variable, the inner output box
+  // of each body for an output of a node with bodies, else the producing Apply's ellipse.
+  static std::vector<int> producerNodes(const Instance& in, const engine::Variable& value);
   int scopeGroup(const std::string& scope);
   int newGroup(GroupKind kind, QString name, QString path, int parent);
   int commonAncestor(int a, int b) const;
