@@ -1,5 +1,6 @@
 #include "gui/app/main_window.h"
 
+#include "gui/app/debug/debug_ui.h"
 #include "gui/app/document_loader.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/history/rewrite_history_panel.h"
@@ -101,6 +102,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // Feature UIs: each builds its own actions, menus, docks and workers on the window's hooks
   // (menu(), registerAction(), addNodeMenuProvider(), addDockWidget()).
   // (feature UIs are created here)
+  m_debugUi = new DebugUi(this);
 
   connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
     updateStatus();

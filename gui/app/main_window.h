@@ -42,6 +42,7 @@ class LayoutService;
 namespace tscope::gui {
 
 class Counterparts;
+class DebugUi;
 class DocumentLoader;
 class GraphPane;
 class InspectorPanel;
@@ -93,6 +94,7 @@ class MainWindow : public QMainWindow {
   SearchBar* searchBar() const { return m_searchBar; }
   InspectorPanel* inspector() const { return m_inspector; }
   RewriteHistoryPanel* rewriteHistory() const { return m_history; }
+  DebugUi* debugUi() const { return m_debugUi; }
   QPlainTextEdit* logView() const { return m_log; }
   QDockWidget* dock(const QString& objectName) const;
   QAction* action(const QString& objectName) const;  // e.g. "actionOpen"
@@ -121,6 +123,7 @@ class MainWindow : public QMainWindow {
  signals:
   void documentLoaded(QString path);
   void loadFailed(QString path, QString message);
+  void documentClosed();
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -187,6 +190,7 @@ class MainWindow : public QMainWindow {
   SearchBar* m_searchBar = nullptr;
   InspectorPanel* m_inspector = nullptr;
   RewriteHistoryPanel* m_history = nullptr;
+  DebugUi* m_debugUi = nullptr;
   QPlainTextEdit* m_log = nullptr;
   QPointer<QMessageBox> m_errorDialog;
 

@@ -2,6 +2,7 @@
 // synchronised selection, the rewrite history's comparisons and steps, export.
 
 #include "gui/app/counterparts.h"
+#include "gui/app/debug/debug_ui.h"
 #include "gui/app/document_loader.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/history/rewrite_history_panel.h"
@@ -115,6 +116,7 @@ bool MainWindow::isSideBySide() const {
 
 bool MainWindow::isBusy() const {
   if (m_loader->isLoading() || m_history->isBusy()) return true;
+  if (m_debugUi && m_debugUi->isBusy()) return true;
   const std::vector<GraphPane*> shown = isSideBySide()
                                             ? std::vector<GraphPane*>{m_leftPane, m_rightPane}
                                             : std::vector<GraphPane*>{currentPane()};
@@ -238,6 +240,7 @@ void MainWindow::closeDocument() {
   setWindowFilePath(QString());
   updateActions();
   updateStatus();
+  emit documentClosed();
 }
 
 void MainWindow::setSideBySide(bool on) {
