@@ -193,3 +193,6 @@ class DebugController : public QObject {
 };
 
 }  // namespace tscope::gui
+
+Q_DECLARE_METATYPE(std::shared_ptr<const tscope::gui::DebugSnapshot>)
+Q_DECLARE_METATYPE(tscope::engine::debug::RecomputeResult)

@@ -96,6 +96,7 @@ class DebugUi : public QObject {
   void rebuildMappers();
   void showBanner(const QString& text, bool nan);
   void refreshInspector();
+  void centreCurrent(const DebugSnapshot& snapshot);
   void editSelectedValue();
   void openBreakpointDialog(const QString& target, const QString& key);
   void openInputsDialog();

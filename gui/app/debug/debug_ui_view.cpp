@@ -173,6 +173,12 @@ void DebugUi::rebuildMappers() {
         if (doc != m_controller->document()) return;
         std::tie(m_documentLineage, m_originalMapper, m_optimizedMapper) = std::move(result);
         updateDecorations();
+        // A pause that arrived before the mappers: navigate now.
+        if (m_shownEvent && !m_shownEvent->chain.empty())
+          showChainLink(static_cast<int>(m_shownEvent->chain.size()) - 1);
+        else if (const auto s = m_controller->snapshot();
+                 s && s->state.phase == SessionPhase::Paused && m_centredSerial == s->state.serial)
+          centreCurrent(*s);
       });
 }
 
@@ -249,22 +255,28 @@ void DebugUi::onSnapshot(const std::shared_ptr<const DebugSnapshot>& snapshot) {
   // The paused node centred (once per pause: the user may look elsewhere afterwards).
   if (st.phase == SessionPhase::Paused && st.serial != m_centredSerial) {
     m_centredSerial = st.serial;
-    GraphPane* pane = targetPane();
-    if (const auto mapper = mapperFor(pane)) {
-      const std::int64_t current =
-          st.reason == debug::PauseKind::Error ? st.errorNodeId : st.lastNodeId;
-      for (std::size_t f = st.frames.size(); f-- > 0;) {
-        const std::vector<int> nodes = mapper->viewNodes(current, callersOf(st, f));
-        if (nodes.empty()) continue;
-        if (st.reason != debug::PauseKind::NanGuard) pane->selectNode(nodes.front());
-        break;
-      }
-    }
+    centreCurrent(*snapshot);
     if (QDockWidget* d = m_window->dock(QStringLiteral("callStackDock")); d && d->isHidden())
       d->show();
   }
   updateDecorations();
   refreshInspector();
+}
+
+void DebugUi::centreCurrent(const DebugSnapshot& snapshot) {
+  const debug::SessionState& st = snapshot.state;
+  if (st.reason == debug::PauseKind::NanGuard) return;  // the creator is selected instead
+  GraphPane* pane = targetPane();
+  const auto mapper = mapperFor(pane);
+  if (!mapper) return;
+  const std::int64_t current =
+      st.reason == debug::PauseKind::Error ? st.errorNodeId : st.lastNodeId;
+  for (std::size_t f = st.frames.size(); f-- > 0;) {
+    const std::vector<int> nodes = mapper->viewNodes(current, callersOf(st, f));
+    if (nodes.empty()) continue;
+    pane->selectNode(nodes.front());
+    return;
+  }
 }
 
 void DebugUi::onNanEvents() {
@@ -279,7 +291,9 @@ void DebugUi::onNanEvents() {
     d->show();
     d->raise();
   }
-  showNanEvent(0);
+  // Pausing: the one event. Collecting: the last, nearest the outputs, whose chain runs back
+  // through every propagating node to the creator.
+  showNanEvent(m_controller->nanGuardCollects() ? static_cast<int>(events.size()) - 1 : 0);
 }
 
 void DebugUi::showNanEvent(int row) {
