@@ -4,7 +4,7 @@
 //   0, so h holds a
 //              NaN; with h's and a's NaN allowed, NanGuard reports b with the chain b, a, log
 //   ofg        y = inner(x) * 3 with inner = OpFromGraph(exp(a) * 2): stepping into it
-//   longChain  n nodes h = tanh(dot(h, W)) of size x size: a run that takes a while
+//   longChain  n nodes h = tanh(dot(h, W)), (8, 1024) x (1024, 1024): a run that takes a while
 //   breakOp    a BreakPoint op monitoring one value
 #include "engine/graph/apply.h"
 #include "engine/graph/source_site.h"
@@ -61,17 +61,20 @@ inline void writeOfg(const QString& path) {
   save(path, {x}, {y});
 }
 
-inline void writeLongChain(const QString& path, int n, std::int64_t size) {
+// n GEMMs of (rows, size) x (size, size): slow-ish nodes with small values.
+inline void writeLongChain(const QString& path, int n, std::int64_t rows = 8,
+                           std::int64_t size = 1024) {
   std::mt19937 rng(3);
-  std::uniform_real_distribution<double> d(-0.1, 0.1);
-  std::vector<double> w(static_cast<std::size_t>(size * size));
-  for (double& v : w) v = d(rng);
-  VarPtr x = Variable::create(TensorType(DType::Float32, {size, size}), "x");
-  x->setTestValue(Tensor::fromDoubles(DType::Float32, {size, size}, w));
+  std::uniform_real_distribution<double> d(-0.05, 0.05);
+  std::vector<double> w(static_cast<std::size_t>(size * size)), v(static_cast<std::size_t>(rows * size));
+  for (double& e : w) e = d(rng);
+  for (double& e : v) e = d(rng);
+  VarPtr x = Variable::create(TensorType(DType::Float32, {rows, size}), "x");
+  x->setTestValue(Tensor::fromDoubles(DType::Float32, {rows, size}, v));
   auto W = SharedVariable::create(Tensor::fromDoubles(DType::Float32, {size, size}, w), "W");
   VarPtr h = x;
   for (int i = 0; i < n; ++i) h = tanh(dot(h, W));
-  save(path, {x}, {named(sum(h), "total")});
+  save(path, {x, W}, {named(sum(h), "total")});
 }
 
 inline void writeBreakOp(const QString& path) {

@@ -26,6 +26,7 @@ using gui::DebugSnapshot;
 namespace {
 
 constexpr int kTimeout = 120000;
+constexpr int kLongNodes = 600;
 
 std::shared_ptr<const gui::Document> load(const QString& path) {
   return gui::DocumentLoader::loadNow(path);
@@ -54,7 +55,7 @@ class TestDebugController : public QObject {
     m_break = m_dir.filePath("break_op.tsg");
     test::writeNanChain(m_nan);
     test::writeOfg(m_ofg);
-    test::writeLongChain(m_long, 240, 160);
+    test::writeLongChain(m_long, kLongNodes);
     test::writeBreakOp(m_break);
   }
   void init() { QSettings().clear(); }
@@ -229,7 +230,7 @@ class TestDebugController : public QObject {
     c.run();
     QVERIFY(settle(c));
     QCOMPARE(c.snapshot()->state.phase, SessionPhase::Finished);
-    const double nodeMs = full.elapsed() / 240.0;  // the dots are the slow nodes
+    const double nodeMs = full.elapsed() / double(kLongNodes);  // the dots are the slow nodes
 
     QElapsedTimer stopTimer;
     double stoppedAfter = -1;
@@ -239,7 +240,8 @@ class TestDebugController : public QObject {
                 stoppedAfter = stopTimer.elapsed();
             });
     c.run();
-    QTest::qWait(std::max(200, int(full.elapsed() / 4)));  // let it get going
+    const int waited = std::max(100, int(full.elapsed() / 3));
+    QTest::qWait(waited);  // let it get going
     QVERIFY2(c.isBusy(), "the run ended before it could be stopped: make the graph longer");
     stopTimer.start();
     c.stop();
@@ -248,6 +250,9 @@ class TestDebugController : public QObject {
           nodeMs, static_cast<long long>(full.elapsed()));
     QVERIFY2(stoppedAfter <= 2 * (nodeMs + 100),
              qPrintable(QStringLiteral("stop took %1 ms").arg(stoppedAfter)));
+    // It stopped the run, not a run that had ended by itself.
+    QVERIFY2(waited + stoppedAfter < 0.9 * double(full.elapsed()),
+             "the run ended before the stop: make the graph longer");
     QVERIFY(settle(c));
     QCOMPARE(c.snapshot()->state.phase, SessionPhase::Stopped);
   }

@@ -2,8 +2,8 @@
 // tst_responsiveness holds its 100 ms limit (busy stalls, Note [Busy stalls]) while a chain of
 // many slow-ish nodes runs to the end through the Run action, and the Stop action ends a second
 // run within 100 ms of a node boundary (2x margin over the node time measured by the first).
-// TSCOPE_DEBUG_LONG_NODES sets the chain's length (default 300 GEMMs of 160 x 160, a few
-// seconds here; 3000 makes the 30 s run).
+// TSCOPE_DEBUG_LONG_NODES sets the chain's length (default 600 GEMMs (8, 1024) x (1024, 1024),
+// about a second here; 20000 makes the 30 s run).
 #include "debug_test_support.h"
 #include "gui/app/debug/debug_ui.h"
 #include "gui/app/event_loop_probe.h"
@@ -35,9 +35,9 @@ class TestDebugLongRun : public QObject {
     QSettings().clear();
     QVERIFY(m_dir.isValid());
     m_nodes = qEnvironmentVariableIntValue("TSCOPE_DEBUG_LONG_NODES");
-    if (m_nodes <= 0) m_nodes = 300;
+    if (m_nodes <= 0) m_nodes = 600;
     m_path = m_dir.filePath("long.tsg");
-    test::writeLongChain(m_path, m_nodes, 160);
+    test::writeLongChain(m_path, m_nodes);
   }
 
   void responsiveRunAndStop() {

@@ -27,14 +27,21 @@ DebugMapper::DebugMapper(std::shared_ptr<const vis::ViewModel> model,
       return nearestOfg(groups[g].parent);
     return nearestOfg(g);
   };
+  // The frame a value belongs to is its producer's graph (an OpFromGraph's outputs leave the
+  // body through boxes drawn inside its group, but they are values of the caller's frame).
+  std::map<const engine::FunctionGraph*, int> graphOfg;
   for (int n = 0; n < static_cast<int>(nodes.size()); ++n)
-    if (nodes[n].kind == vis::NodeKind::Apply && nodes[n].apply)
+    if (nodes[n].kind == vis::NodeKind::Apply && nodes[n].apply) {
       m_nodes.emplace(std::pair{nodeOfg(n), nodes[n].apply->id()}, n);
+      graphOfg.emplace(nodes[n].apply->fgraph(), nodeOfg(n));
+    }
   const auto& edges = m_model->edges();
   for (int e = 0; e < static_cast<int>(edges.size()); ++e) {
     const engine::Variable* v = edges[e].value;
     if (!v || edges[e].from < 0) continue;
-    const int ofg = nodeOfg(edges[e].from);
+    int ofg = nodeOfg(edges[e].from);
+    if (v->owner())
+      if (auto it = graphOfg.find(v->owner()->fgraph()); it != graphOfg.end()) ofg = it->second;
     if (v->owner())
       m_edgesByProducer[{ofg, v->owner()->id(), v->index()}].push_back(e);
     else
@@ -266,7 +273,8 @@ std::shared_ptr<const vis::Decorations> debugLayer(
   }
   const std::int64_t current =
       st.reason == debug::PauseKind::Error ? st.errorNodeId : st.lastNodeId;
-  if (current >= 0 && st.phase != debug::SessionPhase::Ready) {
+  if (current >= 0 &&
+      (st.phase == debug::SessionPhase::Paused || st.phase == debug::SessionPhase::Failed)) {
     for (std::size_t f = st.frames.size(); f-- > 0;) {
       const std::vector<int> nodes = mapper.viewNodes(current, callersOf(st, f));
       if (nodes.empty()) continue;
