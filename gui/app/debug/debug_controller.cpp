@@ -557,6 +557,7 @@ void DebugController::stop() {
   std::shared_ptr<Holder> holder = m_holder;
   const std::uint64_t generation = m_generation;
   auto answer = std::make_shared<std::future<debug::SessionState>>(holder->session->stop());
+  if (m_pending++ == 0) emit busyChanged(true);  // until the answer arrives
   m_waiters.start([this, holder, generation, answer] {
     auto r = std::make_shared<Result>();
     try {
@@ -569,11 +570,7 @@ void DebugController::stop() {
     }
     QMetaObject::invokeMethod(
         this,
-        [this, generation, r] {
-          if (generation != m_generation) return;
-          ++m_pending;  // finishJob counts it down
-          finishJob(generation, r);
-        },
+        [this, generation, r] { finishJob(generation, r); },
         Qt::QueuedConnection);
   });
 }
