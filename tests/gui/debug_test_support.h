@@ -61,7 +61,7 @@ inline void writeOfg(const QString& path) {
   save(path, {x}, {y});
 }
 
-// n GEMMs of (rows, size) x (size, size): slow-ish nodes with small values.
+// n GEMMs of (rows, size) x (size, size): slow-ish nodes with small values, in scopes of 25.
 inline void writeLongChain(const QString& path, int n, std::int64_t rows = 8,
                            std::int64_t size = 1024) {
   std::mt19937 rng(3);
@@ -73,7 +73,11 @@ inline void writeLongChain(const QString& path, int n, std::int64_t rows = 8,
   x->setTestValue(Tensor::fromDoubles(DType::Float32, {rows, size}, v));
   auto W = SharedVariable::create(Tensor::fromDoubles(DType::Float32, {size, size}, w), "W");
   VarPtr h = x;
-  for (int i = 0; i < n; ++i) h = tanh(dot(h, W));
+  // In blocks of 25 (scopes): one level of 1200 nodes in a chain overflows Graphviz's stack.
+  for (int i = 0; i < n; ++i) {
+    NameScope block("block" + std::to_string(i / 25));
+    h = tanh(dot(h, W));
+  }
   save(path, {x, W}, {named(sum(h), "total")});
 }
 
