@@ -87,6 +87,6 @@ nan_hunt="$(find "$build_dir/examples" -name example_nan_hunt -type f -perm -u+x
 "$nan_hunt" "$work/nan_hunt" >/dev/null
 shot debugger_nan_guard "$work/nan_hunt/log_negative.tsg" --debug nan-collect --expand all \
   --zoom 100
-shot debugger_health_pills "examples/graphs/mlp.tsg" --debug run --debug-break "var:cost" \
+shot debugger_health_pills "examples/graphs/mlp.tsg" --debug run --debug-break "op:Dot#2" \
   --expand all --zoom 100
 echo "screenshots: $(ls "$out"/*.png | wc -l) images in $out"
