@@ -66,7 +66,8 @@ inline void writeLongChain(const QString& path, int n, std::int64_t rows = 8,
                            std::int64_t size = 1024) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> d(-0.05, 0.05);
-  std::vector<double> w(static_cast<std::size_t>(size * size)), v(static_cast<std::size_t>(rows * size));
+  std::vector<double> w(static_cast<std::size_t>(size * size)),
+      v(static_cast<std::size_t>(rows * size));
   for (double& e : w) e = d(rng);
   for (double& e : v) e = d(rng);
   VarPtr x = Variable::create(TensorType(DType::Float32, {rows, size}), "x");

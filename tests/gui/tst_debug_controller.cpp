@@ -257,6 +257,30 @@ class TestDebugController : public QObject {
     QCOMPARE(c.snapshot()->state.phase, SessionPhase::Stopped);
   }
 
+  // Pause (interrupt) stops a running execution at the next node boundary, resumable.
+  void pauseARunningExecution() {
+    DebugController c;
+    c.setDocument(load(m_long));
+    c.run();
+    QVERIFY(settle(c));  // compiled
+    QElapsedTimer full;
+    full.start();
+    c.run();
+    QVERIFY(settle(c));
+    const int waited = std::max(100, int(full.elapsed() / 3));
+    c.run();
+    QTest::qWait(waited);
+    QVERIFY(c.isBusy());
+    c.interrupt();
+    QVERIFY(settle(c));
+    QCOMPARE(c.snapshot()->state.phase, SessionPhase::Paused);
+    QCOMPARE(c.snapshot()->state.reason, PauseKind::Interrupted);
+    QVERIFY(c.snapshot()->state.frames.at(0).pc < c.snapshot()->state.frames.at(0).scheduleSize);
+    c.run();
+    QVERIFY(settle(c));
+    QCOMPARE(c.snapshot()->state.phase, SessionPhase::Finished);
+  }
+
   void settingsPersistPerFile() {
     {
       DebugController c;

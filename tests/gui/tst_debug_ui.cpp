@@ -253,6 +253,34 @@ class TestDebugUi : public QObject {
     QCOMPARE(ui->controller()->snapshot()->state.phase, SessionPhase::Stopped);
   }
 
+  // fast_run fuses log, mul and add into one Composite: the creator is drawn on the original log
+  // node (not on mul and add), and its description names the Composite it was fused into.
+  void fusedCreatorOnItsOriginalNode() {
+    MainWindow window;
+    window.show();
+    QVERIFY(waitLoaded(window, m_nan));
+    GraphPane* pane = window.originalPane();
+    DebugUi* ui = window.debugUi();
+    ui->modeCombo()->setCurrentIndex(ui->modeCombo()->findText("fast_run"));
+    QCOMPARE(ui->controller()->mode(), engine::Mode::FastRun);
+    window.action("actionDebugNanGuard")->trigger();
+    window.action("actionDebugRun")->trigger();
+    QVERIFY(settle(window));
+    QCOMPARE(ui->controller()->snapshot()->state.reason, PauseKind::NanGuard);
+    const auto& report = *ui->controller()->nanEvents().front();
+    QVERIFY(report.creator());
+    QVERIFY2(!report.creator()->node.fusedInto.empty(), report.toText().c_str());
+    const std::int64_t logId = test::nodeIdOf(*window.document()->original, "Elemwise{log}");
+    const int log = viewNode(pane, logId);
+    QTRY_COMPARE_WITH_TIMEOUT(pane->selectedNode(), log, kTimeout);
+    QVERIFY(settle(window));
+    QTRY_VERIFY_WITH_TIMEOUT(deco(pane, log) && deco(pane, log)->outline == gui::kCreatorColor,
+                             kTimeout);
+    const int mul = viewNode(pane, test::nodeIdOf(*window.document()->original, "Elemwise{mul}"));
+    QVERIFY(!deco(pane, mul) || deco(pane, mul)->outline != gui::kCreatorColor);
+    QVERIFY(ui->chainList()->item(ui->chainList()->count() - 1)->text().contains("fused into"));
+  }
+
   void stepIntoAndCallStack() {
     MainWindow window;
     window.show();

@@ -569,9 +569,7 @@ void DebugController::stop() {
       r->error = QString::fromUtf8(e.what());
     }
     QMetaObject::invokeMethod(
-        this,
-        [this, generation, r] { finishJob(generation, r); },
-        Qt::QueuedConnection);
+        this, [this, generation, r] { finishJob(generation, r); }, Qt::QueuedConnection);
   });
 }
 

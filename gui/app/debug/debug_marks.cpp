@@ -299,7 +299,18 @@ std::vector<int> linkNodes(const DebugMapper& mapper, const debug::NodeRef& node
   std::vector<int> nodes;
   if (!node.fusedInto.empty() && node.originalId >= 0 && node.frames.empty())
     nodes = mapper.viewNodesOfOriginal(node.originalId);
-  if (nodes.empty()) nodes = mapper.viewNodes(node.id, node.frames);
+  if (!nodes.empty()) return nodes;
+  nodes = mapper.viewNodes(node.id, node.frames);
+  if (!node.fusedInto.empty() && nodes.size() > 1) {
+    // A fused node named by its op only (the session's guard knows no original graph): of the
+    // nodes the Composite stands for, the ones with that op.
+    std::vector<int> same;
+    for (int n : nodes) {
+      const vis::ViewNode& vn = mapper.model()->nodes()[static_cast<std::size_t>(n)];
+      if (vn.apply && vn.apply->op().str() == node.op) same.push_back(n);
+    }
+    if (!same.empty()) return same;
+  }
   return nodes;
 }
 
