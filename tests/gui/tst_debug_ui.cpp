@@ -14,6 +14,7 @@
 #include "gui/app/debug/debug_ui.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/inspector/inspector_panel.h"
+#include "gui/app/inspector/slice_table_model.h"
 #include "gui/app/inspector/value_view.h"
 #include "gui/app/main_window.h"
 #include "gui_test_main.h"
@@ -352,6 +353,44 @@ class TestDebugUi : public QObject {
     window.action("actionDebugUndoEdit")->trigger();
     QVERIFY(settle(window));
     QVERIFY(ui->controller()->edits().empty());
+  }
+
+  // A cell of the inspector's slice table, edited at a pause, edits that element of the value.
+  void editACellOfTheSliceTable() {
+    MainWindow window;
+    window.show();
+    QVERIFY(waitLoaded(window, m_nan));
+    GraphPane* pane = window.originalPane();
+    DebugUi* ui = window.debugUi();
+    ui->controller()->addBreakpoint(engine::debug::parseBreakSpec("var:b"));
+    window.action("actionDebugRun")->trigger();
+    QVERIFY(settle(window));
+    gui::ValueView* view = window.inspector()->valueView();
+    gui::SliceTableModel* table = view->sliceModel();
+    pane->selectNode(viewNode(pane, test::nodeIdOf(*window.document()->original, "Elemwise{log}")));
+    int shown = -1;
+    QTRY_VERIFY_WITH_TIMEOUT(
+        [&] {
+          for (int i = 0; i < static_cast<int>(view->values().size()); ++i)
+            if (view->values()[static_cast<std::size_t>(i)].label.contains("h at pause")) shown = i;
+          return shown >= 0;
+        }(),
+        kTimeout);
+    view->showValue(shown);
+    QTRY_VERIFY_WITH_TIMEOUT(table->isEditable(), kTimeout);
+    QVERIFY(table->flags(table->index(1, 1)) & Qt::ItemIsEditable);
+    QCOMPARE(table->elementIndex(1, 1), (std::vector<std::int64_t>{1, 1}));
+    QVERIFY(!table->setData(table->index(1, 1), "not a number"));
+    QVERIFY(table->setData(table->index(1, 1), "0.5"));
+    QVERIFY(settle(window));
+    QCOMPARE(ui->controller()->edits().size(), std::size_t(1));
+    QCOMPARE(ui->controller()->snapshot()->findByName("h")->view.value.at({1, 1}), 0.5);
+    ui->controller()->recompute();
+    QVERIFY(settle(window));
+    QCOMPARE(ui->controller()->snapshot()->findByName("b")->view.value.at({1, 1}), 2.0);
+    // A graph's own value (x's test value) is not editable.
+    pane->selectNode(pane->model()->nodeOfVariable(window.document()->original->inputs()[0]->id()));
+    QTRY_VERIFY_WITH_TIMEOUT(!view->values().empty() && !table->isEditable(), kTimeout);
   }
 
   void breakpointLandsInTheOptimizedGraph() {

@@ -52,6 +52,7 @@ DebugUi::DebugUi(MainWindow* window) : QObject(window), m_window(window) {
   createDocks();
   createBanner();
   addNodeMenu();
+  connectInspector();
   connect(window, &MainWindow::documentLoaded, this, &DebugUi::onDocument);
   connect(window, &MainWindow::documentClosed, this, &DebugUi::onDocument);
   connect(m_controller, &DebugController::snapshotChanged, this, &DebugUi::onSnapshot);

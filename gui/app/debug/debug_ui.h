@@ -96,6 +96,8 @@ class DebugUi : public QObject {
   void rebuildMappers();
   void showBanner(const QString& text, bool nan);
   void refreshInspector();
+  void connectInspector();
+  void updateSliceEditing();
   void centreCurrent(const DebugSnapshot& snapshot);
   void editSelectedValue();
   void openBreakpointDialog(const QString& target, const QString& key);

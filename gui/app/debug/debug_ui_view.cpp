@@ -2,12 +2,14 @@
 // the banner, the NanGuard chain, the call stack's frames, the inspector's values.
 #include "engine/graph/apply.h"
 #include "engine/graph/variable.h"
+#include "gui/app/debug/debug_dialogs.h"
 #include "gui/app/debug/debug_models.h"
 #include "gui/app/debug/debug_ui.h"
 #include "gui/app/debug/debug_value_source.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/inspector/inspector_panel.h"
 #include "gui/app/inspector/slice_table_model.h"
+#include "gui/app/inspector/value_view.h"
 #include "gui/app/main_window.h"
 #include "gui/app/worker.h"
 
@@ -40,10 +42,61 @@ std::vector<InspectedValue> DebugValueSource::valuesOf(const engine::Variable& v
     found = m_snapshot->findByName(variable.displayName());
   }
   if (!found) return {};
-  QString label =
-      QStringLiteral("at pause %1 (run %2)").arg(m_snapshot->state.serial).arg(m_snapshot->run);
+  // The name the session knows the value by (Note [Session values]).
+  QString name = QString::fromStdString(found->view.name);
+  if (found->view.producerId >= 0 &&
+      (variable.name().empty() || found->view.name != variable.name()))
+    name = QStringLiteral("node:%1.%2").arg(found->view.producerId).arg(found->view.outputIndex);
+  QString label = QStringLiteral("%1 at pause %2 (run %3)")
+                      .arg(name)
+                      .arg(m_snapshot->state.serial)
+                      .arg(m_snapshot->run);
   if (found->view.edited) label += QStringLiteral(", edited");
+  m_names[label] = {name, found->view.frame};
   return {{label, found->view.value}};
+}
+
+bool DebugValueSource::nameOf(const QString& label, QString& name, std::size_t& frame) const {
+  for (const auto& [key, value] : m_names)
+    if (label.endsWith(key)) {
+      name = value.first;
+      frame = value.second;
+      return true;
+    }
+  return false;
+}
+
+void DebugUi::connectInspector() {
+  ValueView* view = m_window->inspector()->valueView();
+  connect(view, &ValueView::statsReady, this, &DebugUi::updateSliceEditing);
+  connect(view->sliceModel(), &SliceTableModel::elementEdited, this,
+          [this, view](const std::vector<std::int64_t>& index, double value) {
+            const int current = view->currentValue();
+            if (current < 0 || current >= static_cast<int>(view->values().size())) return;
+            const InspectedValue& shown = view->values()[static_cast<std::size_t>(current)];
+            QString name;
+            std::size_t frame = 0;
+            if (!m_values->nameOf(shown.label, name, frame)) return;
+            try {
+              m_controller->setValue(
+                  name, editedValue(shown.tensor, ValueEdit::SetAt, value, index), frame);
+            } catch (const std::exception& e) {
+              m_window->statusBar()->showMessage(
+                  tr("Edit %1: %2").arg(name, QString::fromUtf8(e.what())), 10000);
+            }
+          });
+}
+
+void DebugUi::updateSliceEditing() {
+  ValueView* view = m_window->inspector()->valueView();
+  const int current = view->currentValue();
+  QString name;
+  std::size_t frame = 0;
+  const bool editable =
+      m_controller->phase() == SessionPhase::Paused && current >= 0 &&
+      current < static_cast<int>(view->values().size()) &&
+      m_values->nameOf(view->values()[static_cast<std::size_t>(current)].label, name, frame);
+  view->sliceModel()->setEditable(editable);
 }
 
 QString DebugUi::bannerText() const {
@@ -261,6 +314,7 @@ void DebugUi::onSnapshot(const std::shared_ptr<const DebugSnapshot>& snapshot) {
   }
   updateDecorations();
   refreshInspector();
+  updateSliceEditing();
 }
 
 void DebugUi::centreCurrent(const DebugSnapshot& snapshot) {
