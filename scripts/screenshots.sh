@@ -6,6 +6,10 @@
 #   inspector_histogram.png  the inspector on a weight matrix: statistics, histogram, slice table
 #   rewrite_history.png      the rewrite history with one rewrite selected: before | after
 #   side_by_side.png         the original and the optimized graph side by side
+#   debugger_nan_guard.png   the debugger paused by NanGuard: the alert banner, the Alerts dock and
+#                            the root-cause chain on the graph (examples/nan_hunt's replay file)
+#   debugger_health_pills.png the debugger paused at a breakpoint: current / executed / next
+#                            nodes and a health pill on every computed edge
 # Runs under xvfb-run when it is installed (a real X server: fonts and antialiasing as users see
 # them), else on Qt's offscreen platform. Settings come from a fresh temporary directory, so the
 # user's window layout and group states do not leak into the pictures.
@@ -20,7 +24,7 @@ cd "$root"
 build_dir="${TSCOPE_BUILD_DIR:-build}"
 out="${TSCOPE_SCREENSHOTS:-docs/screenshots}"
 tensorscope="$build_dir/gui/tensorscope"
-cmake --build "$build_dir" --target tensorscope >/dev/null
+cmake --build "$build_dir" --target tensorscope example_nan_hunt >/dev/null
 
 # The example with scopes: an encoder, its gradient and the SGD updates. Its fallback (the MLP)
 # has no groups and other names.
@@ -78,4 +82,11 @@ fi
 shot inspector_histogram "$optimized" --expand none --dock inspector --select "$weights" --zoom 100
 shot rewrite_history "$optimized" --dock history --history-step "$step" --zoom 100
 shot side_by_side "$optimized" --side-by-side --expand none --select "$output" --zoom 100
+# The debugger: examples/nan_hunt writes replayable failures (their inputs as test values).
+nan_hunt="$(find "$build_dir/examples" -name example_nan_hunt -type f -perm -u+x | head -n 1)"
+"$nan_hunt" "$work/nan_hunt" >/dev/null
+shot debugger_nan_guard "$work/nan_hunt/log_negative.tsg" --debug nan-collect --expand all \
+  --zoom 100
+shot debugger_health_pills "examples/graphs/mlp.tsg" --debug run --debug-break "op:Dot#2" \
+  --expand all --zoom 100
 echo "screenshots: $(ls "$out"/*.png | wc -l) images in $out"

@@ -1,5 +1,7 @@
 #include "gui/app/application.h"
 
+#include "engine/debug/breakpoints.h"
+#include "gui/app/debug/debug_ui.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/history/rewrite_history_panel.h"
 #include "gui/app/main_window.h"
@@ -31,7 +33,9 @@ struct WindowOptions {
   QStringList docks;     // docks to show and raise ("inspector", "history", "log")
   int historyStep = -1;  // rewrite-log row to select in the history dock
   QSize size;
-  double zoom = 0;  // > 0: the zoom factor once laid out
+  double zoom = 0;          // > 0: the zoom factor once laid out
+  QString debug;            // "run" or "nan-guard": the debugger runs once the file is open
+  QStringList debugBreaks;  // breakpoints set before that run
 };
 
 void fail(const QString& message) {
@@ -92,6 +96,25 @@ bool applyDocumentOptions(MainWindow& window, const WindowOptions& options, QStr
       return false;
     }
     window.rewriteHistory()->selectRecord(options.historyStep);
+  }
+  if (!options.debug.isEmpty()) {
+    DebugController* debugger = window.debugUi()->controller();
+    for (const QString& spec : options.debugBreaks) {
+      try {
+        debugger->addBreakpoint(engine::debug::parseBreakSpec(spec.toStdString()));
+      } catch (const std::exception& e) {
+        error = QStringLiteral("--debug-break: %1").arg(QString::fromUtf8(e.what()));
+        return false;
+      }
+    }
+    const bool guard = options.debug != QLatin1String("run");
+    if (guard) {
+      debugger->setNanGuardOptions(debugger->nanGuardOptions(),
+                                   options.debug == QLatin1String("nan-collect"));
+      window.action(QStringLiteral("actionDebugNanGuard"))->setChecked(true);
+    }
+    debugger->setNanGuardEnabled(guard);
+    window.action(QStringLiteral("actionDebugRun"))->trigger();
   }
   return true;
 }
@@ -215,8 +238,15 @@ int runApplication(QApplication& app) {
   const QCommandLineOption size("window-size", "Resize the window, e.g. 1600x1000.", "WxH");
   const QCommandLineOption zoom(
       "zoom", "Once laid out, zoom to PERCENT (centred on the selected node).", "PERCENT");
-  parser.addOptions(
-      {screenshot, timeout, sideBySide, expand, select, dock, historyStep, size, zoom});
+  const QCommandLineOption debug(
+      "debug",
+      "Once the file is open, run it in the debugger (nan-guard: with NanGuard pausing at "
+      "the first event; nan-collect: collecting every event).",
+      "run|nan-guard|nan-collect");
+  const QCommandLineOption debugBreak(
+      "debug-break", "A breakpoint for --debug (node:ID, var:NAME, ...; repeatable).", "SPEC");
+  parser.addOptions({screenshot, timeout, sideBySide, expand, select, dock, historyStep, size, zoom,
+                     debug, debugBreak});
   parser.process(app);  // --help / --version / unknown options print and exit
 
   WindowOptions options;
@@ -225,6 +255,15 @@ int runApplication(QApplication& app) {
   options.expand = parser.values(expand);
   options.select = parser.value(select);
   options.docks = parser.values(dock);
+  options.debug = parser.value(debug);
+  options.debugBreaks = parser.values(debugBreak);
+  if (!options.debug.isEmpty() && options.debug != QLatin1String("run") &&
+      options.debug != QLatin1String("nan-guard") &&
+      options.debug != QLatin1String("nan-collect")) {
+    fail(QStringLiteral("--debug expects run, nan-guard or nan-collect, found '%1'")
+             .arg(options.debug));
+    return 2;
+  }
   bool ok = true;
   options.timeoutSeconds = parser.value(timeout).toInt(&ok);
   if (!ok || options.timeoutSeconds <= 0) {

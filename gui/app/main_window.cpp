@@ -1,5 +1,6 @@
 #include "gui/app/main_window.h"
 
+#include "gui/app/debug/debug_ui.h"
 #include "gui/app/document_loader.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/history/rewrite_history_panel.h"
@@ -103,6 +104,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // (menu(), registerAction(), addNodeMenuProvider(), addDockWidget()).
   // (feature UIs are created here)
   m_optimizeUi = new OptimizeUi(this);
+  m_debugUi = new DebugUi(this);
 
   connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
     updateStatus();

@@ -42,6 +42,7 @@ class LayoutService;
 namespace tscope::gui {
 
 class Counterparts;
+class DebugUi;
 class DocumentLoader;
 class GraphPane;
 class InspectorPanel;
@@ -107,6 +108,7 @@ class MainWindow : public QMainWindow {
   InspectorPanel* inspector() const { return m_inspector; }
   RewriteHistoryPanel* rewriteHistory() const { return m_history; }
   OptimizeUi* optimizeUi() const { return m_optimizeUi; }
+  DebugUi* debugUi() const { return m_debugUi; }
   QPlainTextEdit* logView() const { return m_log; }
   QDockWidget* dock(const QString& objectName) const;
   QAction* action(const QString& objectName) const;  // e.g. "actionOpen"
@@ -205,6 +207,7 @@ class MainWindow : public QMainWindow {
   SearchBar* m_searchBar = nullptr;
   InspectorPanel* m_inspector = nullptr;
   RewriteHistoryPanel* m_history = nullptr;
+  DebugUi* m_debugUi = nullptr;
   QPlainTextEdit* m_log = nullptr;
   QPointer<QMessageBox> m_errorDialog;
 

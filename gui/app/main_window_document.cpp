@@ -2,12 +2,14 @@
 // synchronised selection, the rewrite history's comparisons and steps, export.
 
 #include "gui/app/counterparts.h"
+#include "gui/app/debug/debug_ui.h"
 #include "gui/app/document_io.h"
 #include "gui/app/document_loader.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/history/rewrite_history_panel.h"
 #include "gui/app/inspector/inspector_panel.h"
 #include "gui/app/main_window.h"
+#include "gui/app/optimize_ui.h"
 #include "gui/app/recent_files.h"
 #include "gui/app/search_bar.h"
 #include "gui/app/worker.h"
@@ -116,6 +118,8 @@ bool MainWindow::isSideBySide() const {
 
 bool MainWindow::isBusy() const {
   if (m_loader->isLoading() || m_history->isBusy()) return true;
+  if (m_debugUi && m_debugUi->isBusy()) return true;
+  if (m_optimizeUi && m_optimizeUi->isRunning()) return true;
   const std::vector<GraphPane*> shown = isSideBySide()
                                             ? std::vector<GraphPane*>{m_leftPane, m_rightPane}
                                             : std::vector<GraphPane*>{currentPane()};

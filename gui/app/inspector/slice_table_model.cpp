@@ -125,6 +125,41 @@ QVariant SliceTableModel::data(const QModelIndex& index, int role) const {
   return formatElement(v, m_slice.dtype());
 }
 
+void SliceTableModel::setEditable(bool editable) {
+  if (editable == m_editable) return;
+  m_editable = editable;
+  if (rowCount() > 0 && columnCount() > 0)
+    emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
+}
+
+std::vector<std::int64_t> SliceTableModel::elementIndex(int row, int column) const {
+  std::vector<std::int64_t> full = m_fixed;
+  if (m_columnAxis >= 0) full[static_cast<std::size_t>(m_columnAxis)] = column;
+  if (m_rowAxis >= 0) full[static_cast<std::size_t>(m_rowAxis)] = row;
+  return full;
+}
+
+Qt::ItemFlags SliceTableModel::flags(const QModelIndex& index) const {
+  Qt::ItemFlags f = QAbstractTableModel::flags(index);
+  if (m_editable && index.isValid()) f |= Qt::ItemIsEditable;
+  return f;
+}
+
+bool SliceTableModel::setData(const QModelIndex& index, const QVariant& value, int role) {
+  if (!m_editable || role != Qt::EditRole ||
+      !checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+    return false;
+  const QString text = value.toString().trimmed().toLower();
+  bool ok = false;
+  double v = text.toDouble(&ok);
+  if (text == QLatin1String("nan")) v = std::nan(""), ok = true;
+  if (text == QLatin1String("inf") || text == QLatin1String("-inf"))
+    v = text.startsWith('-') ? -INFINITY : INFINITY, ok = true;
+  if (!ok) return false;
+  emit elementEdited(elementIndex(index.row(), index.column()), v);
+  return true;
+}
+
 QVariant SliceTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
   if (orientation == Qt::Vertical && m_rowAxis < 0) return QString();  // rank 0/1: one unnamed row

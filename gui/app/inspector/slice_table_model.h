@@ -44,8 +44,20 @@ class SliceTableModel : public QAbstractTableModel {
   int columnCount(const QModelIndex& parent = {}) const override;
   // DisplayRole: the element as text; Qt::UserRole: as a double; TextAlignmentRole: right.
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+
+  // Editable cells (the debugger's values at a pause): a number typed into a cell is reported by
+  // elementEdited with the element's full index; the shown tensor (a snapshot) does not change.
+  void setEditable(bool editable);
+  bool isEditable() const { return m_editable; }
+  // The full index of the element shown in a cell.
+  std::vector<std::int64_t> elementIndex(int row, int column) const;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
   QVariant headerData(int section, Qt::Orientation orientation,
                       int role = Qt::DisplayRole) const override;
+
+ signals:
+  void elementEdited(std::vector<std::int64_t> index, double value);
 
  private:
   void rebuildSlice();
@@ -55,6 +67,7 @@ class SliceTableModel : public QAbstractTableModel {
   engine::Tensor m_slice;  // a view of rank <= 2: (rows, columns), (columns) or ()
   int m_rowAxis = -1, m_columnAxis = -1;
   std::vector<std::int64_t> m_fixed;
+  bool m_editable = false;
 };
 
 // An element as the table and the inspector show it: integers exactly, floats with 6 significant
