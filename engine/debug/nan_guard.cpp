@@ -155,7 +155,8 @@ void NanGuard::setOptions(NanGuardOptions options) {
 }
 
 void NanGuard::watch(const Function& f, const FunctionGraph* original) {
-  m_lineage = std::make_shared<NodeLineage>(f.graph(), f.rewriteLog());
+  // With the bodies' lineages (Note [Inner lineage]): inner nodes are named as built too.
+  m_lineage = std::make_shared<NodeLineage>(f.program(), f.rewriteLog());
   m_watchedGraph = &f.graph();
   m_original = original;
 }
@@ -213,6 +214,13 @@ std::string originText(const GradientOrigin& g) {
 }
 }  // namespace
 
+std::pair<const NodeLineage*, const FunctionGraph*> NanGuard::namingFor(const Apply& node) const {
+  if (!m_lineage) return {nullptr, nullptr};
+  if (node.fgraph() == m_watchedGraph) return {m_lineage.get(), m_original};
+  const NodeLineage* inner = m_lineage->forGraph(node.fgraph());
+  return inner ? std::pair{inner, inner->original()} : std::pair{nullptr, nullptr};
+}
+
 NodeRef NanGuard::nodeRef(const Apply& node, std::span<const std::int64_t> frames) const {
   NodeRef ref;
   ref.id = node.id();
@@ -221,16 +229,17 @@ NodeRef NanGuard::nodeRef(const Apply& node, std::span<const std::int64_t> frame
   ref.site = siteText(node.site());
   ref.frames.assign(frames.begin(), frames.end());
   // A node a rewrite made names what it was made from (Composites: Note [Fused code keeps
-  // names], done by the caller with the offending element).
-  if (frames.empty() && m_lineage && node.fgraph() == m_watchedGraph &&
-      !dynamic_cast<const Composite*>(&node.op())) {
-    const std::vector<std::int64_t> from = m_lineage->originalNodesFor(node.id());
+  // names], done by the caller with the offending element); inner nodes through their body's
+  // lineage (Note [Inner lineage]).
+  const auto [lineage, original] = namingFor(node);
+  if (lineage && !dynamic_cast<const Composite*>(&node.op())) {
+    const std::vector<std::int64_t> from = lineage->originalNodesFor(node.id());
     if (!from.empty() && !std::binary_search(from.begin(), from.end(), node.id())) {
       std::string reasons;
       for (std::int64_t o : from)
-        for (const std::string& r : m_lineage->reasonsFor(o))
+        for (const std::string& r : lineage->reasonsFor(o))
           if (reasons.find(r) == std::string::npos) reasons += (reasons.empty() ? "" : ", ") + r;
-      const Apply* orig = m_original ? m_original->nodeById(from.front()) : nullptr;
+      const Apply* orig = original ? original->nodeById(from.front()) : nullptr;
       if (orig) {
         ref.scope = orig->scope();
         ref.site = siteText(orig->site());
@@ -247,9 +256,9 @@ NodeRef NanGuard::nodeRef(const Apply& node, std::span<const std::int64_t> frame
   }
   const GradientOrigin* g = node.gradientOf().get();
   // A rewritten gradient node keeps the name of the original nodes it stands for.
-  if (!g && frames.empty() && m_lineage && m_original && node.fgraph() == m_watchedGraph)
-    for (std::int64_t o : m_lineage->originalNodesFor(node.id()))
-      if (const Apply* orig = m_original->nodeById(o); orig && orig->gradientOf()) {
+  if (!g && lineage && original)
+    for (std::int64_t o : lineage->originalNodesFor(node.id()))
+      if (const Apply* orig = original->nodeById(o); orig && orig->gradientOf()) {
         g = orig->gradientOf().get();
         break;
       }
@@ -553,13 +562,14 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
         NodeRef ref = link.node;
         ref.fusedInto = e->node.op().str() + " node " + std::to_string(e->node.id());
         ref.op = fused->op;
-        if (m_lineage && e->framePath.empty() && e->node.fgraph() == m_watchedGraph) {
+        if (const auto [lineage, original] = namingFor(e->node); lineage && original) {
           // The original node with the inner op, or one the op was canonicalized from
-          // (log(1 + x) -> log1p: "Elemwise{log" begins "Elemwise{log1p").
+          // (log(1 + x) -> log1p: "Elemwise{log" begins "Elemwise{log1p"); in an inner graph,
+          // among the body's original nodes (Note [Inner lineage]).
           std::vector<std::int64_t> same, similar;
           const std::string inner = fused->op.substr(0, fused->op.size() - 1);
-          for (std::int64_t o : m_lineage->originalNodesFor(e->node.id()))
-            if (const Apply* orig = m_original ? m_original->nodeById(o) : nullptr) {
+          for (std::int64_t o : lineage->originalNodesFor(e->node.id()))
+            if (const Apply* orig = original->nodeById(o)) {
               const std::string op = orig->op().str();
               if (op == fused->op)
                 same.push_back(o);
@@ -570,7 +580,7 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
           if (!same.empty()) {
             const std::int64_t o = same[std::min<std::size_t>(
                 static_cast<std::size_t>(fused->occurrence), same.size() - 1)];
-            const Apply& orig = *m_original->nodeById(o);
+            const Apply& orig = *original->nodeById(o);
             ref.originalId = o;
             // Named as written; what ran is noted ("Elemwise{log}" computed as log1p).
             if (orig.op().str() != fused->op) {

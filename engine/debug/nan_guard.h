@@ -154,6 +154,8 @@ class NanGuard : public ExecutionObserver {
   NanReport buildReport(const Record& rec, NanCheck check, const std::string& where);
   void handle(VM& vm, NanReport report);
   NodeRef nodeRef(const Apply& node, std::span<const std::int64_t> frames) const;
+  // The lineage of the graph node lies in and that graph as built (null, null when unknown).
+  std::pair<const NodeLineage*, const FunctionGraph*> namingFor(const Apply& node) const;
   NanChecks allowedFor(const Apply* node, const Variable& var) const;
 
   NanGuardOptions m_options;
