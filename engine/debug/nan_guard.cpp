@@ -4,6 +4,7 @@
 #include "engine/debug/failure.h"
 #include "engine/debug/fused_origin.h"
 #include "engine/debug/nan_scan.h"
+#include "engine/debug/value_bounds.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/function_graph.h"
 #include "engine/graph/op.h"
@@ -141,6 +142,12 @@ struct NanGuard::GraphInfo {
   // Note [Shared values checked once]: the buffer each read-only shared value had when it was
   // last found clean.
   std::unordered_map<const Variable*, const void*> sharedSeen;
+  // Note [Provably clean outputs]: what is known of the values not scanned at the start: max |x|
+  // of each read-only shared value when last found clean, of each updated one as its last clean
+  // update (update output -> its shared input).
+  std::unordered_map<const Variable*, double> sharedBound;
+  std::unordered_map<const Variable*, const Variable*> updateTarget;
+  std::unordered_map<const Variable*, double> updatedBound;
 };
 
 NanGuard::NanGuard(NanGuardOptions options) : m_options(std::move(options)) {
@@ -314,6 +321,10 @@ void NanGuard::onStart(VM& vm) {
   m_savedThisCall = false;
   m_reportedThisCall = false;
   m_savedFor = nullptr;
+  m_bounds.clear();
+  m_provenFor = nullptr;
+  m_guarded.clear();
+  m_tailProvenFrom = static_cast<std::size_t>(-1);
   const FunctionGraph& g = vm.graph();
   if (!m_info || m_info->graph != &g) {
     m_info = std::make_unique<GraphInfo>();
@@ -323,6 +334,7 @@ void NanGuard::onStart(VM& vm) {
     for (const auto& [out, in] : g.updateMapping()) {
       m_info->updateOf[g.outputs()[out].get()] = g.inputs()[in]->displayName();
       m_info->updated.insert(g.inputs()[in].get());
+      m_info->updateTarget[g.outputs()[out].get()] = g.inputs()[in].get();
     }
     m_lastCallClean = false;
   }
@@ -343,21 +355,44 @@ void NanGuard::onStart(VM& vm) {
     // function without a guard overwrote in place in the same buffer is then caught where it is
     // first read (the chain names it as the input), not at the start.
     if (shared && m_lastCallClean) {
-      if (m_info->updated.count(in.get())) continue;
+      auto known = [&](const std::unordered_map<const Variable*, double>& from) {
+        if (auto b = from.find(in.get()); b != from.end()) m_bounds[in.get()] = b->second;
+      };
+      if (m_info->updated.count(in.get())) {
+        known(m_info->updatedBound);
+        continue;
+      }
       auto seen = m_info->sharedSeen.find(in.get());
-      if (seen != m_info->sharedSeen.end() && seen->second == v->rawData()) continue;
+      if (seen != m_info->sharedSeen.end() && seen->second == v->rawData()) {
+        known(m_info->sharedBound);
+        continue;
+      }
     }
     const std::size_t before = m_records.size();
     checkValue(vm, nullptr, *in, 0, *v, shared ? "shared" : "input");
-    if (shared && m_records.size() == before) m_info->sharedSeen[in.get()] = v->rawData();
+    if (shared && m_records.size() == before) {
+      m_info->sharedSeen[in.get()] = v->rawData();
+      if (auto b = m_bounds.find(in.get()); b != m_bounds.end())
+        m_info->sharedBound[in.get()] = b->second;
+      else
+        m_info->sharedBound.erase(in.get());
+    }
   }
   m_lastCallClean = false;  // until onFinish
 }
 
 void NanGuard::onFinish(VM&) {
   if (!enabled()) return;
+  m_guarded.clear();  // the copies' buffers stay in m_guardSpares for the next call
   // Every update was checked as it was computed: the next call need not scan it again.
   m_lastCallClean = !m_reportedThisCall;
+  if (m_lastCallClean && m_info)
+    for (const auto& [out, in] : m_info->updateTarget) {
+      if (auto b = m_bounds.find(out); b != m_bounds.end())
+        m_info->updatedBound[in] = b->second;
+      else
+        m_info->updatedBound.erase(in);
+    }
 }
 
 const NanGuard::NodeViews& NanGuard::viewsOf(const Apply& node) {
@@ -367,6 +402,9 @@ const NanGuard::NodeViews& NanGuard::viewsOf(const Apply& node) {
       &node.op(), std::vector<std::vector<int>>(static_cast<std::size_t>(node.nOutputs())), {}};
   for (const auto& [out, ins] : node.op().viewMap())
     if (out >= 0 && out < node.nOutputs()) v.of[static_cast<std::size_t>(out)] = ins;
+  for (const auto& [out, ins] : node.op().destroyMap())
+    for (int i : ins)
+      if (i >= 0 && i < node.nInputs()) v.overwrites.push_back(i);
   const std::string name = node.op().name();
   if (name == "Elemwise" || name == "Composite")
     for (const auto& [out, ins] : node.op().destroyMap())
@@ -377,10 +415,153 @@ const NanGuard::NodeViews& NanGuard::viewsOf(const Apply& node) {
 
 // Note [Inplace inputs]: an elementwise node that overwrites an input leaves nothing of it to
 // explain a bad output with; the guard keeps a copy (reusing its buffer across calls).
-void NanGuard::beforeNode(VM&, const NodeEvent& e) {
-  if (!enabled() || !m_options.explainInplace) return;
+// Note [Provably clean outputs]: the running node's outputs bounded from its inputs, before it
+// runs; an output proven finite and within the big threshold needs no scan.
+void NanGuard::prove(const NodeEvent& e) {
+  m_provenFor = nullptr;
+  const Apply& node = e.node;
+  if (node.op().innerGraph() || node.nOutputs() == 0) return;  // a frame's outputs: scanned
+  std::optional<double> inBounds[8];
+  const std::size_t n = static_cast<std::size_t>(node.nInputs());
+  if (n > 8) return;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Variable* v = node.input(static_cast<int>(i)).get();
+    if (m_records.count(v)) return;  // a bad input: the output is explained, not proven
+    if (auto b = m_bounds.find(v); b != m_bounds.end()) inBounds[i] = b->second;
+  }
+  m_proof = provenBounds(node, e.inputs, std::span<const std::optional<double>>(inBounds, n));
+  bool any = false;
+  for (std::size_t o = 0; o < m_proof.size(); ++o) {
+    std::optional<double>& b = m_proof[o];
+    if (!b) continue;
+    const DType dtype = node.outputRef(static_cast<int>(o)).type().dtype();
+    const bool bigOn =
+        (m_options.checks & bit(NanCheck::Big)) && (isFloat(dtype) || m_options.bigForIntegers);
+    if (bigOn && *b > m_options.thresholdFor(dtype)) b.reset();
+    any = any || b.has_value();
+  }
+  if (any) m_provenFor = &node;
+}
+
+// Note [Guarded updates]: an in-place update of a parameter (Gemm{inplace} on W) writes into the
+// shared variable's own buffer in a plain call. A NanGuard that raises must leave every parameter
+// as it was (Note [Parameters stay whole] in function.cpp), so before such a node the guard copies
+// the buffer (into a spare kept across calls), and a raise puts it back first — unless it can
+// prove that nothing from this node to the end of the schedule can raise: every node's outputs
+// bounded (Note [Provably clean outputs]) from the bounds known now, carried forward through the
+// nodes not run yet. Then the copy is skipped, which is what keeping the parameters whole costs a
+// plain step otherwise (Function's copy, made for any observer that may interrupt). A kernel's
+// own error after an uncopied update leaves it applied, as in a call without observers.
+bool NanGuard::tailProvable(const VM& vm, std::size_t from) {
+  if (!m_options.proveClean) return false;
+  if (m_tailProvenFrom <= from) return true;
+  const std::vector<Apply*>& schedule = vm.schedule();
+  // Bounds and element counts of the values not computed yet (views keep their input's count).
+  std::unordered_map<const Variable*, double> ahead;
+  std::unordered_map<const Variable*, std::int64_t> aheadSize;
+  auto boundOf = [&](const Variable* v) -> std::optional<double> {
+    if (auto b = ahead.find(v); b != ahead.end()) return b->second;
+    if (auto b = m_bounds.find(v); b != m_bounds.end()) return b->second;
+    return std::nullopt;
+  };
+  std::vector<const Tensor*> values;
+  std::vector<std::optional<double>> bounds;
+  std::vector<std::int64_t> sizes;
+  for (std::size_t k = from; k < schedule.size(); ++k) {
+    const Apply& node = *schedule[k];
+    if (node.op().innerGraph()) return false;
+    values.clear();
+    bounds.clear();
+    sizes.clear();
+    for (const VarPtr& in : node.inputs()) {
+      if (m_records.count(in.get())) return false;
+      auto n = aheadSize.find(in.get());
+      // A value this look-ahead made is not computed yet (its slot may hold last call's buffer).
+      const Tensor* t = n == aheadSize.end() ? vm.value(*in) : nullptr;
+      values.push_back(t && t->defined() ? t : nullptr);
+      bounds.push_back(boundOf(in.get()));
+      sizes.push_back(values.back()          ? values.back()->numel()
+                      : n != aheadSize.end() ? n->second
+                                             : -1);
+    }
+    const NodeViews& views = viewsOf(node);
+    const auto proof = provenBounds(node, values, bounds, sizes);
+    for (int o = 0; o < node.nOutputs(); ++o) {
+      const Variable& out = node.outputRef(o);
+      const DType dtype = out.type().dtype();
+      const bool bigOn =
+          (m_options.checks & bit(NanCheck::Big)) && (isFloat(dtype) || m_options.bigForIntegers);
+      aheadSize[&out] = -1;
+      if (!isFloat(dtype) && !bigOn) {  // never scanned: never raises
+        ahead[&out] = dtypeMaxAbs(dtype);
+        continue;
+      }
+      std::optional<double> b = proof[static_cast<std::size_t>(o)];
+      if (const std::vector<int>& ins = views.of[static_cast<std::size_t>(o)]; !ins.empty()) {
+        double m = 0;
+        std::int64_t size = 0;
+        bool all = true;
+        for (int i : ins) {
+          const auto ib = bounds[static_cast<std::size_t>(i)];
+          all = all && ib.has_value() && sizes[static_cast<std::size_t>(i)] >= 0;
+          if (ib) m = std::max(m, *ib);
+          size = std::max(size, sizes[static_cast<std::size_t>(i)]);
+        }
+        if (all) b = m, aheadSize[&out] = size;  // a view holds at most its input's elements
+      }
+      if (!b || (bigOn && *b > m_options.thresholdFor(dtype))) return false;
+      ahead[&out] = *b;
+    }
+  }
+  m_tailProvenFrom = from;
+  return true;
+}
+
+void NanGuard::guardUpdates(VM& vm, const NodeEvent& e, const std::vector<int>& overwrites) {
+  for (int i : overwrites) {
+    const Tensor* in = e.inputs[static_cast<std::size_t>(i)];
+    if (!in || !in->defined()) continue;
+    for (const VarPtr& g : vm.graph().inputs()) {
+      if (g->kind() != Variable::Kind::Shared) continue;
+      const Tensor& value = static_cast<const SharedVariable&>(*g).value();
+      if (!value.defined() || !value.sharesStorageWith(*in)) continue;
+      const bool already = std::any_of(m_guarded.begin(), m_guarded.end(), [&](const Guarded& d) {
+        return d.shared.sharesStorageWith(value);
+      });
+      if (already || tailProvable(vm, e.position)) break;
+      Tensor& spare = m_guardSpares[g.get()];
+      if (spare.defined() && spare.dtype() == value.dtype() && spare.shape() == value.shape() &&
+          spare.isContiguous() && spare.storage().use_count() == 1)
+        spare.copyFrom(value);
+      else
+        spare = value.clone();
+      m_guarded.push_back({value, spare});
+      m_guardCopies.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+  }
+}
+
+void NanGuard::restoreGuarded() {
+  for (Guarded& d : m_guarded) d.shared.copyFrom(d.copy);
+  m_guarded.clear();
+}
+
+void NanGuard::beforeNode(VM& vm, const NodeEvent& e) {
+  if (!enabled()) return;
+  if (m_options.proveClean)
+    prove(e);
+  else
+    m_provenFor = nullptr;
   const NodeViews& views = viewsOf(e.node);
+  if (m_options.action == NanAction::Raise && e.depth() == 0 && !views.overwrites.empty())
+    guardUpdates(vm, e, views.overwrites);
+  if (!m_options.explainInplace) return;
   if (views.destroyed.empty()) return;
+  // An output proven clean needs no explaining: nothing to copy (Note [Provably clean outputs]).
+  if (m_provenFor == &e.node &&
+      std::all_of(m_proof.begin(), m_proof.end(), [](const auto& b) { return b.has_value(); }))
+    return;
   std::vector<Tensor>& saved = m_saved[&e.node];
   saved.resize(static_cast<std::size_t>(e.node.nInputs()));
   for (int i : views.destroyed) {
@@ -408,15 +589,33 @@ void NanGuard::afterNode(VM& vm, const NodeEvent& e) {
     const Variable& var = e.node.outputRef(o);
     if (const std::vector<int>& ins = views.of[static_cast<std::size_t>(o)]; !ins.empty()) {
       bool inputBad = false;
-      for (int i : ins)
-        if (i >= 0 && i < e.node.nInputs() && m_records.count(e.node.input(i).get()))
-          inputBad = true;
-      if (!inputBad) continue;
+      double bound = 0;
+      bool bounded = true;
+      for (int i : ins) {
+        if (i < 0 || i >= e.node.nInputs()) continue;
+        const Variable* in = e.node.input(i).get();
+        if (m_records.count(in)) inputBad = true;
+        auto b = m_bounds.find(in);
+        bounded = bounded && b != m_bounds.end();
+        if (b != m_bounds.end()) bound = std::max(bound, b->second);
+      }
+      if (!inputBad) {
+        if (bounded) m_bounds[&var] = bound;  // a view holds a subset of its input's values
+        continue;
+      }
+    }
+    if (m_provenFor == &e.node && static_cast<std::size_t>(o) < m_proof.size() &&
+        m_proof[static_cast<std::size_t>(o)]) {
+      m_bounds[&var] = *m_proof[static_cast<std::size_t>(o)];
+      m_checked.fetch_add(1, std::memory_order_relaxed);
+      m_proven.fetch_add(1, std::memory_order_relaxed);
+      continue;
     }
     const bool update = e.depth() == 0 && m_info && m_info->updateOf.count(&var);
     checkValue(vm, &e, var, o, *t, update ? "update" : "node");
   }
   m_savedFor = nullptr;  // the copies are this node's only (Note [Inplace inputs])
+  m_provenFor = nullptr;
 }
 
 namespace {
@@ -446,8 +645,12 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
   if (!isF && !bigOn) return;
   const double threshold = m_options.thresholdFor(dtype);
   m_checked.fetch_add(1, std::memory_order_relaxed);
-  const QuickScan q = quickScan(value, bigOn);
-  if (!q.nonFinite && !(bigOn && q.maxAbs > threshold)) return;
+  // max |x| of floats in the same pass, for the bounds (Note [Provably clean outputs]).
+  const QuickScan q = quickScan(value, bigOn || isF);
+  if (!q.nonFinite && !(bigOn && q.maxAbs > threshold)) {
+    m_bounds[&var] = q.maxAbs;
+    return;
+  }
 
   // The bad path: everything below runs once per bad value.
   auto rec = std::make_shared<Record>();
@@ -658,6 +861,8 @@ NanReport NanGuard::buildReport(const Record& rec, NanCheck check, const std::st
 }
 
 void NanGuard::handle(VM& vm, NanReport report) {
+  // Note [Guarded updates]: the parameters as they were, before the replay file reads them.
+  if (m_options.action == NanAction::Raise) restoreGuarded();
   std::string saved;
   if (!m_options.saveFailure.empty() && !m_savedThisCall) {
     m_savedThisCall = true;
