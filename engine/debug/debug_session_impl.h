@@ -136,6 +136,8 @@ struct DebugSession::Impl {
   // Breakpoints (session_breakpoints.cpp).
   void collectNodes();
   Breakpoint resolve(const BreakpointSpec& spec, bool onOriginalGraph) const;
+  // finish()'s work (on the worker): applies the updates, returns the outputs.
+  std::vector<Tensor> finishExecution();
   // A Node target whose key is a path into inner graphs ("5/12"): its nodes into targets.
   void resolvePath(const BreakpointSpec& spec, bool onOriginalGraph, const std::string& what,
                    Breakpoint& bp, std::vector<std::pair<const Apply*, int>>& targets) const;
