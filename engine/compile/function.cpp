@@ -1,5 +1,6 @@
 #include "engine/compile/function.h"
 
+#include "engine/compile/inner_log.h"
 #include "engine/compile/program.h"
 #include "engine/graph/config.h"
 #include "engine/graph/destroy_handler.h"
@@ -328,12 +329,21 @@ std::shared_ptr<const Program> linkInnerGraph(const Apply& node, const FunctionG
                                               const CompileOptions& options) {
   std::shared_ptr<FunctionGraph> fg = inner.clone();
   prepareDestroyers(*fg, {});
+  std::vector<RewriteRecord> log;
   if (options.mode != Mode::None && node.op().optimizeInnerGraph()) {
     TestValuesSuspended noTestValues;
     CompileOptions innerOptions = options;
     if (innerOptions.mode == Mode::Debug) innerOptions.mode = Mode::FastRun;
+    // Note [Inner rewrite logs] (engine/compile/inner_log.h): the body's log is kept.
+    auto recorder = std::make_shared<RewriteRecorder>();
+    fg->attachFeature(recorder);
     optimize(*fg, queryFor(innerOptions), RewriteDb::standard(), OptimizeOptions{});
+    log = recorder->takeRecords();
+    fg->detachFeature(*recorder);
   }
+  // The body as built stays alive with the op that owns it.
+  fg->attachFeature(std::make_shared<InnerRewriteLog>(
+      std::shared_ptr<const FunctionGraph>(node.opPtr(), &inner), std::move(log)));
   ensureDestroyOrderings(*fg);
   std::vector<Apply*> schedule = fg->toposort();
   return linkProgram(std::shared_ptr<const FunctionGraph>(fg), std::move(schedule),

@@ -77,10 +77,21 @@ BreakpointSpec parseBreakSpec(std::string_view text) {
   if (key.empty()) refuse(text, "expected a " + std::string(target) + " after ':', found nothing");
   spec.key = std::string(key);
   if (spec.target == BreakpointSpec::Target::Node) {
-    std::int64_t id = 0;
-    const auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
-    if (ec != std::errc() || ptr != key.data() + key.size() || id < 0)
-      refuse(text, "expected a node id (a number >= 0) after 'node:', found '" + spec.key + "'");
+    // A node id, or a path of them into inner graphs ("5/12", Note [Inner lineage]).
+    std::string_view ids = key;
+    while (true) {
+      const std::size_t slash = ids.find('/');
+      const std::string_view part = ids.substr(0, slash);
+      std::int64_t id = 0;
+      const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), id);
+      if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || id < 0)
+        refuse(text,
+               "expected a node id (a number >= 0) or a path of them (5/12: node 12 in the inner "
+               "graph of node 5) after 'node:', found '" +
+                   spec.key + "'");
+      if (slash == std::string_view::npos) break;
+      ids = ids.substr(slash + 1);
+    }
   }
   rest = keyEnd == std::string_view::npos ? std::string_view() : rest.substr(keyEnd);
   if (!rest.empty() && rest.front() == '@') {

@@ -5,6 +5,8 @@
 // and the `break` command of `tensorscope debug` take:
 //
 //   node:12            var:loss            op:Elemwise{log}  (or op:Dot, the op's name)
+//   node:5/12          (node 12 in the inner graph of node 5: an OpFromGraph body or either
+//                       IfElse branch; paths nest, Note [Inner lineage] in lineage.h)
 //   scope:encoder/attn (a prefix of the node's scope, on '/' boundaries)
 //   ... followed by an optional condition: @nan @inf @max>K @min<K @norm>K @changed>K
 //   ... and an optional hit count:         #N  (break on the Nth hit and after)
@@ -39,7 +41,7 @@ struct BreakCondition {
 struct BreakpointSpec {
   enum class Target { Node, Variable, OpType, Scope };
   Target target = Target::Node;
-  std::string key;  // node id (as text), variable name, op name or str, scope prefix
+  std::string key;  // node id or path (as text), variable name, op name or str, scope prefix
   BreakCondition condition;
   int hitCount = 1;  // break on the Nth hit and after
   bool enabled = true;

@@ -45,7 +45,9 @@ void DebugSession::Impl::loop() {
     // command a few microseconds after the last answer; waiting that long awake instead of
     // sleeping on the condition variable saves a thread wake-up per command (tens of
     // microseconds on a virtual machine, a few percent of a 2 ms training step:
-    // bench_session). The spin is bounded (100 us), so an idle session sleeps.
+    // bench_session). The spin is bounded (100 us), so an idle session sleeps. (A spin on the
+    // processor's pause hint instead of yield measured no better on the 2-core VM: the answer's
+    // wake-up of the waiting caller, not the worker's, is what a command costs there.)
     const auto spinStart = std::chrono::steady_clock::now();
     while (queued.load(std::memory_order_acquire) == 0 &&
            std::chrono::steady_clock::now() - spinStart < std::chrono::microseconds(100))
@@ -539,9 +541,26 @@ std::future<void> DebugSession::undoEdit(std::string nameOrId, std::size_t frame
   });
 }
 
+std::future<std::optional<std::vector<Tensor>>> DebugSession::call(std::vector<Tensor> args) {
+  Impl& s = *m_impl;
+  return s.submit<std::optional<std::vector<Tensor>>>(
+      [&s, args = std::move(args)]() mutable -> std::optional<std::vector<Tensor>> {
+        const SessionState ready = s.startExecution(std::move(args));
+        if (ready.phase != SessionPhase::Ready) return std::nullopt;
+        if (s.drive("run", [](VM& vm) { vm.run(); }).phase != SessionPhase::Finished)
+          return std::nullopt;
+        return s.finishExecution();
+      });
+}
+
 std::future<std::vector<Tensor>> DebugSession::finish() {
   Impl& s = *m_impl;
-  return s.submit<std::vector<Tensor>>([&s]() {
+  return s.submit<std::vector<Tensor>>([&s]() { return s.finishExecution(); });
+}
+
+std::vector<Tensor> DebugSession::Impl::finishExecution() {
+  Impl& s = *this;
+  {
     if (!s.execution || s.vm.status() != VM::Status::Finished ||
         (s.phase != SessionPhase::Finished && s.phase != SessionPhase::Paused))
       refuseInPhase("finish", s.phase, "a finished execution (run() to the end first)");
@@ -561,7 +580,7 @@ std::future<std::vector<Tensor>> DebugSession::finish() {
     s.details.message = "finished; updates applied";
     s.publish(PauseKind::Finished);
     return outputs;
-  });
+  }
 }
 
 SessionState DebugSession::state() const {

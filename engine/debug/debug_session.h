@@ -219,6 +219,12 @@ class DebugSession {
 
   // After Finished: applies the updates and returns the outputs (Execution::finish); Idle after.
   std::future<std::vector<Tensor>> finish();
+  // start(args), run() and, when the run finished without a pause, finish(), as one command: the
+  // outputs, or nullopt when the execution paused, failed or was stopped (it then stays so:
+  // state() says why, and the other commands go on from there). A training loop through the
+  // session hands one command per step to the worker instead of two (Note [Session cost] in
+  // tests/bench/bench_session.cpp).
+  std::future<std::optional<std::vector<Tensor>>> call(std::vector<Tensor> args);
 
   // NanGuard with action Pause for the session's executions (nullopt: off); takes effect at the
   // next start().

@@ -136,6 +136,11 @@ struct DebugSession::Impl {
   // Breakpoints (session_breakpoints.cpp).
   void collectNodes();
   Breakpoint resolve(const BreakpointSpec& spec, bool onOriginalGraph) const;
+  // finish()'s work (on the worker): applies the updates, returns the outputs.
+  std::vector<Tensor> finishExecution();
+  // A Node target whose key is a path into inner graphs ("5/12"): its nodes into targets.
+  void resolvePath(const BreakpointSpec& spec, bool onOriginalGraph, const std::string& what,
+                   Breakpoint& bp, std::vector<std::pair<const Apply*, int>>& targets) const;
   std::vector<const Apply*> findNodes(std::int64_t id) const;
   // NanGuard (session_nan_guard.cpp): the report of a NanGuard pause, null when none.
   std::shared_ptr<const NanReport> takeNanReport();

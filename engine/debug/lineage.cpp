@@ -1,11 +1,13 @@
 #include "engine/debug/lineage.h"
 
+#include "engine/compile/inner_log.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/op.h"
 #include "engine/graph/variable.h"
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 #include <unordered_set>
 
 namespace tscope::engine::debug {
@@ -157,6 +159,114 @@ std::string NodeLineage::describe(std::int64_t originalNodeId) const {
            (node ? node->op().str() + " " : std::string()) + "node " + std::to_string(id);
   }
   return out + " (" + reasons + ")";
+}
+
+// --- Inner graphs (Note [Inner lineage]) ---------------------------------------------------------
+
+NodeLineage::NodeLineage(const Program& program, std::span<const RewriteRecord> log)
+    : NodeLineage(program.graph(), log) {
+  m_program = &program;
+  linkBodies(program);
+}
+
+void NodeLineage::linkBodies(const Program& program) {
+  std::unordered_map<const Program*, std::shared_ptr<const NodeLineage>> built;
+  for (const LinkedNode& t : program.nodes()) {
+    if (t.child < 0) continue;
+    std::vector<std::shared_ptr<const NodeLineage>>& bodies = m_bodies[t.node->id()];
+    if (!bodies.empty()) continue;
+    for (std::uint32_t b = 0; b < t.nChildren; ++b) {
+      const Program& child = *program.children()[static_cast<std::size_t>(t.child) + b];
+      auto& lineage = built[&child];
+      if (!lineage) {
+        const InnerRewriteLog* kept = child.graph().feature<InnerRewriteLog>();
+        auto made = std::make_shared<NodeLineage>(
+            child, kept ? std::span<const RewriteRecord>(kept->records)
+                        : std::span<const RewriteRecord>());
+        if (kept) made->m_original = kept->original;
+        lineage = std::move(made);
+      }
+      bodies.push_back(lineage);
+    }
+  }
+}
+
+std::vector<const NodeLineage*> NodeLineage::bodiesOf(std::int64_t optimizedNodeId) const {
+  std::vector<const NodeLineage*> out;
+  if (auto it = m_bodies.find(optimizedNodeId); it != m_bodies.end())
+    for (const auto& b : it->second) out.push_back(b.get());
+  return out;
+}
+
+const NodeLineage* NodeLineage::forGraph(const FunctionGraph* g) const {
+  if (g == m_graph) return this;
+  for (const auto& [node, bodies] : m_bodies)
+    for (const auto& b : bodies)
+      if (const NodeLineage* found = b->forGraph(g)) return found;
+  return nullptr;
+}
+
+namespace {
+std::string pathText(std::span<const std::int64_t> path, std::size_t upTo) {
+  std::string out;
+  for (std::size_t i = 0; i <= upTo && i < path.size(); ++i)
+    out += (i ? "/" : "") + std::to_string(path[i]);
+  return out;
+}
+}  // namespace
+
+std::vector<NodeLineage::Located> NodeLineage::locate(std::span<const std::int64_t> path,
+                                                      bool original, std::string* note) const {
+  if (note) note->clear();
+  if (path.empty()) throw std::invalid_argument("an empty node path");
+  const std::string graphName = original ? "the original graph" : "the optimized graph";
+  std::vector<const NodeLineage*> level{this};
+  std::vector<Located> found;
+  for (std::size_t step = 0; step < path.size(); ++step) {
+    const std::int64_t id = path[step];
+    const bool last = step + 1 == path.size();
+    const std::string where =
+        step == 0 ? graphName : "the inner graphs of node " + pathText(path, step - 1);
+    std::vector<Located> here;
+    bool known = false;
+    std::string rewrites;
+    for (const NodeLineage* l : level) {
+      if (!original) {
+        if (l->m_graph->nodeById(id)) here.push_back({l, id}), known = true;
+        continue;
+      }
+      if (!l->known(id) && !(l->m_original && l->m_original->nodeById(id))) continue;
+      known = true;
+      for (std::int64_t n : l->optimizedNodesFor(id)) here.push_back({l, n});
+      if (l->rewritten(id) && rewrites.empty()) rewrites = l->describe(id);
+    }
+    if (!known)
+      throw std::invalid_argument("node " + pathText(path, step) + ": no node " +
+                                  std::to_string(id) + " in " + where);
+    if (here.empty())
+      throw std::invalid_argument("node " + pathText(path, step) +
+                                  " is not in the optimized graph" +
+                                  (rewrites.empty() ? std::string() : ": " + rewrites));
+    if (last) {
+      if (note && !rewrites.empty()) *note = "node " + pathText(path, step) + " " + rewrites;
+      found = std::move(here);
+      break;
+    }
+    std::vector<const NodeLineage*> next;
+    for (const Located& at : here)
+      for (const NodeLineage* b : at.lineage->bodiesOf(at.node))
+        if (std::find(next.begin(), next.end(), b) == next.end()) next.push_back(b);
+    if (next.empty()) {
+      const Apply* n = here.front().lineage->m_graph->nodeById(here.front().node);
+      throw std::invalid_argument(
+          "node " + pathText(path, step) + " (" + (n ? n->op().str() : std::string("?")) +
+          ") runs no inner graph in the optimized graph" +
+          (rewrites.empty() ? std::string() : " (" + rewrites + ")") +
+          "; a path names the nodes whose inner graphs (OpFromGraph, IfElse) hold the node");
+    }
+    level = std::move(next);
+  }
+  return found;
 }
 
 }  // namespace tscope::engine::debug

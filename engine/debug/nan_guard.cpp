@@ -141,6 +141,12 @@ struct NanGuard::GraphInfo {
   // Note [Shared values checked once]: the buffer each read-only shared value had when it was
   // last found clean.
   std::unordered_map<const Variable*, const void*> sharedSeen;
+  // Note [Provably clean outputs]: what is known of the values not scanned at the start: max |x|
+  // of each read-only shared value when last found clean, of each updated one as its last clean
+  // update (update output -> its shared input).
+  std::unordered_map<const Variable*, double> sharedBound;
+  std::unordered_map<const Variable*, const Variable*> updateTarget;
+  std::unordered_map<const Variable*, double> updatedBound;
 };
 
 NanGuard::NanGuard(NanGuardOptions options) : m_options(std::move(options)) {
@@ -155,7 +161,8 @@ void NanGuard::setOptions(NanGuardOptions options) {
 }
 
 void NanGuard::watch(const Function& f, const FunctionGraph* original) {
-  m_lineage = std::make_shared<NodeLineage>(f.graph(), f.rewriteLog());
+  // With the bodies' lineages (Note [Inner lineage]): inner nodes are named as built too.
+  m_lineage = std::make_shared<NodeLineage>(f.program(), f.rewriteLog());
   m_watchedGraph = &f.graph();
   m_original = original;
 }
@@ -213,6 +220,13 @@ std::string originText(const GradientOrigin& g) {
 }
 }  // namespace
 
+std::pair<const NodeLineage*, const FunctionGraph*> NanGuard::namingFor(const Apply& node) const {
+  if (!m_lineage) return {nullptr, nullptr};
+  if (node.fgraph() == m_watchedGraph) return {m_lineage.get(), m_original};
+  const NodeLineage* inner = m_lineage->forGraph(node.fgraph());
+  return inner ? std::pair{inner, inner->original()} : std::pair{nullptr, nullptr};
+}
+
 NodeRef NanGuard::nodeRef(const Apply& node, std::span<const std::int64_t> frames) const {
   NodeRef ref;
   ref.id = node.id();
@@ -221,16 +235,17 @@ NodeRef NanGuard::nodeRef(const Apply& node, std::span<const std::int64_t> frame
   ref.site = siteText(node.site());
   ref.frames.assign(frames.begin(), frames.end());
   // A node a rewrite made names what it was made from (Composites: Note [Fused code keeps
-  // names], done by the caller with the offending element).
-  if (frames.empty() && m_lineage && node.fgraph() == m_watchedGraph &&
-      !dynamic_cast<const Composite*>(&node.op())) {
-    const std::vector<std::int64_t> from = m_lineage->originalNodesFor(node.id());
+  // names], done by the caller with the offending element); inner nodes through their body's
+  // lineage (Note [Inner lineage]).
+  const auto [lineage, original] = namingFor(node);
+  if (lineage && !dynamic_cast<const Composite*>(&node.op())) {
+    const std::vector<std::int64_t> from = lineage->originalNodesFor(node.id());
     if (!from.empty() && !std::binary_search(from.begin(), from.end(), node.id())) {
       std::string reasons;
       for (std::int64_t o : from)
-        for (const std::string& r : m_lineage->reasonsFor(o))
+        for (const std::string& r : lineage->reasonsFor(o))
           if (reasons.find(r) == std::string::npos) reasons += (reasons.empty() ? "" : ", ") + r;
-      const Apply* orig = m_original ? m_original->nodeById(from.front()) : nullptr;
+      const Apply* orig = original ? original->nodeById(from.front()) : nullptr;
       if (orig) {
         ref.scope = orig->scope();
         ref.site = siteText(orig->site());
@@ -247,9 +262,9 @@ NodeRef NanGuard::nodeRef(const Apply& node, std::span<const std::int64_t> frame
   }
   const GradientOrigin* g = node.gradientOf().get();
   // A rewritten gradient node keeps the name of the original nodes it stands for.
-  if (!g && frames.empty() && m_lineage && m_original && node.fgraph() == m_watchedGraph)
-    for (std::int64_t o : m_lineage->originalNodesFor(node.id()))
-      if (const Apply* orig = m_original->nodeById(o); orig && orig->gradientOf()) {
+  if (!g && lineage && original)
+    for (std::int64_t o : lineage->originalNodesFor(node.id()))
+      if (const Apply* orig = original->nodeById(o); orig && orig->gradientOf()) {
         g = orig->gradientOf().get();
         break;
       }
@@ -305,6 +320,10 @@ void NanGuard::onStart(VM& vm) {
   m_savedThisCall = false;
   m_reportedThisCall = false;
   m_savedFor = nullptr;
+  m_bounds.clear();
+  m_provenFor = nullptr;
+  m_guarded.clear();
+  m_tailProvenFrom = static_cast<std::size_t>(-1);
   const FunctionGraph& g = vm.graph();
   if (!m_info || m_info->graph != &g) {
     m_info = std::make_unique<GraphInfo>();
@@ -314,6 +333,7 @@ void NanGuard::onStart(VM& vm) {
     for (const auto& [out, in] : g.updateMapping()) {
       m_info->updateOf[g.outputs()[out].get()] = g.inputs()[in]->displayName();
       m_info->updated.insert(g.inputs()[in].get());
+      m_info->updateTarget[g.outputs()[out].get()] = g.inputs()[in].get();
     }
     m_lastCallClean = false;
   }
@@ -334,21 +354,44 @@ void NanGuard::onStart(VM& vm) {
     // function without a guard overwrote in place in the same buffer is then caught where it is
     // first read (the chain names it as the input), not at the start.
     if (shared && m_lastCallClean) {
-      if (m_info->updated.count(in.get())) continue;
+      auto known = [&](const std::unordered_map<const Variable*, double>& from) {
+        if (auto b = from.find(in.get()); b != from.end()) m_bounds[in.get()] = b->second;
+      };
+      if (m_info->updated.count(in.get())) {
+        known(m_info->updatedBound);
+        continue;
+      }
       auto seen = m_info->sharedSeen.find(in.get());
-      if (seen != m_info->sharedSeen.end() && seen->second == v->rawData()) continue;
+      if (seen != m_info->sharedSeen.end() && seen->second == v->rawData()) {
+        known(m_info->sharedBound);
+        continue;
+      }
     }
     const std::size_t before = m_records.size();
     checkValue(vm, nullptr, *in, 0, *v, shared ? "shared" : "input");
-    if (shared && m_records.size() == before) m_info->sharedSeen[in.get()] = v->rawData();
+    if (shared && m_records.size() == before) {
+      m_info->sharedSeen[in.get()] = v->rawData();
+      if (auto b = m_bounds.find(in.get()); b != m_bounds.end())
+        m_info->sharedBound[in.get()] = b->second;
+      else
+        m_info->sharedBound.erase(in.get());
+    }
   }
   m_lastCallClean = false;  // until onFinish
 }
 
 void NanGuard::onFinish(VM&) {
   if (!enabled()) return;
+  m_guarded.clear();  // the copies' buffers stay in m_guardSpares for the next call
   // Every update was checked as it was computed: the next call need not scan it again.
   m_lastCallClean = !m_reportedThisCall;
+  if (m_lastCallClean && m_info)
+    for (const auto& [out, in] : m_info->updateTarget) {
+      if (auto b = m_bounds.find(out); b != m_bounds.end())
+        m_info->updatedBound[in] = b->second;
+      else
+        m_info->updatedBound.erase(in);
+    }
 }
 
 const NanGuard::NodeViews& NanGuard::viewsOf(const Apply& node) {
@@ -358,6 +401,9 @@ const NanGuard::NodeViews& NanGuard::viewsOf(const Apply& node) {
       &node.op(), std::vector<std::vector<int>>(static_cast<std::size_t>(node.nOutputs())), {}};
   for (const auto& [out, ins] : node.op().viewMap())
     if (out >= 0 && out < node.nOutputs()) v.of[static_cast<std::size_t>(out)] = ins;
+  for (const auto& [out, ins] : node.op().destroyMap())
+    for (int i : ins)
+      if (i >= 0 && i < node.nInputs()) v.overwrites.push_back(i);
   const std::string name = node.op().name();
   if (name == "Elemwise" || name == "Composite")
     for (const auto& [out, ins] : node.op().destroyMap())
@@ -368,10 +414,21 @@ const NanGuard::NodeViews& NanGuard::viewsOf(const Apply& node) {
 
 // Note [Inplace inputs]: an elementwise node that overwrites an input leaves nothing of it to
 // explain a bad output with; the guard keeps a copy (reusing its buffer across calls).
-void NanGuard::beforeNode(VM&, const NodeEvent& e) {
-  if (!enabled() || !m_options.explainInplace) return;
+void NanGuard::beforeNode(VM& vm, const NodeEvent& e) {
+  if (!enabled()) return;
+  if (m_options.proveClean)
+    prove(e);
+  else
+    m_provenFor = nullptr;
   const NodeViews& views = viewsOf(e.node);
+  if (m_options.action == NanAction::Raise && e.depth() == 0 && !views.overwrites.empty())
+    guardUpdates(vm, e, views.overwrites);
+  if (!m_options.explainInplace) return;
   if (views.destroyed.empty()) return;
+  // An output proven clean needs no explaining: nothing to copy (Note [Provably clean outputs]).
+  if (m_provenFor == &e.node &&
+      std::all_of(m_proof.begin(), m_proof.end(), [](const auto& b) { return b.has_value(); }))
+    return;
   std::vector<Tensor>& saved = m_saved[&e.node];
   saved.resize(static_cast<std::size_t>(e.node.nInputs()));
   for (int i : views.destroyed) {
@@ -399,15 +456,33 @@ void NanGuard::afterNode(VM& vm, const NodeEvent& e) {
     const Variable& var = e.node.outputRef(o);
     if (const std::vector<int>& ins = views.of[static_cast<std::size_t>(o)]; !ins.empty()) {
       bool inputBad = false;
-      for (int i : ins)
-        if (i >= 0 && i < e.node.nInputs() && m_records.count(e.node.input(i).get()))
-          inputBad = true;
-      if (!inputBad) continue;
+      double bound = 0;
+      bool bounded = true;
+      for (int i : ins) {
+        if (i < 0 || i >= e.node.nInputs()) continue;
+        const Variable* in = e.node.input(i).get();
+        if (m_records.count(in)) inputBad = true;
+        auto b = m_bounds.find(in);
+        bounded = bounded && b != m_bounds.end();
+        if (b != m_bounds.end()) bound = std::max(bound, b->second);
+      }
+      if (!inputBad) {
+        if (bounded) m_bounds[&var] = bound;  // a view holds a subset of its input's values
+        continue;
+      }
+    }
+    if (m_provenFor == &e.node && static_cast<std::size_t>(o) < m_proof.size() &&
+        m_proof[static_cast<std::size_t>(o)]) {
+      m_bounds[&var] = *m_proof[static_cast<std::size_t>(o)];
+      m_checked.fetch_add(1, std::memory_order_relaxed);
+      m_proven.fetch_add(1, std::memory_order_relaxed);
+      continue;
     }
     const bool update = e.depth() == 0 && m_info && m_info->updateOf.count(&var);
     checkValue(vm, &e, var, o, *t, update ? "update" : "node");
   }
   m_savedFor = nullptr;  // the copies are this node's only (Note [Inplace inputs])
+  m_provenFor = nullptr;
 }
 
 namespace {
@@ -437,8 +512,12 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
   if (!isF && !bigOn) return;
   const double threshold = m_options.thresholdFor(dtype);
   m_checked.fetch_add(1, std::memory_order_relaxed);
-  const QuickScan q = quickScan(value, bigOn);
-  if (!q.nonFinite && !(bigOn && q.maxAbs > threshold)) return;
+  // max |x| of floats in the same pass, for the bounds (Note [Provably clean outputs]).
+  const QuickScan q = quickScan(value, bigOn || isF);
+  if (!q.nonFinite && !(bigOn && q.maxAbs > threshold)) {
+    m_bounds[&var] = q.maxAbs;
+    return;
+  }
 
   // The bad path: everything below runs once per bad value.
   auto rec = std::make_shared<Record>();
@@ -553,13 +632,14 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
         NodeRef ref = link.node;
         ref.fusedInto = e->node.op().str() + " node " + std::to_string(e->node.id());
         ref.op = fused->op;
-        if (m_lineage && e->framePath.empty() && e->node.fgraph() == m_watchedGraph) {
+        if (const auto [lineage, original] = namingFor(e->node); lineage && original) {
           // The original node with the inner op, or one the op was canonicalized from
-          // (log(1 + x) -> log1p: "Elemwise{log" begins "Elemwise{log1p").
+          // (log(1 + x) -> log1p: "Elemwise{log" begins "Elemwise{log1p"); in an inner graph,
+          // among the body's original nodes (Note [Inner lineage]).
           std::vector<std::int64_t> same, similar;
           const std::string inner = fused->op.substr(0, fused->op.size() - 1);
-          for (std::int64_t o : m_lineage->originalNodesFor(e->node.id()))
-            if (const Apply* orig = m_original ? m_original->nodeById(o) : nullptr) {
+          for (std::int64_t o : lineage->originalNodesFor(e->node.id()))
+            if (const Apply* orig = original->nodeById(o)) {
               const std::string op = orig->op().str();
               if (op == fused->op)
                 same.push_back(o);
@@ -570,7 +650,7 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
           if (!same.empty()) {
             const std::int64_t o = same[std::min<std::size_t>(
                 static_cast<std::size_t>(fused->occurrence), same.size() - 1)];
-            const Apply& orig = *m_original->nodeById(o);
+            const Apply& orig = *original->nodeById(o);
             ref.originalId = o;
             // Named as written; what ran is noted ("Elemwise{log}" computed as log1p).
             if (orig.op().str() != fused->op) {
@@ -648,6 +728,8 @@ NanReport NanGuard::buildReport(const Record& rec, NanCheck check, const std::st
 }
 
 void NanGuard::handle(VM& vm, NanReport report) {
+  // Note [Guarded updates]: the parameters as they were, before the replay file reads them.
+  if (m_options.action == NanAction::Raise) restoreGuarded();
   std::string saved;
   if (!m_options.saveFailure.empty() && !m_savedThisCall) {
     m_savedThisCall = true;

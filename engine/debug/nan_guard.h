@@ -93,6 +93,9 @@ struct NanGuardOptions {
   // in place before it runs, so the creator's report shows what it read and a fused creator is
   // named; off saves one copy per inplace elementwise node and call.
   bool explainInplace = true;
+  // Note [Provably clean outputs] (value_bounds.h): an output whose bound, from its inputs' max |x|
+  // and its op, proves it finite and not big is not scanned (and its inplace inputs not copied).
+  bool proveClean = true;
   // When set, the first event of a call writes a replayable .tsg there (engine/debug/failure.h):
   // the graph with the inputs and shared values of the call's start as test values.
   std::string saveFailure;
@@ -138,6 +141,8 @@ class NanGuard : public ExecutionObserver {
   // Executions started and values scanned (for tests and the benchmark).
   std::uint64_t calls() const { return m_calls.load(std::memory_order_relaxed); }
   std::uint64_t valuesChecked() const { return m_checked.load(std::memory_order_relaxed); }
+  // Of those, the values proven clean without a scan (Note [Provably clean outputs]).
+  std::uint64_t valuesProven() const { return m_proven.load(std::memory_order_relaxed); }
   // The path the last replay file was written to (empty when none).
   std::string lastFailureFile() const;
 
@@ -145,6 +150,12 @@ class NanGuard : public ExecutionObserver {
   void beforeNode(VM& vm, const NodeEvent& event) override;
   void afterNode(VM& vm, const NodeEvent& event) override;
   void onFinish(VM& vm) override;
+  // Note [Guarded updates]: with the Raise action the guard keeps the parameters whole itself (a
+  // raise puts back what an in-place update overwrote), so a plain call need not copy them; Pause
+  // hands the stop to whoever drives the VM, which needs Function's copies.
+  bool mayInterrupt() const override { return m_options.action == NanAction::Pause; }
+  // Shared values the guard copied before an in-place update (Note [Guarded updates]).
+  std::uint64_t parameterCopies() const { return m_guardCopies.load(std::memory_order_relaxed); }
 
  private:
   struct Record;
@@ -154,6 +165,8 @@ class NanGuard : public ExecutionObserver {
   NanReport buildReport(const Record& rec, NanCheck check, const std::string& where);
   void handle(VM& vm, NanReport report);
   NodeRef nodeRef(const Apply& node, std::span<const std::int64_t> frames) const;
+  // The lineage of the graph node lies in and that graph as built (null, null when unknown).
+  std::pair<const NodeLineage*, const FunctionGraph*> namingFor(const Apply& node) const;
   NanChecks allowedFor(const Apply* node, const Variable& var) const;
 
   NanGuardOptions m_options;
@@ -171,7 +184,8 @@ class NanGuard : public ExecutionObserver {
   struct NodeViews {
     const Op* op = nullptr;  // checked with the node: a node address reused by another program
     std::vector<std::vector<int>> of;
-    std::vector<int> destroyed;  // inputs an elementwise node overwrites (Note [Inplace inputs])
+    std::vector<int> destroyed;   // inputs an elementwise node overwrites (Note [Inplace inputs])
+    std::vector<int> overwrites;  // inputs any in-place node overwrites (Note [Guarded updates])
   };
   std::unordered_map<const Apply*, NodeViews> m_views;
   const NodeViews& viewsOf(const Apply& node);
@@ -179,6 +193,24 @@ class NanGuard : public ExecutionObserver {
   const Apply* m_savedFor = nullptr;
   std::unordered_map<const Apply*, std::vector<Tensor>> m_saved;
   std::vector<Tensor> m_startInputs;  // saveFailure: the call's input values
+  // Note [Provably clean outputs]: max |x| of every value found clean in this call, and the proof
+  // beforeNode made for the running node (one bound per output, nullopt: scan it).
+  std::unordered_map<const Variable*, double> m_bounds;
+  const Apply* m_provenFor = nullptr;
+  std::vector<std::optional<double>> m_proof;
+  void prove(const NodeEvent& e);
+  // Note [Guarded updates]: the shared buffers an in-place node at the top level is about to
+  // overwrite, copied unless nothing from here on can raise; put back before a raise.
+  struct Guarded {
+    Tensor shared;  // the shared variable's buffer (a handle on it)
+    Tensor copy;    // what it held before the call overwrote it
+  };
+  std::vector<Guarded> m_guarded;
+  std::unordered_map<const Variable*, Tensor> m_guardSpares;
+  std::size_t m_tailProvenFrom = static_cast<std::size_t>(-1);
+  void guardUpdates(VM& vm, const NodeEvent& e, const std::vector<int>& overwrites);
+  bool tailProvable(const VM& vm, std::size_t from);
+  void restoreGuarded();
   bool m_savedThisCall = false;
   bool m_reportedThisCall = false;
   bool m_lastCallClean = false;  // the last call finished with the guard on and no event
@@ -191,6 +223,8 @@ class NanGuard : public ExecutionObserver {
 
   std::atomic<std::uint64_t> m_calls{0};
   std::atomic<std::uint64_t> m_checked{0};
+  std::atomic<std::uint64_t> m_proven{0};
+  std::atomic<std::uint64_t> m_guardCopies{0};
 };
 
 }  // namespace tscope::engine::debug

@@ -37,6 +37,38 @@ std::vector<const Apply*> DebugSession::Impl::findNodes(std::int64_t id) const {
   return found;
 }
 
+// Note [Inner lineage] (lineage.h): "5/12" names node 12 in the inner graphs of node 5, ids of
+// the original graph and bodies (onOriginalGraph) or of the optimized ones; each level's nodes
+// are found in the child programs of the node that runs them.
+void DebugSession::Impl::resolvePath(const BreakpointSpec& spec, bool onOriginalGraph,
+                                     const std::string& what, Breakpoint& bp,
+                                     std::vector<std::pair<const Apply*, int>>& targets) const {
+  std::vector<std::int64_t> path;
+  for (std::size_t at = 0; at <= spec.key.size();) {
+    const std::size_t slash = std::min(spec.key.find('/', at), spec.key.size());
+    path.push_back(std::stoll(spec.key.substr(at, slash - at)));  // parseBreakSpec checked it
+    at = slash + 1;
+  }
+  const NodeLineage lineage(function.program(), function.rewriteLog());
+  std::vector<NodeLineage::Located> found;
+  try {
+    found = lineage.locate(path, onOriginalGraph, &bp.info.note);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(what + ": " + e.what());
+  }
+  for (const NodeLineage::Located& at : found)
+    for (const ProgramNode& n : allNodes)
+      if (n.program == at.lineage->program() && n.node->id() == at.node &&
+          std::find_if(targets.begin(), targets.end(),
+                       [&](const auto& t) { return t.first == n.node; }) == targets.end())
+        targets.emplace_back(n.node, -1);
+  if (targets.empty())
+    throw std::invalid_argument(what + ": node " + spec.key + " is in no program the session runs");
+  if (bp.info.note.empty() && onOriginalGraph && targets.size() == 1 &&
+      targets[0].first->id() != path.back())
+    bp.info.note = "node " + spec.key + " is " + nodeText(*targets[0].first);
+}
+
 Breakpoint DebugSession::Impl::resolve(const BreakpointSpec& spec, bool onOriginalGraph) const {
   Breakpoint bp;
   bp.info.spec = spec;
@@ -48,6 +80,10 @@ Breakpoint DebugSession::Impl::resolve(const BreakpointSpec& spec, bool onOrigin
   using Target = BreakpointSpec::Target;
   switch (spec.target) {
     case Target::Node: {
+      if (spec.key.find('/') != std::string::npos) {
+        resolvePath(spec, onOriginalGraph, what, bp, targets);
+        break;
+      }
       std::int64_t id = -1;
       try {
         std::size_t used = 0;

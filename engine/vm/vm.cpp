@@ -10,6 +10,7 @@
 #include "engine/vm/vm_internal.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace tscope::engine {
 
@@ -284,6 +285,26 @@ void VM::stopRun() {
   m_pauseRequested.store(false, std::memory_order_release);
 }
 
+namespace {
+// Note [Out-of-place instead of a copy]: with Retain::All an in-place node must leave its input as
+// it was (copy-on-destroy). For an elementwise node (Elemwise, Composite) the op's out-of-place
+// form computes the same values into a fresh output buffer, which costs what the in-place kernel
+// costs and saves the copy of the input (a full read and write of it per node and call). The
+// out-of-place ops are made once per op and thread (ops are immutable values; the cache keeps the
+// in-place op alive so its address is not reused). Other in-place ops (Gemm on W) still copy:
+// their out-of-place form copies too.
+const Op* outOfPlaceFor(const Apply& node) {
+  const std::string name = node.op().name();
+  if (name != "Elemwise" && name != "Composite") return nullptr;
+  thread_local std::unordered_map<const Op*, std::pair<OpPtr, OpPtr>> cache;
+  auto it = cache.find(&node.op());
+  if (it == cache.end())
+    it = cache.emplace(&node.op(), std::pair<OpPtr, OpPtr>{node.opPtr(), node.op().outOfPlace()})
+             .first;
+  return it->second.second.get();
+}
+}  // namespace
+
 void VM::runNode(Frame& f) {
   const std::size_t pos = f.pc;
   const Hot& t = f.hot[pos];
@@ -303,7 +324,13 @@ void VM::runNode(Frame& f) {
     const CorrelationScope correlation(m_correlation.get(), m_path, t.node->id());
     // Note [Retain policy]: copy-on-destroy.
     std::vector<Tensor> saved;
-    const bool protect = m_options.retain == Retain::All && t.nDestroy > 0;
+    const Op* fresh =
+        m_options.retain == Retain::All && t.nDestroy > 0 ? outOfPlaceFor(*t.node) : nullptr;
+    if (fresh)  // an output slot that is an input slot would lose the input: copy instead
+      for (Tensor* const out : f.outputs(t))
+        for (const Tensor* in : f.inputs(t))
+          if (out == in) fresh = nullptr;
+    const bool protect = m_options.retain == Retain::All && t.nDestroy > 0 && !fresh;
     if (protect) {
       const auto& overwrites = f.program->plan().overwrites;
       for (std::uint32_t d = 0; d < t.nDestroy; ++d) {
@@ -320,7 +347,21 @@ void VM::runNode(Frame& f) {
     };
     if (timed) event.t0 = nowNs();
     try {
-      invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
+      if (fresh) {
+        // Note [Out-of-place instead of a copy]: the output gets a buffer of its own.
+        for (Tensor* const out : f.outputs(t)) *out = Tensor();
+        try {
+          fresh->perform(*t.node, f.inputs(t), f.outputs(t));
+        } catch (const ExecutionError&) {
+          throw;
+        } catch (const ExecutionCancelled&) {
+          throw;
+        } catch (const std::exception& e) {
+          rethrowWithContext(f, t, e);
+        }
+      } else {
+        invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
+      }
     } catch (const ExecutionCancelled&) {
       restore();  // drive() stops the run
       throw;

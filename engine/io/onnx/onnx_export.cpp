@@ -94,6 +94,7 @@ const EmitterTable& defaultEmitters() {
     registerElemwiseEmitters(t);
     registerShapeEmitters(t);
     registerNnEmitters(t);
+    registerControlEmitters(t);
     return t;
   }();
   return table;
@@ -117,7 +118,8 @@ class ModelWriter {
   std::string write();
 
   int opset() const { return m_options.opset; }
-  onnx::GraphProto& graph() { return *m_model.mutable_graph(); }
+  // The graph nodes are written into: the model's, or a subgraph being written (emitSubgraph).
+  onnx::GraphProto& graph() { return m_target ? *m_target : *m_model.mutable_graph(); }
 
   std::string value(const VarPtr& v);
   std::string outputName(const Variable& v, int k);
@@ -131,6 +133,9 @@ class ModelWriter {
                            std::vector<std::string> outputs);
   void emitNode(const Apply& node, const Apply& reported);
   void emitExpansion(NodeExport& parent, const std::vector<VarPtr>& outputs);
+  void emitSubgraph(NodeExport& parent, const FunctionGraph& body,
+                    const std::vector<std::string>& inputs, const std::string& name,
+                    onnx::GraphProto& into);
   [[noreturn]] void unsupported(const Apply& reported, const std::string& why) const;
   std::string uniqueValue(const std::string& base);
 
@@ -138,6 +143,8 @@ class ModelWriter {
   std::string uniqueNode(const std::string& base);
   void addGraphInputs();
   void addGraphOutputs(const std::vector<std::string>& names);
+  // The nodes of g in topological order, after matching the export patterns on g.
+  void emitGraphNodes(const FunctionGraph& g);
   void check();
 
   const FunctionGraph& m_graph;
@@ -160,6 +167,7 @@ class ModelWriter {
   int m_nextPending = 0;
   // The graph node being exported: its scope names the ONNX nodes, its op and site their doc.
   const Apply* m_current = nullptr;
+  onnx::GraphProto* m_target = nullptr;  // null: the model's graph
 };
 
 std::string ModelWriter::uniqueValue(const std::string& base) {
@@ -398,19 +406,90 @@ void ModelWriter::addGraphInputs() {
   }
 }
 
+namespace {
+// A graph output's ValueInfo: its dtype and shape, unknown dimensions left without a value.
+void outputInfo(onnx::ValueInfoProto& info, const std::string& name, const TensorType& type) {
+  info.set_name(name);
+  auto* tensorType = info.mutable_type()->mutable_tensor_type();
+  tensorType->set_elem_type(onnx_import::dtypeToOnnx(type.dtype()));
+  auto* shape = tensorType->mutable_shape();
+  for (int axis = 0; axis < type.ndim(); ++axis) {
+    auto* dim = shape->add_dim();
+    if (type.isDimKnown(axis)) dim->set_dim_value(type.shape()[axis]);
+  }
+}
+}  // namespace
+
 void ModelWriter::addGraphOutputs(const std::vector<std::string>& names) {
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const TensorType& type = m_graph.outputs()[i]->type();
-    onnx::ValueInfoProto& info = *graph().add_output();
-    info.set_name(names[i]);
-    auto* tensorType = info.mutable_type()->mutable_tensor_type();
-    tensorType->set_elem_type(onnx_import::dtypeToOnnx(type.dtype()));
-    auto* shape = tensorType->mutable_shape();
-    for (int axis = 0; axis < type.ndim(); ++axis) {
-      auto* dim = shape->add_dim();
-      if (type.isDimKnown(axis)) dim->set_dim_value(type.shape()[axis]);
+  for (std::size_t i = 0; i < names.size(); ++i)
+    outputInfo(*graph().add_output(), names[i], m_graph.outputs()[i]->type());
+}
+
+void ModelWriter::emitGraphNodes(const FunctionGraph& g) {
+  const std::vector<Apply*> order = g.toposort();
+  // Note [Export patterns]: matched from the outputs back, so a pattern's root is not covered by
+  // another pattern when it is matched.
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Apply* node = *it;
+    if (m_covered.count(node)) continue;
+    const OpPtr outOfPlace = node->op().outOfPlace();
+    const Op& op = outOfPlace ? *outOfPlace : node->op();
+    for (const ExportPattern& pattern : defaultEmitters().patterns(op.name())) {
+      std::vector<const Apply*> covered;
+      if (!pattern.match(g, *node, covered)) continue;
+      m_patternRoots[node] = pattern.emit;
+      m_covered.insert(covered.begin(), covered.end());
+      break;
     }
   }
+  for (const Apply* node : order)
+    if (!m_covered.count(node)) emitNode(*node, *node);
+}
+
+// Note [Exported subgraphs]: an inner graph (an IfElse branch) becomes a GraphProto whose nodes
+// read the enclosing graph's values by name (ONNX's lexical scoping): body input k stands for the
+// enclosing value inputs[k], so the subgraph has no inputs of its own. Value and node names stay
+// unique across the whole model (ONNX wants SSA over every scope). What is only valid inside the
+// subgraph is forgotten afterwards: the names of the body's variables (a body shared by two nodes
+// is written twice) and the Cast nodes written inside it, which the enclosing graph must not
+// reuse. Body output k is the value "<name>_output_<k>"; one that no body node computes (a body
+// input, a constant, an output listed twice) is copied by an Identity.
+void ModelWriter::emitSubgraph(NodeExport& parent, const FunctionGraph& body,
+                               const std::vector<std::string>& inputs, const std::string& name,
+                               onnx::GraphProto& into) {
+  if (body.inputs().size() != inputs.size())
+    unsupported(parent.reported(), "the inner graph " + name + " takes " +
+                                       std::to_string(body.inputs().size()) + " inputs, the node " +
+                                       std::to_string(inputs.size()));
+  const auto savedNames = m_names;
+  const auto savedCasts = m_casts;
+  onnx::GraphProto* const savedTarget = m_target;
+  m_target = &into;
+  into.set_name(name);
+  for (std::size_t k = 0; k < inputs.size(); ++k) m_names[body.inputs()[k].get()] = inputs[k];
+  std::vector<std::string> outputNames;
+  std::vector<std::size_t> copies;
+  for (std::size_t k = 0; k < body.outputs().size(); ++k) {
+    const VarPtr& v = body.outputs()[k];
+    outputNames.push_back(uniqueValue(name + "_output_" + std::to_string(k)));
+    if (v->owner() && !m_names.count(v.get()) && !m_reserved.count(v.get()))
+      m_reserved[v.get()] = outputNames.back();
+    else
+      copies.push_back(k);
+  }
+  try {
+    emitGraphNodes(body);
+    for (std::size_t k : copies) addNode("Identity", {value(body.outputs()[k])}, {outputNames[k]});
+  } catch (...) {
+    m_target = savedTarget;
+    throw;
+  }
+  for (std::size_t k = 0; k < outputNames.size(); ++k)
+    outputInfo(*into.add_output(), outputNames[k], body.outputs()[k]->type());
+  for (const VarPtr& v : body.outputs()) m_reserved.erase(v.get());
+  m_names = savedNames;
+  m_casts = savedCasts;
+  m_target = savedTarget;
 }
 
 // ONNX's checker, then its strict shape inference on a copy, which also checks the inferred types
@@ -469,24 +548,7 @@ std::string ModelWriter::write() {
     else
       copies.push_back(i);
   }
-  const std::vector<Apply*> order = m_graph.toposort();
-  // Note [Export patterns]: matched from the outputs back, so a pattern's root is not covered by
-  // another pattern when it is matched.
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const Apply* node = *it;
-    if (m_covered.count(node)) continue;
-    const OpPtr outOfPlace = node->op().outOfPlace();
-    const Op& op = outOfPlace ? *outOfPlace : node->op();
-    for (const ExportPattern& pattern : defaultEmitters().patterns(op.name())) {
-      std::vector<const Apply*> covered;
-      if (!pattern.match(m_graph, *node, covered)) continue;
-      m_patternRoots[node] = pattern.emit;
-      m_covered.insert(covered.begin(), covered.end());
-      break;
-    }
-  }
-  for (const Apply* node : order)
-    if (!m_covered.count(node)) emitNode(*node, *node);
+  emitGraphNodes(m_graph);
   for (std::size_t i : copies) addNode("Identity", {value(m_graph.outputs()[i])}, {outputNames[i]});
   addGraphOutputs(outputNames);
   check();
@@ -597,6 +659,11 @@ std::string NodeExport::tensor(const Tensor& value) {
 
 void NodeExport::emitExpansion(const std::vector<VarPtr>& outputs) {
   m_writer.emitExpansion(*this, outputs);
+}
+
+void NodeExport::emitSubgraph(const FunctionGraph& body, const std::vector<std::string>& inputs,
+                              const std::string& name, onnx::GraphProto& into) {
+  m_writer.emitSubgraph(*this, body, inputs, name, into);
 }
 
 void NodeExport::unsupported(const std::string& why) const {

@@ -122,6 +122,11 @@ class NodeExport {
   // Exports the engine nodes between this node's inputs and `outputs` (built on those inputs, e.g.
   // by expandComposite) as part of this node, output k becoming output(k).
   void emitExpansion(const std::vector<VarPtr>& outputs);
+  // Writes `body` as the ONNX subgraph `into` (an If branch), named `name`: body input k stands
+  // for the ONNX value inputs[k] of the enclosing graph; its outputs are "<name>_output_<k>".
+  // Note [Exported subgraphs] in onnx_export.cpp.
+  void emitSubgraph(const FunctionGraph& body, const std::vector<std::string>& inputs,
+                    const std::string& name, onnx::GraphProto& into);
 
   // Throws OnnxExportError naming the reported node: "... to ONNX: <why>".
   [[noreturn]] void unsupported(const std::string& why) const;
@@ -175,10 +180,11 @@ bool usedOnlyOnce(const FunctionGraph& graph, const Variable& v);
 
 // One per file: onnx_export_elemwise.cpp (Elemwise, Composite, reductions, SumToShape),
 // onnx_export_shape.cpp (shape and indexing ops), onnx_export_nn.cpp (BLAS, convolution, pooling,
-// softmax, batch normalization, losses).
+// softmax, batch normalization, losses), onnx_export_control.cpp (IfElse).
 void registerElemwiseEmitters(EmitterTable& table);
 void registerShapeEmitters(EmitterTable& table);
 void registerNnEmitters(EmitterTable& table);
+void registerControlEmitters(EmitterTable& table);
 
 const EmitterTable& defaultEmitters();
 

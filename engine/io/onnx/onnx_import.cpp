@@ -12,6 +12,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 #include <sstream>
+#include <unordered_set>
 
 namespace tscope::engine::io {
 
@@ -262,7 +263,28 @@ void Importer::readInputs(const onnx::GraphProto& graph) {
 // Note [Node order]: ONNX requires nodes in topological order, but the checker is skipped for
 // newer opsets and some exporters get it wrong, so the order is computed: a node is ready when
 // every input it names is defined; a node that never becomes ready either names a value nobody
-// defines or sits on a cycle, and the error says which.
+// defines or sits on a cycle, and the error says which. A node with subgraphs (If) also waits for
+// the values of this graph its subgraphs read by name (their implicit inputs): a branch may read
+// a value the graph computes after the If's own condition.
+namespace {
+// The names a subgraph (and the subgraphs in it) reads that it does not define itself.
+void implicitInputs(const onnx::GraphProto& g, std::unordered_set<std::string> defined,
+                    std::vector<std::string>& out) {
+  for (const auto& in : g.input()) defined.insert(in.name());
+  for (const auto& init : g.initializer()) defined.insert(init.name());
+  for (const auto& node : g.node())
+    for (const std::string& o : node.output()) defined.insert(o);
+  for (const auto& node : g.node()) {
+    for (const std::string& in : node.input())
+      if (!in.empty() && !defined.count(in)) out.push_back(in);
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) implicitInputs(a.g(), defined, out);
+      for (const auto& sub : a.graphs()) implicitInputs(sub, defined, out);
+    }
+  }
+}
+}  // namespace
+
 std::vector<int> Importer::nodeOrder(const onnx::GraphProto& graph) const {
   const int n = graph.node_size();
   std::unordered_map<std::string, int> producer;
@@ -282,6 +304,22 @@ std::vector<int> Importer::nodeOrder(const onnx::GraphProto& graph) const {
         fail(nodeWhere(graph.node(i), i),
              "the input " + quoted(in) +
                  " is not a graph input, an initializer or any node's output");
+      ++pending[static_cast<std::size_t>(i)];
+      users[it->second].push_back(i);
+    }
+    // Implicit inputs: only those this graph computes order the node (the rest are the enclosing
+    // scopes' values, or undefined names the branch's conversion reports).
+    std::vector<std::string> implicit;
+    for (const auto& a : graph.node(i).attribute()) {
+      if (a.has_g()) implicitInputs(a.g(), {}, implicit);
+      for (const auto& sub : a.graphs()) implicitInputs(sub, {}, implicit);
+    }
+    std::unordered_set<int> waits;
+    for (const std::string& in : implicit) {
+      auto it = producer.find(in);
+      if (it == producer.end() || m_values.count(in) || it->second == i ||
+          !waits.insert(it->second).second)
+        continue;
       ++pending[static_cast<std::size_t>(i)];
       users[it->second].push_back(i);
     }

@@ -200,6 +200,22 @@ class TestDebugSession : public QObject {
     QCOMPARE(get(s.run()).phase, SessionPhase::Finished);
   }
 
+  // call(): start + run + finish as one command; a pause leaves the execution paused.
+  void testCall() {
+    Diamond d;
+    DebugSession s(d.f);
+    const auto out = get(s.call({ft({1}, {0})}));
+    QVERIFY(out.has_value());
+    QCOMPARE(out->size(), std::size_t{1});
+    QCOMPARE(s.state().phase, SessionPhase::Idle);
+    get(s.addBreakpoint(parseBreakSpec("var:h")));
+    QVERIFY(!get(s.call({ft({1}, {0})})).has_value());
+    QCOMPARE(s.state().phase, SessionPhase::Paused);
+    QCOMPARE(s.state().reason, PauseKind::Breakpoint);
+    QCOMPARE(get(s.run()).phase, SessionPhase::Finished);
+    QCOMPARE(get(s.finish()).size(), std::size_t{1});
+  }
+
   void testBreakpointNodeDisabledRemovedTemporary() {
     Diamond d;
     DebugSession s(d.f);

@@ -136,6 +136,50 @@ class TestNanGuardParams : public QObject {
     QVERIFY(!m.paramsEqual(before));
   }
 
+  // Note [Guarded updates]: healthy steps prove that nothing from the first in-place update on can
+  // raise, so the guard copies no weight.
+  void healthyStepsCopyNoWeight() {
+    Mlp m;
+    auto guard = std::make_shared<NanGuard>();
+    Function step = compile({m.x, m.y, m.lr}, {m.loss}, m.updates,
+                            {.mode = Mode::FastRun, .observers = {guard}});
+    QVERIFY(updatesInPlace(step));
+    QVERIFY2(!guard->mayInterrupt(), "with Raise the guard keeps the parameters itself");
+    for (int i = 0; i < 3; ++i) step(m.args(0.1));
+    QCOMPARE(guard->parameterCopies(), std::uint64_t{0});
+    QVERIFY(guard->valuesProven() > 0);
+    // Without the proofs every step copies the weights it updates in place.
+    guard->setOptions({.proveClean = false});
+    const std::uint64_t copies = guard->parameterCopies();
+    step(m.args(0.1));
+    QVERIFY(guard->parameterCopies() > copies);
+  }
+
+  // Note [Guarded updates]: an in-place update whose bound exceeds the threshold is copied before
+  // it runs; when it then raises, the copy is put back; a provable one is not copied.
+  void guardedUpdateIsRestoredByTheRaise() {
+    VarPtr x = Variable::create(TensorType(DType::Float32, {3}), "x");
+    auto W = SharedVariable::create(Tensor::fromDoubles(DType::Float32, {3}, {1e6, 2e6, 3e6}), "W");
+    auto guard = std::make_shared<NanGuard>();
+    Function f =
+        compile({x}, {sum(x)}, {{W, W * x}}, {.mode = Mode::FastRun, .observers = {guard}});
+    QVERIFY2(updatesInPlace(f), "fast_run multiplies W in place");
+    const Tensor before = W->value().clone();
+    try {
+      f({Tensor::fromDoubles(DType::Float32, {3}, {1.0, 1e5, 1.0})});  // 2e11: big
+      QFAIL("expected a NanGuardError");
+    } catch (const NanGuardError& e) {
+      QVERIFY2(e.report().check == NanCheck::Big, e.report().summary().c_str());
+      QCOMPARE(e.report().where, std::string("update"));
+    }
+    QCOMPARE(guard->parameterCopies(), std::uint64_t{1});
+    QVERIFY2(W->value().bitwiseEqual(before), "the raise put the overwritten weight back");
+    // A provable update: no copy, and it is applied.
+    f({Tensor::fromDoubles(DType::Float32, {3}, {2.0, 2.0, 2.0})});
+    QCOMPARE(guard->parameterCopies(), std::uint64_t{1});
+    QCOMPARE(W->value().at({2}), 6e6);
+  }
+
   void parametersUnchangedAfterAnAbandonedPause() {
     Mlp m;
     auto guard = std::make_shared<NanGuard>(NanGuardOptions{.action = NanAction::Pause});
