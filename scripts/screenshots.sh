@@ -6,6 +6,9 @@
 #   inspector_histogram.png  the inspector on a weight matrix: statistics, histogram, slice table
 #   rewrite_history.png      the rewrite history with one rewrite selected: before | after
 #   side_by_side.png         the original and the optimized graph side by side
+#   profile_heat_map.png     a fast_run profile as a heat map, groups coloured inclusively, legend
+#   profile_timeline.png     the timeline and memory chart with a time range selected
+#   profile_diff.png         diff mode: the fast_run profile against mode none (blue faster)
 # Runs under xvfb-run when it is installed (a real X server: fonts and antialiasing as users see
 # them), else on Qt's offscreen platform. Settings come from a fresh temporary directory, so the
 # user's window layout and group states do not leak into the pictures.
@@ -78,4 +81,12 @@ fi
 shot inspector_histogram "$optimized" --expand none --dock inspector --select "$weights" --zoom 100
 shot rewrite_history "$optimized" --dock history --history-step "$step" --zoom 100
 shot side_by_side "$optimized" --side-by-side --expand none --select "$output" --zoom 100
+# The profiler: profiles saved with `tensorscope profile -o`, opened coloured.
+profiled="$work/profiled.tsg"
+profiled_none="$work/profiled_none.tsg"
+"$tensorscope" profile "$example" --runs 20 --memory -o "$profiled" >/dev/null
+"$tensorscope" profile "$example" --runs 20 --memory --mode none -o "$profiled_none" >/dev/null
+shot profile_heat_map "$profiled" --expand none --dock profile --profile-view metric=time
+shot profile_timeline "$profiled" --expand none --dock timeline --profile-view range=0.2:0.6
+shot profile_diff "$profiled" --expand none --dock profile --profile-view "compare=$profiled_none"
 echo "screenshots: $(ls "$out"/*.png | wc -l) images in $out"

@@ -3,6 +3,7 @@
 #include "gui/app/graph_pane.h"
 #include "gui/app/history/rewrite_history_panel.h"
 #include "gui/app/main_window.h"
+#include "gui/app/profile/profile_ui.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -31,7 +32,8 @@ struct WindowOptions {
   QStringList docks;     // docks to show and raise ("inspector", "history", "log")
   int historyStep = -1;  // rewrite-log row to select in the history dock
   QSize size;
-  double zoom = 0;  // > 0: the zoom factor once laid out
+  double zoom = 0;          // > 0: the zoom factor once laid out
+  QStringList profileView;  // --profile-view KEY=VALUE (ProfileUi::applyOptions)
 };
 
 void fail(const QString& message) {
@@ -79,6 +81,9 @@ bool applyDocumentOptions(MainWindow& window, const WindowOptions& options, QStr
     dock->show();
     dock->raise();
   }
+  if (!options.profileView.isEmpty() &&
+      !window.profileUi()->applyOptions(options.profileView, &error))
+    return false;
   if (!options.select.isEmpty() && window.find(options.select) == 0) {
     error = QStringLiteral("--select: no node matches '%1'").arg(options.select);
     return false;
@@ -210,13 +215,20 @@ int runApplication(QApplication& app) {
   const QCommandLineOption select(
       "select", "Select the first node matching TEXT (name, op, scope or id:N).", "TEXT");
   const QCommandLineOption dock(
-      "dock", "Show and raise a dock: inspector, history or log (repeatable).", "NAME");
+      "dock", "Show and raise a dock: inspector, history, log, profile or timeline (repeatable).",
+      "NAME");
+  const QCommandLineOption profileView(
+      "profile-view",
+      "Show the file's profile so: metric=time|share|mean|p95|gflops|roofline|output|allocated, "
+      "scale=reds|perceptual, range=A:B (fractions of run 0), run=N, compare=OTHER.tsg "
+      "(repeatable).",
+      "KEY=VALUE");
   const QCommandLineOption historyStep("history-step", "Select row N of the rewrite history.", "N");
   const QCommandLineOption size("window-size", "Resize the window, e.g. 1600x1000.", "WxH");
   const QCommandLineOption zoom(
       "zoom", "Once laid out, zoom to PERCENT (centred on the selected node).", "PERCENT");
-  parser.addOptions(
-      {screenshot, timeout, sideBySide, expand, select, dock, historyStep, size, zoom});
+  parser.addOptions({screenshot, timeout, sideBySide, expand, select, dock, historyStep, size, zoom,
+                     profileView});
   parser.process(app);  // --help / --version / unknown options print and exit
 
   WindowOptions options;
@@ -225,6 +237,7 @@ int runApplication(QApplication& app) {
   options.expand = parser.values(expand);
   options.select = parser.value(select);
   options.docks = parser.values(dock);
+  options.profileView = parser.values(profileView);
   bool ok = true;
   options.timeoutSeconds = parser.value(timeout).toInt(&ok);
   if (!ok || options.timeoutSeconds <= 0) {
@@ -247,9 +260,10 @@ int runApplication(QApplication& app) {
     return 2;
   }
   for (const QString& name : options.docks) {
-    if (name != QLatin1String("inspector") && name != QLatin1String("history") &&
-        name != QLatin1String("log")) {
-      fail(QStringLiteral("--dock expects inspector, history or log, found '%1'").arg(name));
+    if (!QStringList{"inspector", "history", "log", "profile", "timeline"}.contains(name)) {
+      fail(QStringLiteral("--dock expects inspector, history, log, profile or timeline, found "
+                          "'%1'")
+               .arg(name));
       return 2;
     }
   }

@@ -4,6 +4,7 @@
 #include "gui/app/graph_pane.h"
 #include "gui/app/history/rewrite_history_panel.h"
 #include "gui/app/inspector/inspector_panel.h"
+#include "gui/app/profile/profile_ui.h"
 #include "gui/app/recent_files.h"
 #include "gui/app/search_bar.h"
 #include "visualizers/layout/layout_service.h"
@@ -101,6 +102,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // Feature UIs: each builds its own actions, menus, docks and workers on the window's hooks
   // (menu(), registerAction(), addNodeMenuProvider(), addDockWidget()).
   // (feature UIs are created here)
+  m_profileUi = new ProfileUi(this);
 
   connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
     updateStatus();

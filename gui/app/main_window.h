@@ -43,6 +43,7 @@ namespace tscope::gui {
 
 class Counterparts;
 class DocumentLoader;
+class ProfileUi;
 class GraphPane;
 class InspectorPanel;
 class RecentFiles;
@@ -94,6 +95,9 @@ class MainWindow : public QMainWindow {
   InspectorPanel* inspector() const { return m_inspector; }
   RewriteHistoryPanel* rewriteHistory() const { return m_history; }
   QPlainTextEdit* logView() const { return m_log; }
+  ProfileUi* profileUi() const { return m_profileUi; }
+  // The window's layout service (one Graphviz thread), for panes that feature UIs add.
+  vis::LayoutService* layoutService() const { return m_layoutService; }
   QDockWidget* dock(const QString& objectName) const;
   QAction* action(const QString& objectName) const;  // e.g. "actionOpen"
   // Adds an action made elsewhere (a feature UI) to action(): its objectName is its key; its
@@ -189,6 +193,7 @@ class MainWindow : public QMainWindow {
   RewriteHistoryPanel* m_history = nullptr;
   QPlainTextEdit* m_log = nullptr;
   QPointer<QMessageBox> m_errorDialog;
+  ProfileUi* m_profileUi = nullptr;
 
   QLabel* m_countsLabel = nullptr;
   QLabel* m_zoomLabel = nullptr;

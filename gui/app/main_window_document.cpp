@@ -7,6 +7,7 @@
 #include "gui/app/history/rewrite_history_panel.h"
 #include "gui/app/inspector/inspector_panel.h"
 #include "gui/app/main_window.h"
+#include "gui/app/profile/profile_ui.h"
 #include "gui/app/recent_files.h"
 #include "gui/app/search_bar.h"
 #include "gui/app/worker.h"
@@ -115,6 +116,7 @@ bool MainWindow::isSideBySide() const {
 
 bool MainWindow::isBusy() const {
   if (m_loader->isLoading() || m_history->isBusy()) return true;
+  if (m_profileUi && m_profileUi->isBusy()) return true;
   const std::vector<GraphPane*> shown = isSideBySide()
                                             ? std::vector<GraphPane*>{m_leftPane, m_rightPane}
                                             : std::vector<GraphPane*>{currentPane()};
