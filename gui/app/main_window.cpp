@@ -157,6 +157,8 @@ MainWindow::~MainWindow() {
   m_tabs->disconnect(this);
   m_loader->blockSignals(true);
   m_loader->cancel();
+  delete m_profileUi;  // its "Profiled" pane, like the others, before the layout service
+  m_profileUi = nullptr;
   // A scene is quiet while it is destroyed (GraphScene's destructor), so a pane can go with a node
   // still selected.
   for (GraphPane* pane : {m_originalPane, m_optimizedPane, m_stepPane, m_leftPane, m_rightPane}) {

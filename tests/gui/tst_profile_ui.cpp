@@ -152,7 +152,16 @@ class TestProfileUi : public QObject {
     QCOMPARE(ui->timelinePanel()->timeline()->selectedNode(), node);
     // A class row stands for several nodes: all highlighted, the first selected.
     QAbstractItemView* classes = tables->tableView(ProfileTablesPanel::ClassTab);
-    const QModelIndex first = classes->model()->index(0, 0);
+    // (The graph's selection made the node's class row current: choose another one.)
+    QModelIndex first;
+    for (int r = 0; r < classes->model()->rowCount(); ++r) {
+      const QModelIndex i = classes->model()->index(r, 0);
+      if (r != classes->currentIndex().row() &&
+          (!first.isValid() || i.data(kNodesRole).value<QList<int>>().size() >
+                                   first.data(kNodesRole).value<QList<int>>().size()))
+        first = i;
+    }
+    QVERIFY(first.isValid() && first.data(kNodesRole).value<QList<int>>().size() > 1);
     QVERIFY(!first.data(kNodesRole).value<QList<int>>().isEmpty());
     classes->selectionModel()->setCurrentIndex(
         first, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);

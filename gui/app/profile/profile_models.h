@@ -64,8 +64,8 @@ class ApplyTableModel : public QAbstractTableModel {
     double gflops = 0, gbps = 0, intensity = 0, fraction = 0;
   };
   std::shared_ptr<const ProfileView> m_view;
-  std::vector<RoofFigures> m_roof;      // by row
-  std::vector<int> m_rowOfNode;  // by profile node
+  std::vector<RoofFigures> m_roof;  // by row
+  std::vector<int> m_rowOfNode;     // by profile node
 };
 
 // The Class table (rows by Op::name()) or the Ops table (by Op::str()).

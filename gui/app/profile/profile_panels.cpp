@@ -8,6 +8,7 @@
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
@@ -110,6 +111,12 @@ ProfileTablesPanel::ProfileTablesPanel(QWidget* parent) : QWidget(parent) {
               const QList<int> nodes = nodesOfCurrent(m_views[t], current);
               if (!nodes.isEmpty()) emit rowsChosen(nodes);
             });
+    // A click on the row that is already current (the graph's selection made it so) chooses it
+    // again: a class row then selects all its nodes.
+    connect(m_views[t], &QAbstractItemView::clicked, this, [this, t](const QModelIndex& index) {
+      const QList<int> nodes = nodesOfCurrent(m_views[t], index);
+      if (!nodes.isEmpty()) emit rowsChosen(nodes);
+    });
   }
   m_tabs->setCurrentIndex(ApplyTab);
 
@@ -161,6 +168,8 @@ HeatOptions ProfileTablesPanel::heatOptions() const {
 }
 
 void ProfileTablesPanel::setHeatOptions(const HeatOptions& options) {
+  // Set from outside (ProfileUi): no heatOptionsChanged back.
+  const QSignalBlocker blockMetric(m_metric), blockScale(m_scale);
   m_metric->setCurrentIndex(m_metric->findData(int(options.metric)));
   m_scale->setCurrentIndex(m_scale->findData(int(options.scale)));
 }

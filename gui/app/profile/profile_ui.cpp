@@ -80,6 +80,12 @@ ProfileUi::ProfileUi(MainWindow* window) : QObject(window), m_window(window) {
 ProfileUi::~ProfileUi() {
   // A run in flight stops at its next call (its result is dropped with this object).
   m_cancelFlag->store(true);
+  // The "Profiled" pane cancels its layout jobs as it goes: before the window's layout service
+  // (MainWindow's destructor deletes this object first).
+  if (m_ownPane) {
+    m_ownPane->disconnect(this);
+    delete m_ownPane;
+  }
 }
 
 void ProfileUi::createDocks() {
