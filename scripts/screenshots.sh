@@ -43,6 +43,11 @@ mkdir -p "$out"
 
 optimized="$work/$(basename "${example%.tsg}")_optimized.tsg"
 "$tensorscope" optimize "$example" -o "$optimized" >/dev/null
+# Profiles for the profiler's shots (fast_run, and mode none for the diff), saved with the graph.
+profiled="$work/profiled.tsg"
+profiled_none="$work/profiled_none.tsg"
+"$tensorscope" profile "$example" --runs 20 --memory -o "$profiled" >/dev/null
+"$tensorscope" profile "$example" --runs 20 --memory --mode none -o "$profiled_none" >/dev/null
 
 # The rewrite to show: the first one that removes and adds nodes (a fusion or an algebraic
 # rewrite, not a bare merge), found in the optimized file's log.
@@ -81,12 +86,10 @@ fi
 shot inspector_histogram "$optimized" --expand none --dock inspector --select "$weights" --zoom 100
 shot rewrite_history "$optimized" --dock history --history-step "$step" --zoom 100
 shot side_by_side "$optimized" --side-by-side --expand none --select "$output" --zoom 100
-# The profiler: profiles saved with `tensorscope profile -o`, opened coloured.
-profiled="$work/profiled.tsg"
-profiled_none="$work/profiled_none.tsg"
-"$tensorscope" profile "$example" --runs 20 --memory -o "$profiled" >/dev/null
-"$tensorscope" profile "$example" --runs 20 --memory --mode none -o "$profiled_none" >/dev/null
-shot profile_heat_map "$profiled" --expand none --dock profile --profile-view metric=time
-shot profile_timeline "$profiled" --expand none --dock timeline --profile-view range=0.2:0.6
-shot profile_diff "$profiled" --expand none --dock profile --profile-view "compare=$profiled_none"
+# The profiler: the profiles saved above, opened coloured.
+shot profile_heat_map "$profiled" --profile-view expand=none --profile-view docks=profile
+shot profile_timeline "$profiled" --profile-view expand=none --profile-view docks=timeline \
+  --profile-view range=0.2:0.6
+shot profile_diff "$profiled" --profile-view expand=none --profile-view docks=profile \
+  --profile-view "compare=$profiled_none"
 echo "screenshots: $(ls "$out"/*.png | wc -l) images in $out"

@@ -299,7 +299,8 @@ class TestProfileUi : public QObject {
     QCOMPARE(ui->comparison(), none);
     const auto legend = pane->scene()->decorations("profile")->legend;
     QVERIFY(!legend.empty());
-    QVERIFY2(legend.front().text.contains(" vs "), qPrintable(legend.front().text));
+    QVERIFY2(legend.front().text.startsWith("Change vs #1 mlp.tsg (none)"),
+             qPrintable(legend.front().text));
     QCOMPARE(legend.front().steps.size(), std::size_t(9));
     ui->compareWith(nullptr);
     QVERIFY(shown.wait(kTimeout));
@@ -318,8 +319,8 @@ class TestProfileUi : public QObject {
     QVERIFY(ui->comparison());
     QCOMPARE(ui->comparison()->profile->function.mode, std::string("none"));
     QCOMPARE(ui->snapshot()->profile->function.mode, std::string("fast_run"));
-    QVERIFY(
-        ui->profilePane()->scene()->decorations("profile")->legend.front().text.contains(" vs "));
+    QVERIFY(ui->profilePane()->scene()->decorations("profile")->legend.front().text.contains(
+        "Change vs"));
   }
 
   void cancelALongProfile() {

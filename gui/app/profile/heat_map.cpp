@@ -336,14 +336,15 @@ HeatMap buildDiffMap(const ProfileView& view, const prof::ProfileDiff& diff) {
                      .arg(QString::fromStdString(diff.labelB), QString::fromStdString(diff.labelA),
                           changeText(groups[g].a, groups[g].b));
   }
-  QString text = QStringLiteral("%1 vs %2: 4x faster (blue) – 4x slower (red); nodes %3 -> %4")
-                     .arg(QString::fromStdString(diff.labelB), QString::fromStdString(diff.labelA),
-                          seconds(diff.nodesA), seconds(diff.nodesB));
-  if (removed > 0)
-    text += QStringLiteral("; %1 rows only in %2")
-                .arg(removed)
-                .arg(QString::fromStdString(diff.labelA));
-  d->legend.push_back(scaleRow(diffScaleSteps(), text));
+  // Two short rows (the legend sits on the graph; a long one shrinks the fitted zoom).
+  d->legend.push_back(
+      scaleRow(diffScaleSteps(), QStringLiteral("Change vs %1: 4x faster (blue) – 4x slower (red)")
+                                     .arg(QString::fromStdString(diff.labelA))));
+  QString text =
+      QStringLiteral("In nodes: %1 -> %2 per run").arg(seconds(diff.nodesA), seconds(diff.nodesB));
+  if (removed > 0) text += QStringLiteral("; %1 rows gone").arg(removed);
+  vis::LegendRow totals{vis::LegendRow::Swatch::Dot, QColor::fromRgb(kDiverging[4]), text};
+  d->legend.push_back(totals);
   heat.decorations = std::move(d);
   return heat;
 }

@@ -298,8 +298,12 @@ void ProfileUi::showSnapshot(std::shared_ptr<const ProfileSnapshot> snapshot) {
   m_pane = pane;
   if (pane && !m_window->isSideBySide() && m_window->tabs()->indexOf(pane) >= 0)
     m_window->tabs()->setCurrentWidget(pane);
-  m_tablesDock->show();
-  m_timelineDock->show();
+  if (!m_tablesDock->isVisible() && !m_timelineDock->isVisible()) {
+    m_tablesDock->show();
+    m_timelineDock->show();
+    // The timeline's tracks, the memory chart and the lists under them.
+    m_window->resizeDocks({m_timelineDock}, {360}, Qt::Vertical);
+  }
   refreshCompareBox();
   updateActions();
   rebuild();

@@ -14,6 +14,7 @@
 #include "profiling/trace.h"
 
 #include <QAction>
+#include <QDockWidget>
 #include <QFile>
 #include <QFileInfo>
 #include <QProgressBar>
@@ -102,7 +103,7 @@ std::vector<std::shared_ptr<const ProfileSnapshot>> savedProfiles(
       s->graph = original;
       s->model = originalModel;
     }
-    s->label = QStringLiteral("%1 (%2, saved)").arg(file, QString::fromStdString(p.function.mode));
+    s->label = QStringLiteral("%1 (%2)").arg(file, QString::fromStdString(p.function.mode));
     s->fromFile = true;
     s->profile = std::make_shared<const prof::Profile>(std::move(p));
     out.push_back(std::move(s));
@@ -382,6 +383,12 @@ bool ProfileUi::applyOptions(const QStringList& options, QString* error) {
       value.toInt(&ok);
     } else if (key == QLatin1String("compare")) {
       ok = QFileInfo::exists(value);
+    } else if (key == QLatin1String("expand")) {
+      ok = value == QLatin1String("none") || value == QLatin1String("all") ||
+           value == QLatin1String("default");
+    } else if (key == QLatin1String("docks")) {
+      ok = value == QLatin1String("profile") || value == QLatin1String("timeline") ||
+           value == QLatin1String("both");
     } else {
       if (error)
         *error = QStringLiteral(
@@ -428,6 +435,30 @@ void ProfileUi::applyPendingOptions() {
     if (key == QLatin1String("scale"))
       heat.scale = value == QLatin1String("perceptual") ? HeatScale::Perceptual : HeatScale::Reds;
     if (key == QLatin1String("run")) m_timelinePanel->timeline()->showRun(value.toInt());
+    if (key == QLatin1String("docks")) {
+      m_tablesDock->setVisible(value != QLatin1String("timeline"));
+      m_timelineDock->setVisible(value != QLatin1String("profile"));
+    }
+    // The profiled graph with its groups collapsed, expanded or as it opens, fitted once laid out.
+    if (key == QLatin1String("expand") && m_pane) {
+      GraphPane* pane = m_pane;
+      ++m_pendingLoads;
+      connect(
+          pane, &GraphPane::layoutFinished, this,
+          [this, pane] {
+            QTimer::singleShot(0, this, [this, pane] {
+              pane->view()->zoomToFit();
+              --m_pendingLoads;
+            });
+          },
+          Qt::SingleShotConnection);
+      if (value == QLatin1String("none"))
+        pane->collapseAll();
+      else if (value == QLatin1String("all"))
+        pane->expandAll();
+      else
+        pane->setGroupState(pane->model()->defaultState());
+    }
     if (key == QLatin1String("range") && !m_snapshot->profile->runs.empty()) {
       const prof::RunSpan& run = m_snapshot->profile->runs.front();
       const double a = value.section(QLatin1Char(':'), 0, 0).toDouble();

@@ -51,6 +51,9 @@ void TimelineWidget::setData(std::shared_ptr<const TimelineData> data,
   m_profile = std::move(profile);
   m_selectedNode = -1;
   m_range.reset();
+  // Every row readable: the dock's splitter gives the timeline at least its rows.
+  setMinimumHeight(
+      std::min(420, kAxisHeight + std::max(3, m_data ? m_data->totalRows : 3) * kRowHeight + 4));
   updateGeometry();
   showAll();
 }
@@ -381,8 +384,9 @@ QString MemoryChart::peakText() const {
   QString after;
   if (m_profile && pk.node >= 0 && static_cast<std::size_t>(pk.node) < m_profile->nodes.size()) {
     const prof::NodeProfile& node = m_profile->nodes[static_cast<std::size_t>(pk.node)];
-    after =
-        QStringLiteral(" after %1 %2").arg(QString::fromStdString(node.op), profileNodeName(node));
+    QString op = QString::fromStdString(node.op);
+    if (op.size() > 40) op = op.left(39) + QChar(0x2026);  // a fused Composite's long name
+    after = QStringLiteral(" after %1 %2").arg(op, profileNodeName(node));
   }
   return tr("peak %1%2 (run %3)")
       .arg(QString::fromStdString(prof::formatBytes(double(pk.liveBytes))), after)
