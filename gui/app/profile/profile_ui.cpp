@@ -34,6 +34,7 @@ struct ProfileUi::Built {
   std::shared_ptr<const ProfileView> view;
   std::shared_ptr<const TimelineData> timeline;  // null: the snapshot's timeline is unchanged
   HeatMap heat;
+  HeatOptions heatOptions;  // what `heat` shows (no comparison)
   QString error;
 };
 
@@ -265,6 +266,11 @@ void ProfileUi::report(const QString& message, bool error) {
 // --- What is shown ---
 
 void ProfileUi::showSnapshot(std::shared_ptr<const ProfileSnapshot> snapshot) {
+  showSnapshotWith(std::move(snapshot), nullptr);
+}
+
+void ProfileUi::showSnapshotWith(std::shared_ptr<const ProfileSnapshot> snapshot,
+                                 std::shared_ptr<const Built> built) {
   if (!snapshot) return;
   if (std::find(m_snapshots.begin(), m_snapshots.end(), snapshot) == m_snapshots.end())
     m_snapshots.push_back(snapshot);
@@ -306,6 +312,14 @@ void ProfileUi::showSnapshot(std::shared_ptr<const ProfileSnapshot> snapshot) {
   }
   refreshCompareBox();
   updateActions();
+  // A view built with the run fits when nothing it depends on changed meanwhile (Note [Profiler
+  // snapshots]): it saves a round trip to a worker after every profile.
+  if (built && built->view && built->view->snapshot == m_snapshot && !m_compare && !m_range &&
+      built->heatOptions.metric == m_heat.metric && built->heatOptions.scale == m_heat.scale) {
+    ++m_building;
+    applyBuilt(built, ++m_generation);
+    return;
+  }
   rebuild();
 }
 
@@ -347,6 +361,34 @@ void ProfileUi::compareWith(std::shared_ptr<const ProfileSnapshot> other) {
   rebuild();
 }
 
+std::shared_ptr<const ProfileUi::Built> ProfileUi::build(
+    std::shared_ptr<const ProfileSnapshot> snapshot, std::shared_ptr<const ProfileSnapshot> compare,
+    std::optional<TimeRange> range, HeatOptions heat, bool timeline) {
+  auto built = std::make_shared<Built>();
+  try {
+    built->heatOptions = heat;
+    built->view = ProfileView::make(snapshot, range);
+    if (timeline) built->timeline = TimelineData::build(*snapshot->profile, snapshot->graph.get());
+    if (compare) {
+      // Note [Diff through the rewrite log] (profiling/profile_diff.h).
+      std::optional<engine::debug::NodeLineage> la, lb;
+      if (compare->profile->graph == "optimized" && compare->graph)
+        la.emplace(*compare->graph, compare->rewrites);
+      if (snapshot->profile->graph == "optimized" && snapshot->graph)
+        lb.emplace(*snapshot->graph, snapshot->rewrites);
+      const prof::ProfileDiff diff = prof::diffProfiles(
+          {compare->profile.get(), la ? &*la : nullptr, compare->label.toStdString()},
+          {built->view->profile.get(), lb ? &*lb : nullptr, snapshot->label.toStdString()});
+      built->heat = buildDiffMap(*built->view, diff);
+    } else {
+      built->heat = buildHeatMap(*built->view, heat);
+    }
+  } catch (const std::exception& e) {
+    built->error = QString::fromStdString(e.what());
+  }
+  return built;
+}
+
 void ProfileUi::rebuild() {
   if (!m_snapshot) return;
   const quint64 generation = ++m_generation;
@@ -356,32 +398,7 @@ void ProfileUi::rebuild() {
   const HeatOptions heat = m_heat;
   const bool needTimeline = m_timelineOf != snapshot;
   runOnWorker(
-      this,
-      [snapshot, compare, range, heat, needTimeline]() -> std::shared_ptr<const Built> {
-        auto built = std::make_shared<Built>();
-        try {
-          built->view = ProfileView::make(snapshot, range);
-          if (needTimeline)
-            built->timeline = TimelineData::build(*snapshot->profile, snapshot->graph.get());
-          if (compare) {
-            // Note [Diff through the rewrite log] (profiling/profile_diff.h).
-            std::optional<engine::debug::NodeLineage> la, lb;
-            if (compare->profile->graph == "optimized" && compare->graph)
-              la.emplace(*compare->graph, compare->rewrites);
-            if (snapshot->profile->graph == "optimized" && snapshot->graph)
-              lb.emplace(*snapshot->graph, snapshot->rewrites);
-            const prof::ProfileDiff diff = prof::diffProfiles(
-                {compare->profile.get(), la ? &*la : nullptr, compare->label.toStdString()},
-                {built->view->profile.get(), lb ? &*lb : nullptr, snapshot->label.toStdString()});
-            built->heat = buildDiffMap(*built->view, diff);
-          } else {
-            built->heat = buildHeatMap(*built->view, heat);
-          }
-        } catch (const std::exception& e) {
-          built->error = QString::fromStdString(e.what());
-        }
-        return built;
-      },
+      this, [=] { return build(snapshot, compare, range, heat, needTimeline); },
       [this, generation](std::shared_ptr<const Built> built) { applyBuilt(built, generation); });
 }
 

@@ -116,18 +116,30 @@ class ProfileUi : public QObject {
   void exported(QString path);
   void fileError(QString message);  // save, export, a profile section that does not read
 
- private:
+ public:
+  // What one rebuild computed: a view, its timeline, its heat map (complete in profile_ui.cpp).
   struct Built;
+
+ private:
   void createActions();
   void createDocks();
   void onDocumentLoaded();
   void rebuild();
   void applyBuilt(std::shared_ptr<const Built> built, quint64 generation);
+  // What a rebuild computes (pure: any thread).
+  static std::shared_ptr<const Built> build(std::shared_ptr<const ProfileSnapshot> snapshot,
+                                            std::shared_ptr<const ProfileSnapshot> compare,
+                                            std::optional<TimeRange> range, HeatOptions heat,
+                                            bool timeline);
+  // showSnapshot with its first view already built (by the job that measured it), or rebuilt.
+  void showSnapshotWith(std::shared_ptr<const ProfileSnapshot> snapshot,
+                        std::shared_ptr<const Built> built);
   void finishRun(bool ok, const QString& message);
   void runJob(std::function<std::vector<std::shared_ptr<const ProfileSnapshot>>(
                   const std::function<void(std::int64_t, std::int64_t)>&)>
                   job,
               bool diffFirst);
+
   void selectProfileNodes(const QList<int>& profileNodes);
   void onPaneNodeSelected(int viewNode);
   void updateActions();

@@ -33,6 +33,7 @@ struct Cancelled {};
 
 struct RunResult {
   std::vector<std::shared_ptr<const ProfileSnapshot>> snapshots;
+  std::shared_ptr<const ProfileUi::Built> built;  // the last snapshot's first view
   QString error;
   bool cancelled = false;
 };
@@ -164,9 +165,11 @@ void ProfileUi::runJob(std::function<std::vector<std::shared_ptr<const ProfileSn
   emit profileStarted();
   auto cancel = m_cancelFlag;
   auto done = m_done, total = m_total;
+  const HeatOptions heat = m_heat;
   runOnWorker(
       this,
-      [job = std::move(job), cancel, done, total]() -> std::shared_ptr<const RunResult> {
+      [job = std::move(job), cancel, done, total, heat,
+       diffFirst]() -> std::shared_ptr<const RunResult> {
         auto result = std::make_shared<RunResult>();
         // Note [Profile progress]: the calls report here; Cancel takes effect at the next one.
         auto progress = [&](std::int64_t d, std::int64_t t) {
@@ -177,6 +180,9 @@ void ProfileUi::runJob(std::function<std::vector<std::shared_ptr<const ProfileSn
         try {
           if (cancel->load()) throw Cancelled{};
           result->snapshots = job(progress);
+          // The first view on the same worker: no second trip before the heat map shows.
+          if (!diffFirst && !result->snapshots.empty())
+            result->built = build(result->snapshots.back(), nullptr, std::nullopt, heat, true);
         } catch (const Cancelled&) {
           result->cancelled = true;
         } catch (const std::exception& e) {
@@ -213,7 +219,7 @@ void ProfileUi::runJob(std::function<std::vector<std::shared_ptr<const ProfileSn
                    .arg(last->profile->function.measuredRuns),
                false);
         if (diffFirst && result->snapshots.size() == 2) m_compare = result->snapshots.front();
-        showSnapshot(last);
+        showSnapshotWith(last, result->built);
         emit profileFinished();
       });
 }
