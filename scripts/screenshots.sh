@@ -10,6 +10,9 @@
 #                            the root-cause chain on the graph (examples/nan_hunt's replay file)
 #   debugger_health_pills.png the debugger paused at a breakpoint: current / executed / next
 #                            nodes and a health pill on every computed edge
+#   profile_heat_map.png     a fast_run profile as a heat map, groups coloured inclusively, legend
+#   profile_timeline.png     the timeline and memory chart with a time range selected
+#   profile_diff.png         diff mode: the fast_run profile against mode none (blue faster)
 # Runs under xvfb-run when it is installed (a real X server: fonts and antialiasing as users see
 # them), else on Qt's offscreen platform. Settings come from a fresh temporary directory, so the
 # user's window layout and group states do not leak into the pictures.
@@ -44,6 +47,11 @@ mkdir -p "$out"
 
 optimized="$work/$(basename "${example%.tsg}")_optimized.tsg"
 "$tensorscope" optimize "$example" -o "$optimized" >/dev/null
+# Profiles for the profiler's shots (fast_run, and mode none for the diff), saved with the graph.
+profiled="$work/profiled.tsg"
+profiled_none="$work/profiled_none.tsg"
+"$tensorscope" profile "$example" --runs 20 --memory -o "$profiled" >/dev/null
+"$tensorscope" profile "$example" --runs 20 --memory --mode none -o "$profiled_none" >/dev/null
 
 # The rewrite to show: the first one that removes and adds nodes (a fusion or an algebraic
 # rewrite, not a bare merge), found in the optimized file's log.
@@ -89,4 +97,10 @@ shot debugger_nan_guard "$work/nan_hunt/log_negative.tsg" --debug nan-collect --
   --zoom 100
 shot debugger_health_pills "examples/graphs/mlp.tsg" --debug run --debug-break "op:Dot#2" \
   --expand all --zoom 100
+# The profiler: the profiles saved above, opened coloured.
+shot profile_heat_map "$profiled" --profile-view expand=none --profile-view docks=profile
+shot profile_timeline "$profiled" --profile-view expand=none --profile-view docks=timeline \
+  --profile-view range=0.2:0.6
+shot profile_diff "$profiled" --profile-view expand=none --profile-view docks=profile \
+  --profile-view "compare=$profiled_none"
 echo "screenshots: $(ls "$out"/*.png | wc -l) images in $out"

@@ -5,6 +5,7 @@
 #include "gui/app/graph_pane.h"
 #include "gui/app/history/rewrite_history_panel.h"
 #include "gui/app/main_window.h"
+#include "gui/app/profile/profile_ui.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -36,6 +37,7 @@ struct WindowOptions {
   double zoom = 0;          // > 0: the zoom factor once laid out
   QString debug;            // "run" or "nan-guard": the debugger runs once the file is open
   QStringList debugBreaks;  // breakpoints set before that run
+  QStringList profileView;  // --profile-view KEY=VALUE (ProfileUi::applyOptions)
 };
 
 void fail(const QString& message) {
@@ -83,6 +85,9 @@ bool applyDocumentOptions(MainWindow& window, const WindowOptions& options, QStr
     dock->show();
     dock->raise();
   }
+  if (!options.profileView.isEmpty() &&
+      !window.profileUi()->applyOptions(options.profileView, &error))
+    return false;
   if (!options.select.isEmpty() && window.find(options.select) == 0) {
     error = QStringLiteral("--select: no node matches '%1'").arg(options.select);
     return false;
@@ -233,7 +238,14 @@ int runApplication(QApplication& app) {
   const QCommandLineOption select(
       "select", "Select the first node matching TEXT (name, op, scope or id:N).", "TEXT");
   const QCommandLineOption dock(
-      "dock", "Show and raise a dock: inspector, history or log (repeatable).", "NAME");
+      "dock", "Show and raise a dock: inspector, history, log, profile or timeline (repeatable).",
+      "NAME");
+  const QCommandLineOption profileView(
+      "profile-view",
+      "Show the file's profile so: metric=time|share|mean|p95|gflops|roofline|output|allocated, "
+      "scale=reds|perceptual, range=A:B (fractions of run 0), run=N, compare=OTHER.tsg "
+      "(repeatable).",
+      "KEY=VALUE");
   const QCommandLineOption historyStep("history-step", "Select row N of the rewrite history.", "N");
   const QCommandLineOption size("window-size", "Resize the window, e.g. 1600x1000.", "WxH");
   const QCommandLineOption zoom(
@@ -246,7 +258,7 @@ int runApplication(QApplication& app) {
   const QCommandLineOption debugBreak(
       "debug-break", "A breakpoint for --debug (node:ID, var:NAME, ...; repeatable).", "SPEC");
   parser.addOptions({screenshot, timeout, sideBySide, expand, select, dock, historyStep, size, zoom,
-                     debug, debugBreak});
+                     debug, debugBreak, profileView});
   parser.process(app);  // --help / --version / unknown options print and exit
 
   WindowOptions options;
@@ -264,6 +276,7 @@ int runApplication(QApplication& app) {
              .arg(options.debug));
     return 2;
   }
+  options.profileView = parser.values(profileView);
   bool ok = true;
   options.timeoutSeconds = parser.value(timeout).toInt(&ok);
   if (!ok || options.timeoutSeconds <= 0) {
@@ -286,9 +299,10 @@ int runApplication(QApplication& app) {
     return 2;
   }
   for (const QString& name : options.docks) {
-    if (name != QLatin1String("inspector") && name != QLatin1String("history") &&
-        name != QLatin1String("log")) {
-      fail(QStringLiteral("--dock expects inspector, history or log, found '%1'").arg(name));
+    if (!QStringList{"inspector", "history", "log", "profile", "timeline"}.contains(name)) {
+      fail(QStringLiteral("--dock expects inspector, history, log, profile or timeline, found "
+                          "'%1'")
+               .arg(name));
       return 2;
     }
   }

@@ -6,6 +6,7 @@
 #include "gui/app/history/rewrite_history_panel.h"
 #include "gui/app/inspector/inspector_panel.h"
 #include "gui/app/optimize_ui.h"
+#include "gui/app/profile/profile_ui.h"
 #include "gui/app/recent_files.h"
 #include "gui/app/search_bar.h"
 #include "visualizers/layout/layout_service.h"
@@ -105,6 +106,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // (feature UIs are created here)
   m_optimizeUi = new OptimizeUi(this);
   m_debugUi = new DebugUi(this);
+  m_profileUi = new ProfileUi(this);
 
   connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
     updateStatus();
@@ -159,6 +161,8 @@ MainWindow::~MainWindow() {
   m_tabs->disconnect(this);
   m_loader->blockSignals(true);
   m_loader->cancel();
+  delete m_profileUi;  // its "Profiled" pane, like the others, before the layout service
+  m_profileUi = nullptr;
   // A scene is quiet while it is destroyed (GraphScene's destructor), so a pane can go with a node
   // still selected.
   for (GraphPane* pane : {m_originalPane, m_optimizedPane, m_stepPane, m_leftPane, m_rightPane}) {

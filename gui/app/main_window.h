@@ -44,6 +44,7 @@ namespace tscope::gui {
 class Counterparts;
 class DebugUi;
 class DocumentLoader;
+class ProfileUi;
 class GraphPane;
 class InspectorPanel;
 class RecentFiles;
@@ -110,6 +111,9 @@ class MainWindow : public QMainWindow {
   OptimizeUi* optimizeUi() const { return m_optimizeUi; }
   DebugUi* debugUi() const { return m_debugUi; }
   QPlainTextEdit* logView() const { return m_log; }
+  ProfileUi* profileUi() const { return m_profileUi; }
+  // The window's layout service (one Graphviz thread), for panes that feature UIs add.
+  vis::LayoutService* layoutService() const { return m_layoutService; }
   QDockWidget* dock(const QString& objectName) const;
   QAction* action(const QString& objectName) const;  // e.g. "actionOpen"
   // Adds an action made elsewhere (a feature UI) to action(): its objectName is its key; its
@@ -210,6 +214,7 @@ class MainWindow : public QMainWindow {
   DebugUi* m_debugUi = nullptr;
   QPlainTextEdit* m_log = nullptr;
   QPointer<QMessageBox> m_errorDialog;
+  ProfileUi* m_profileUi = nullptr;
 
   QLabel* m_countsLabel = nullptr;
   QLabel* m_zoomLabel = nullptr;

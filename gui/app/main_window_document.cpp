@@ -10,6 +10,7 @@
 #include "gui/app/inspector/inspector_panel.h"
 #include "gui/app/main_window.h"
 #include "gui/app/optimize_ui.h"
+#include "gui/app/profile/profile_ui.h"
 #include "gui/app/recent_files.h"
 #include "gui/app/search_bar.h"
 #include "gui/app/worker.h"
@@ -120,6 +121,7 @@ bool MainWindow::isBusy() const {
   if (m_loader->isLoading() || m_history->isBusy()) return true;
   if (m_debugUi && m_debugUi->isBusy()) return true;
   if (m_optimizeUi && m_optimizeUi->isRunning()) return true;
+  if (m_profileUi && m_profileUi->isBusy()) return true;
   const std::vector<GraphPane*> shown = isSideBySide()
                                             ? std::vector<GraphPane*>{m_leftPane, m_rightPane}
                                             : std::vector<GraphPane*>{currentPane()};
