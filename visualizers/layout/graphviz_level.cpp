@@ -1,8 +1,7 @@
 #include "visualizers/layout/graphviz_level.h"
 
-#include "visualizers/layout/level_hubs.h"
-
 #include "visualizers/layout/dot_mark_wrap.h"
+#include "visualizers/layout/level_hubs.h"
 
 #include <algorithm>
 #include <charconv>
