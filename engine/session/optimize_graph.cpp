@@ -5,8 +5,34 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
+#include <stdexcept>
 
 namespace tscope::engine::session {
+
+RewriteQuery rewriteQueryFor(std::string_view mode, const std::vector<std::string>& include,
+                             const std::vector<std::string>& exclude) {
+  RewriteQuery query = RewriteQuery::forMode(mode);
+  const std::set<std::string> known = RewriteDb::standard().knownTags();
+  auto add = [&](const char* option, const std::vector<std::string>& tags,
+                 std::set<std::string>& into) {
+    for (const std::string& tag : tags) {
+      if (!known.count(tag)) {
+        std::string list;
+        for (const char* k : {"fast_run", "fast_compile", "merge", "canonicalize", "stabilize",
+                              "specialize", "fusion", "inplace", "final_merge"})
+          if (known.count(k)) list += (list.empty() ? "" : ", ") + std::string(k);
+        throw std::invalid_argument(std::string("--") + option + " " + tag +
+                                    ": no rewrite or tag has this name (tags include " + list +
+                                    "; any rewrite's name works too)");
+      }
+      into.insert(tag);
+    }
+  };
+  add("include", include, query.include);
+  add("exclude", exclude, query.exclude);
+  return query;
+}
 
 OptimizedGraph optimizeGraph(const FunctionGraph& original, const RewriteQuery& query) {
   OptimizedGraph out;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tscope::engine::session {
@@ -19,6 +20,12 @@ struct OptimizedGraph {
   RewriteProfile profile;
   nlohmann::json profileJson;  // rewriteProfileJson(profile) plus {"query": ...}
 };
+// The query of `tensorscope optimize --mode MODE --include TAG... --exclude TAG...` (and of Graph >
+// Optimize...): RewriteQuery::forMode plus the tags, each checked against the standard rewrite
+// database. Throws std::invalid_argument naming an unknown mode, or an unknown tag with its option
+// ("--include NAME: no rewrite or tag has this name (tags include ...)").
+RewriteQuery rewriteQueryFor(std::string_view mode, const std::vector<std::string>& include,
+                             const std::vector<std::string>& exclude);
 // Optimizes a copy of `original` (unchanged) with the query. Throws what optimize() throws.
 OptimizedGraph optimizeGraph(const FunctionGraph& original, const RewriteQuery& query);
 // `profiles` with any earlier rewriter profile replaced by `rewriterProfile`.

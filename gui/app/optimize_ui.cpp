@@ -1,5 +1,6 @@
 #include "gui/app/optimize_ui.h"
 
+#include "engine/session/optimize_graph.h"
 #include "gui/app/document_io.h"
 #include "gui/app/main_window.h"
 #include "gui/app/worker.h"
@@ -73,21 +74,12 @@ OptimizeUi::OptimizeUi(MainWindow* window) : QObject(window), m_window(window) {
 
 engine::RewriteQuery OptimizeUi::queryFor(const QString& mode, const QStringList& include,
                                           const QStringList& exclude) {
-  engine::RewriteQuery query = engine::RewriteQuery::forMode(mode.toStdString());
-  const std::set<std::string> known = engine::RewriteDb::standard().knownTags();
-  auto add = [&](const char* what, const QStringList& tags, std::set<std::string>& into) {
-    for (const QString& tag : tags) {
-      if (!known.count(tag.toStdString()))
-        throw std::invalid_argument(std::string(what) + " " + tag.toStdString() +
-                                    ": no rewrite or tag has this name (tags include fast_run, "
-                                    "fast_compile, merge, canonicalize, stabilize, specialize, "
-                                    "fusion, inplace; any rewrite's name works too)");
-      into.insert(tag.toStdString());
-    }
+  auto strings = [](const QStringList& list) {
+    std::vector<std::string> out;
+    for (const QString& s : list) out.push_back(s.toStdString());
+    return out;
   };
-  add("include", include, query.include);
-  add("exclude", exclude, query.exclude);
-  return query;
+  return engine::session::rewriteQueryFor(mode.toStdString(), strings(include), strings(exclude));
 }
 
 bool OptimizeUi::optimize(const QString& mode, const QStringList& include,

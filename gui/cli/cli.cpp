@@ -243,26 +243,10 @@ int runOptimize(const QCommandLineParser& p, const std::string& file, std::strin
     throw std::invalid_argument("-o expects a .tsg path, found '" + target.string() + "'");
   const std::string mode =
       p.isSet("mode") ? p.value("mode").toStdString() : std::string("fast_run");
-  engine::RewriteQuery query = engine::RewriteQuery::forMode(mode);
-  const std::set<std::string> known = engine::RewriteDb::standard().knownTags();
-  auto checkTag = [&](const std::string& option, const std::string& tag) {
-    if (known.count(tag)) return;
-    std::string list;
-    for (const char* k : {"fast_run", "fast_compile", "merge", "canonicalize", "stabilize",
-                          "specialize", "fusion", "inplace", "final_merge"})
-      if (known.count(k)) list += (list.empty() ? "" : ", ") + std::string(k);
-    throw std::invalid_argument("--" + option + " " + tag +
-                                ": no rewrite or tag has this name (tags include " + list +
-                                "; any rewrite's name works too)");
-  };
-  for (const QString& t : p.values("include")) {
-    checkTag("include", t.toStdString());
-    query.include.insert(t.toStdString());
-  }
-  for (const QString& t : p.values("exclude")) {
-    checkTag("exclude", t.toStdString());
-    query.exclude.insert(t.toStdString());
-  }
+  std::vector<std::string> include, exclude;
+  for (const QString& t : p.values("include")) include.push_back(t.toStdString());
+  for (const QString& t : p.values("exclude")) exclude.push_back(t.toStdString());
+  const engine::RewriteQuery query = engine::session::rewriteQueryFor(mode, include, exclude);
   engine::io::TsgDocument doc = engine::session::openGraphFile(file);
   const engine::RewriteProfile profile = engine::session::optimizeDocument(doc, query);
   engine::io::saveTsg(doc, target);

@@ -90,7 +90,7 @@ MergedDecorations MergedDecorations::merge(const SceneContent& content,
     return *slot;
   };
   // The ViewModel edges each drawn edge stands for, inverted once.
-  std::unordered_map<int, int> drawnEdge;
+  std::unordered_map<int, int>& drawnEdge = m.drawnEdge;
   bool edgesWanted = false;
   for (const Decorations* layer : layers) edgesWanted |= !layer->edges.empty();
   if (edgesWanted)

@@ -84,6 +84,8 @@ struct MergedDecorations {
   std::vector<std::optional<NodeDecoration>> shapes;  // by SceneContent shape
   std::vector<std::optional<EdgeDecoration>> edges;   // by SceneContent edge
   std::vector<LegendRow> legend;
+  // By ViewModel edge: the drawn edge standing for it (filled when some layer decorates edges).
+  std::unordered_map<int, int> drawnEdge;
   // Fills to draw over the overview (zoomed out), batched per colour.
   std::vector<std::pair<QColor, std::vector<QRectF>>> overviewFills;
   bool empty() const { return legend.empty() && overviewFills.empty() && !anyItem; }

@@ -433,13 +433,11 @@ const NodeDecoration* GraphScene::nodeDecoration(int node) const {
 }
 
 const EdgeDecoration* GraphScene::edgeDecoration(int edge) const {
-  const Items& items = *m_items;
-  const SceneContent* c = items.content.get();
-  if (!c || !c->layout) return nullptr;
-  for (std::size_t i = 0; i < c->layout->edges.size() && i < items.decorations.edges.size(); ++i)
-    for (int e : c->layout->edges[i].edges)
-      if (e == edge) return items.decorations.edges[i] ? &*items.decorations.edges[i] : nullptr;
-  return nullptr;
+  const MergedDecorations& m = m_items->decorations;
+  const auto it = m.drawnEdge.find(edge);
+  if (it == m.drawnEdge.end() || std::size_t(it->second) >= m.edges.size()) return nullptr;
+  const auto& slot = m.edges[std::size_t(it->second)];
+  return slot ? &*slot : nullptr;
 }
 
 void GraphScene::applyDecorations() {
