@@ -168,6 +168,7 @@ Storage::Storage(std::size_t nbytes, Device device) : m_nbytes(nbytes), m_device
 }
 
 Storage::~Storage() {
+  if (m_owner) return;  // External: the owner frees the bytes
   releaseStorage(m_data, m_nbytes);
   noteFreed(m_nbytes);
 }
@@ -217,6 +218,18 @@ std::string shapeToString(std::span<const std::int64_t> shape) {
 Storage::Storage(std::size_t nbytes, Uninitialized) : m_nbytes(nbytes), m_device(Device::Cpu) {
   m_data = allocateStorage(nbytes);
   noteAllocated(nbytes);
+}
+
+Storage::Storage(std::byte* data, std::size_t nbytes, std::shared_ptr<const void> owner, External)
+    : m_owner(std::move(owner)), m_data(data), m_nbytes(nbytes), m_device(Device::Cpu) {
+  if (!m_owner)
+    throw std::invalid_argument("Storage: expected an owner for external bytes, found none");
+  if (reinterpret_cast<std::uintptr_t>(data) % kStorageAlignment != 0)
+    throw std::invalid_argument(
+        "Storage: expected external bytes aligned to " + std::to_string(kStorageAlignment) +
+        ", found an address " +
+        std::to_string(reinterpret_cast<std::uintptr_t>(data) % kStorageAlignment) +
+        " bytes past a boundary");
 }
 
 Tensor Tensor::empty(DType dtype, Shape shape) {

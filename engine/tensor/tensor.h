@@ -26,6 +26,11 @@ class Storage {
   // Uninitialised memory, for outputs a kernel overwrites completely.
   struct Uninitialized {};
   Storage(std::size_t nbytes, Uninitialized);
+  // Bytes owned elsewhere, such as a private memory map of a .tsg file's tensor section: `owner`
+  // keeps them valid for this Storage's life and nothing is freed here. The bytes must stay
+  // readable up to nbytes rounded up to kStorageAlignment (64), as vector kernels read whole lanes.
+  struct External {};
+  Storage(std::byte* data, std::size_t nbytes, std::shared_ptr<const void> owner, External);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -34,8 +39,11 @@ class Storage {
   const std::byte* data() const { return m_data; }
   std::size_t nbytes() const { return m_nbytes; }
   Device device() const { return m_device; }
+  // True for bytes owned elsewhere (the External constructor).
+  bool external() const { return m_owner != nullptr; }
 
  private:
+  std::shared_ptr<const void> m_owner;
   std::byte* m_data = nullptr;
   std::size_t m_nbytes = 0;
   Device m_device = Device::Cpu;
