@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl1-mesa-dev
   libgraphviz-dev graphviz
-  libeigen3-dev nlohmann-json3-dev libbenchmark-dev libopenblas-dev
+  libeigen3-dev nlohmann-json3-dev libbenchmark-dev libopenblas-dev libdnnl-dev
   libonnx-dev libprotobuf-dev
   libmimalloc-dev libedit-dev
   xvfb xauth

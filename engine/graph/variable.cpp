@@ -3,6 +3,9 @@
 #include "engine/graph/apply.h"
 #include "engine/graph/errors.h"
 #include "engine/graph/op.h"
+#include "engine/graph/shared_epoch.h"
+
+#include <atomic>
 
 namespace tscope::engine {
 
@@ -85,13 +88,23 @@ std::shared_ptr<SharedVariable> SharedVariable::create(Tensor value, std::string
   return s;
 }
 
+namespace {
+std::atomic<std::uint64_t> g_sharedEpoch{1};
+}  // namespace
+
+std::uint64_t sharedValueEpoch() {
+  return g_sharedEpoch.load(std::memory_order_acquire);
+}
+
 void SharedVariable::setValue(const Tensor& value) {
   *m_value = type().filter(value, "new value of shared variable '" + name() + "'").clone();
+  g_sharedEpoch.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void SharedVariable::setValueBorrowed(Tensor value) {
   Tensor filtered = type().filter(value, "new value of shared variable '" + name() + "'");
   *m_value = filtered.sharesStorageWith(value) ? std::move(value) : std::move(filtered);
+  g_sharedEpoch.fetch_add(1, std::memory_order_acq_rel);  // perhaps written in place
 }
 
 VarPtr SharedVariable::cloneDetached() const {

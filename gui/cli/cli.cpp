@@ -232,6 +232,8 @@ void addRunOptions(QCommandLineParser& p) {
   p.addOption(QCommandLineOption(
       "random-inputs", "Fill inputs that have neither --input nor a test value with random values.",
       "SEED"));
+  p.addOption(QCommandLineOption(
+      "threads", "Intra-op threads (default: TSCOPE_NUM_THREADS, else the CPUs available).", "N"));
   addDebugOptions(p);
 }
 
@@ -396,12 +398,13 @@ const std::map<std::string, SubCommand>& subCommands() {
         "profile FILE [--runs N] [--warmup K] [--mode M] [--device cpu|cuda] [--trace OUT.json "
         "[--trace-runs LIST]] [-o OUT.tsg] [--memory] [--json] [--compare-modes A,B] "
         "[--max-events N] [--sort total|mean|p95|calls] [--rows N] [--input NAME=x.npy]... "
-        "[--random-inputs SEED] [--no-roofline]",
+        "[--random-inputs SEED] [--threads N] [--no-roofline]",
         &runProfile, &addProfileOptions}},
       {"run",
        {"executes the graph; writes output i as DIR/output_<i>.npy; --nan-guard and --break "
         "check and pause it",
         "run FILE [--input NAME=x.npy]... [--random-inputs SEED] [--output-dir DIR] [--mode M] "
+        "[--threads N] "
         "[--nan-guard [--nan-checks L] [--big-threshold X] [--nan-action raise|warn] "
         "[--allow RULE]... [--report-json OUT] [--save-failure OUT.tsg]] [--break SPEC]...",
         &runRun,

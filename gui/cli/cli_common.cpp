@@ -1,5 +1,6 @@
 #include "gui/cli/cli_common.h"
 
+#include "engine/backends/cpu/threads.h"
 #include "engine/io/npy.h"
 
 #include <stdexcept>
@@ -15,7 +16,8 @@ engine::Mode parseMode(const std::string& mode, const std::string& option) {
                               mode + "'");
 }
 
-// The values and mode of `run` and `debug`: --input, --random-inputs, --mode.
+// The values and mode of `run`, `debug` and `profile`: --input, --random-inputs, --mode; and
+// --threads, the engine's intra-op thread count for the rest of the process.
 engine::session::RunInputs runInputsFromFlags(const QCommandLineParser& p) {
   engine::session::RunInputs inputs;
   for (const QString& spec : p.values("input")) {
@@ -37,6 +39,14 @@ engine::session::RunInputs runInputsFromFlags(const QCommandLineParser& p) {
     inputs.randomSeed = seed;
   }
   if (p.isSet("mode")) inputs.mode = parseMode(p.value("mode").toStdString(), "--mode");
+  if (p.isSet("threads")) {
+    bool ok = false;
+    const int n = p.value("threads").toInt(&ok);
+    if (!ok || n < 1 || n > 4096)
+      throw std::invalid_argument("--threads expects a thread count from 1 to 4096, found '" +
+                                  p.value("threads").toStdString() + "'");
+    engine::cpu::setIntraOpThreads(n);  // engine/backends/cpu/threads.h
+  }
   return inputs;
 }
 

@@ -85,6 +85,8 @@ std::optional<nlohmann::json> calibrationFor(const QCommandLineParser& p, std::s
 
 void addProfileOptions(QCommandLineParser& p) {
   p.addOption(QCommandLineOption("runs", "Measured calls (default 10).", "N"));
+  p.addOption(QCommandLineOption(
+      "threads", "Intra-op threads (default: TSCOPE_NUM_THREADS, else the CPUs available).", "N"));
   p.addOption(QCommandLineOption("warmup", "Calls before measuring (default 1).", "K"));
   p.addOption(QCommandLineOption(
       "mode", "How the graph is compiled: fast_run (default), fast_compile, none or debug.", "M"));

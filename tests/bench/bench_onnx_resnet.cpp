@@ -8,7 +8,9 @@
 // Set OPENBLAS_CORETYPE=SkylakeX on this machine for the fast GEMM kernels
 // (Note [GEMM backend figures] in engine/backends/cpu/gemm.h); the peer wants it too.
 
+#include "engine/backends/cpu/dnnl_conv.h"
 #include "engine/backends/cpu/gemm.h"
+#include "engine/backends/cpu/threads.h"
 #include "engine/compile/function.h"
 #include "engine/io/npy.h"
 #include "engine/io/onnx/onnx_import.h"
@@ -79,9 +81,11 @@ int main(int argc, char** argv) {
   const std::filesystem::path dir = model.parent_path();
   const std::string stem = model.stem().string();
 
-  // One BLAS thread, as the PyTorch peer runs with torch.set_num_threads(1).
-  cpu::setGemmThreads(1);
-  std::printf("GEMM backend: %s, 1 thread\n", cpu::gemmBackendName().c_str());
+  // One thread, as the PyTorch peer runs with torch.set_num_threads(1), unless TSCOPE_NUM_THREADS
+  // asks for more (the peers script's --threads N).
+  cpu::setIntraOpThreads(std::getenv("TSCOPE_NUM_THREADS") ? cpu::intraOpThreads() : 1);
+  std::printf("GEMM backend: %s, %d thread(s)\n", cpu::gemmBackendName().c_str(),
+              cpu::intraOpThreads());
   try {
     const std::vector<Tensor> args{io::loadNpy(dir / (stem + ".in0.npy"))};
     const Tensor expected = io::loadNpy(dir / (stem + ".out0.npy"));
@@ -104,6 +108,7 @@ int main(int argc, char** argv) {
     const std::vector<Tensor> noneOut = none(args);
     const SteadyState plain = steadyState(none, args, n);
 
+    std::printf("convolutions: %s\n", cpu::dnnlDescription().c_str());
     std::printf("model: %s (opset %d, %zu nodes imported, %zu after fast_run)\n",
                 model.string().c_str(), imported.opset, graph.nodeCount(),
                 fastRun.graph().nodeCount());

@@ -1,5 +1,6 @@
 #include "engine/backends/cpu/gemm.h"
 
+#include "engine/backends/cpu/threads.h"
 #include "engine/vm/cancel.h"
 
 #include <Eigen/Core>
@@ -146,6 +147,7 @@ void gemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t
           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
           std::int64_t ldc) {
   selectBlasKernels();
+  intraOpThreads();  // reads TSCOPE_NUM_THREADS before the first product
   gemmImpl(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -153,6 +155,7 @@ void gemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t
           const double* A, std::int64_t lda, const double* B, std::int64_t ldb, double beta,
           double* C, std::int64_t ldc) {
   selectBlasKernels();
+  intraOpThreads();
   gemmImpl(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 

@@ -76,6 +76,26 @@ void emitConv2d(NodeExport& n) {
   convAttributes(node, n.op<Conv2d>().params(), n.inType(1));
 }
 
+// FusedConv2d (fast_run's conv_bias_activation): Conv with its bias input, then Relu or Clip.
+void emitFusedConv2d(NodeExport& n) {
+  const auto& op = n.op<FusedConv2d>();
+  const ConvActivationSpec& a = op.activation();
+  if (a.kind == cpu::ConvActivation::None) {
+    auto& node = n.add("Conv", {n.input(0), n.input(1), n.input(2)}, {n.output(0)});
+    convAttributes(node, op.params(), n.inType(1));
+    return;
+  }
+  const std::string conv = n.newValue("conv");
+  auto& node = n.add("Conv", {n.input(0), n.input(1), n.input(2)}, {conv});
+  convAttributes(node, op.params(), n.inType(1));
+  if (a.kind == cpu::ConvActivation::Relu) {
+    n.add("Relu", {conv}, {n.output(0)});
+  } else {
+    const DType dt = n.outType(0).dtype();
+    n.add("Clip", {conv, n.scalar(a.lo, dt), n.scalar(a.hi, dt)}, {n.output(0)});
+  }
+}
+
 // Note [Conv2dGradInputs as ConvTranspose]: the gradient wrt a convolution's input is ONNX's
 // ConvTranspose of gy with the same filters (whose layout (O, C/groups, KH, KW) is ConvTranspose's
 // (C_in, C_out/groups, KH, KW)). Because several input sizes H give the same output size OH when
@@ -268,6 +288,7 @@ void registerNnEmitters(EmitterTable& table) {
   table.add("Gemv", &emitGemv);
   table.add("Ger", &emitGer);
   table.add("Conv2d", &emitConv2d);
+  table.add("FusedConv2d", &emitFusedConv2d);
   table.add("Conv2dGradInputs", &emitConv2dGradInputs);
   table.add("MaxPool2d", &emitMaxPool2d);
   table.add("AvgPool2d", &emitAvgPool2d);

@@ -1,8 +1,10 @@
 #include "engine/ops/nn/conv2d.h"
 
 #include "engine/backends/cpu/conv.h"
+#include "engine/backends/cpu/dnnl_conv.h"
 #include "engine/graph/errors.h"
 #include "engine/graph/op_registry.h"
+#include "engine/graph/shared_epoch.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/nn/nn_common.h"
 #include "engine/tensor/tensor.h"
@@ -87,10 +89,21 @@ std::string tensorExpected(const std::string& what, const TensorType& like) {
   return what + " (a 4-d " + std::string(dtypeName(like.dtype())) + " tensor)";
 }
 
+void checkGradShape(const std::string& op, const cpu::Conv2dGeometry& g, const Shape& gy) {
+  const Shape expected{g.n, g.o, g.oh, g.ow};
+  if (gy != expected)
+    throw std::invalid_argument(op + ": the output gradient has shape " + shapeToString(gy) +
+                                ", expected " + shapeToString(expected));
+}
+
+}  // namespace
+
+// --- Conv2d --------------------------------------------------------------------------------------
+
 // The geometry from runtime shapes; throws std::invalid_argument naming both shapes when they do
 // not fit.
-cpu::Conv2dGeometry geometry(const std::string& op, const Conv2dParams& p, const Shape& x,
-                             const Shape& w) {
+cpu::Conv2dGeometry conv2d_detail::geometry(const std::string& op, const Conv2dParams& p,
+                                            const Shape& x, const Shape& w) {
   cpu::Conv2dGeometry g;
   g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
   g.o = w[0], g.kh = w[2], g.kw = w[3];
@@ -111,19 +124,7 @@ cpu::Conv2dGeometry geometry(const std::string& op, const Conv2dParams& p, const
   return g;
 }
 
-void checkGradShape(const std::string& op, const cpu::Conv2dGeometry& g, const Shape& gy) {
-  const Shape expected{g.n, g.o, g.oh, g.ow};
-  if (gy != expected)
-    throw std::invalid_argument(op + ": the output gradient has shape " + shapeToString(gy) +
-                                ", expected " + shapeToString(expected));
-}
-
-}  // namespace
-
-// --- Conv2d --------------------------------------------------------------------------------------
-
-std::vector<TensorType> Conv2d::outputTypes(std::span<const VarPtr> inputs) const {
-  checkInputCount(inputs, 2);
+TensorType Conv2dFamilyOp::convolvedType(std::span<const VarPtr> inputs) const {
   const TensorType& x = inputs[0]->type();
   if (!isConvTensor(x))
     throwInputError(inputs, 0, "an NCHW input (a 4-d float32 or float64 tensor)");
@@ -145,23 +146,51 @@ std::vector<TensorType> Conv2d::outputTypes(std::span<const VarPtr> inputs) cons
   if (oh == 0 || ow == 0)
     throwInputError(inputs, 1,
                     "filters no larger than the padded input " + x.str() + " (after dilation)");
-  return {TensorType(x.dtype(), {xs[0], ws[0], oh, ow}, x.device())};
+  return TensorType(x.dtype(), {xs[0], ws[0], oh, ow}, x.device());
 }
 
-void Conv2d::perform(const Apply&, std::span<const Tensor* const> inputs,
+std::vector<TensorType> Conv2d::outputTypes(std::span<const VarPtr> inputs) const {
+  checkInputCount(inputs, 2);
+  return {convolvedType(inputs)};
+}
+
+void Conv2d::perform(const Apply& node, std::span<const Tensor* const> inputs,
                      std::span<Tensor* const> outputs) const {
   const Tensor x = inputs[0]->contiguous(), w = inputs[1]->contiguous();
-  const cpu::Conv2dGeometry g = geometry(str(), m_params, x.shape(), w.shape());
+  const cpu::Conv2dGeometry g = conv2d_detail::geometry(str(), m_params, x.shape(), w.shape());
   Tensor& y = reuseOrAllocate(outputs[0], x.dtype(), Shape{g.n, g.o, g.oh, g.ow});
+  if (x.dtype() == DType::Float32 && cpu::dnnlAvailable()) {
+    const conv2d_detail::FilterOwner f = conv2d_detail::filterOwner(node, 1, *inputs[1]);
+    if (cpu::dnnlConv2dForward(g, x.data<float>(), w.data<float>(), {}, y.data<float>(), f.owner,
+                               f.version))
+      return;
+  }
   dispatchFloat(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     cpu::conv2dForward<T>(g, x.data<T>(), w.data<T>(), y.data<T>());
   });
 }
 
+ShapeExpr conv2d_detail::outputShape(const Conv2dParams& p, std::span<const ShapeExpr> s) {
+  return ShapeExpr{s[0][0], s[1][0], outputSizeExpr(s[0][2], s[1][2], p, 0),
+                   outputSizeExpr(s[0][3], s[1][3], p, 1)};
+}
+
+conv2d_detail::FilterOwner conv2d_detail::filterOwner(const Apply& node, int input,
+                                                      const Tensor& value) {
+  if (!value.isContiguous()) return {};  // the kernel reads a copy, made anew each call
+  switch (node.input(input)->kind()) {
+    case Variable::Kind::Constant:
+      return {value.storage(), 0};
+    case Variable::Kind::Shared:
+      return {value.storage(), sharedValueEpoch()};
+    default:
+      return {};
+  }
+}
+
 std::vector<ShapeExpr> Conv2d::inferShape(const Apply&, std::span<const ShapeExpr> s) const {
-  return {ShapeExpr{s[0][0], s[1][0], outputSizeExpr(s[0][2], s[1][2], m_params, 0),
-                    outputSizeExpr(s[0][3], s[1][3], m_params, 1)}};
+  return {conv2d_detail::outputShape(m_params, s)};
 }
 
 std::vector<Grad> Conv2d::pullback(const Apply& node, std::span<const VarPtr> outputGrads) const {
@@ -223,7 +252,7 @@ void Conv2dGradInputs::perform(const Apply&, std::span<const Tensor* const> inpu
   const auto h = static_cast<std::int64_t>(inputs[2]->item()),
              wd = static_cast<std::int64_t>(inputs[3]->item());
   const Shape xShape{gy.shape()[0], w.shape()[1] * m_params.groups, h, wd};
-  const cpu::Conv2dGeometry g = geometry(str(), m_params, xShape, w.shape());
+  const cpu::Conv2dGeometry g = conv2d_detail::geometry(str(), m_params, xShape, w.shape());
   checkGradShape(str(), g, gy.shape());
   Tensor& gx = reuseOrAllocate(outputs[0], w.dtype(), xShape);
   dispatchFloat(w.dtype(), [&](auto tag) {
@@ -306,7 +335,7 @@ void Conv2dGradWeights::perform(const Apply&, std::span<const Tensor* const> inp
   const auto kh = static_cast<std::int64_t>(inputs[2]->item()),
              kw = static_cast<std::int64_t>(inputs[3]->item());
   const Shape wShape{gy.shape()[1], x.shape()[1] / m_params.groups, kh, kw};
-  const cpu::Conv2dGeometry g = geometry(str(), m_params, x.shape(), wShape);
+  const cpu::Conv2dGeometry g = conv2d_detail::geometry(str(), m_params, x.shape(), wShape);
   checkGradShape(str(), g, gy.shape());
   Tensor& gw = reuseOrAllocate(outputs[0], x.dtype(), wShape);
   dispatchFloat(x.dtype(), [&](auto tag) {

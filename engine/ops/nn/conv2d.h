@@ -10,6 +10,7 @@
 //   <gy, conv(x, w)> = <GradInputs(w, gy), x> = <GradWeights(x, gy), w>.
 // Geometry and channel grouping: Note [Conv2d geometry] in engine/backends/cpu/conv.h.
 
+#include "engine/backends/cpu/conv.h"
 #include "engine/graph/op.h"
 
 #include <array>
@@ -43,6 +44,9 @@ class Conv2dFamilyOp : public Op {
 
  protected:
   explicit Conv2dFamilyOp(Conv2dParams params, const std::string& name);
+  // The type of the convolution of inputs[0] (NCHW) by inputs[1] (OIHW filters); throws TypeError
+  // naming the input that does not fit.
+  TensorType convolvedType(std::span<const VarPtr> inputs) const;
   Conv2dParams m_params;
 };
 
@@ -97,6 +101,23 @@ class Conv2dGradWeights final : public Conv2dFamilyOp {
   std::vector<std::vector<bool>> connectionPattern(const Apply& node) const override;
   static OpPtr fromProps(const nlohmann::json& props);
 };
+
+namespace conv2d_detail {
+// The geometry from runtime shapes; throws std::invalid_argument naming both shapes when they do
+// not fit.
+cpu::Conv2dGeometry geometry(const std::string& op, const Conv2dParams& p, const Shape& x,
+                             const Shape& w);
+// The symbolic output shape (N, O, OH, OW) from the input shapes.
+ShapeExpr outputShape(const Conv2dParams& p, std::span<const ShapeExpr> inputShapes);
+// Whose filters these are, for Note [Packed filters] (engine/backends/cpu/dnnl_conv.h): the
+// Storage of input `input`'s value and version 0 for a constant, the storage and
+// sharedValueEpoch() for a shared variable, nothing for a computed value.
+struct FilterOwner {
+  std::shared_ptr<const void> owner;
+  std::uint64_t version = 0;
+};
+FilterOwner filterOwner(const Apply& node, int input, const Tensor& value);
+}  // namespace conv2d_detail
 
 VarPtr conv2d(const VarPtr& x, const VarPtr& w, Conv2dParams params = {},
               std::source_location site = std::source_location::current());

@@ -16,6 +16,7 @@ void registerNnOps(OpRegistry& registry) {
   registry.add("Conv2d", &Conv2d::fromProps);
   registry.add("Conv2dGradInputs", &Conv2dGradInputs::fromProps);
   registry.add("Conv2dGradWeights", &Conv2dGradWeights::fromProps);
+  registry.add("FusedConv2d", &FusedConv2d::fromProps);
   registry.add("MaxPool2d", &MaxPool2d::fromProps);
   registry.add("MaxPool2dGrad", &MaxPool2dGrad::fromProps);
   registry.add("MaxPool2dGradGrad", &MaxPool2dGradGrad::fromProps);

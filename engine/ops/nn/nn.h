@@ -5,6 +5,7 @@
 #include "engine/ops/nn/batchnorm.h"
 #include "engine/ops/nn/conv2d.h"
 #include "engine/ops/nn/crossentropy.h"
+#include "engine/ops/nn/fused_conv2d.h"
 #include "engine/ops/nn/pool2d.h"
 #include "engine/ops/nn/softmax.h"
 

@@ -7,6 +7,7 @@
 #include "engine/ops/nn/batchnorm.h"
 #include "engine/ops/nn/conv2d.h"
 #include "engine/ops/nn/crossentropy.h"
+#include "engine/ops/nn/fused_conv2d.h"
 #include "engine/ops/nn/pool2d.h"
 #include "engine/ops/nn/softmax.h"
 
@@ -48,6 +49,21 @@ OpCost Conv2d::cost(const Apply& node, std::span<const Shape> in) const {
   const Shape y{x[0], w[0], oh, ow};
   const Shape outs[] = {y};
   return tensorCost(node, in, outs, convFlops(x[0], w[0], w[1], w[2], w[3], oh, ow));
+}
+
+// FusedConv2d(x, w, b): the convolution plus a bias add and an activation per output element.
+OpCost FusedConv2d::cost(const Apply& node, std::span<const Shape> in) const {
+  if (!cost::fits(node, in)) return {};
+  const Shape& x = in[0];
+  const Shape& w = in[1];
+  const std::int64_t oh = cpu::convOutputSize(x[2], w[2], m_params.stride[0], m_params.padding[0],
+                                              m_params.dilation[0]);
+  const std::int64_t ow = cpu::convOutputSize(x[3], w[3], m_params.stride[1], m_params.padding[1],
+                                              m_params.dilation[1]);
+  const Shape y{x[0], w[0], oh, ow};
+  const Shape outs[] = {y};
+  const double epilogue = 2.0 * static_cast<double>(x[0] * w[0] * oh * ow);
+  return tensorCost(node, in, outs, convFlops(x[0], w[0], w[1], w[2], w[3], oh, ow) + epilogue);
 }
 
 // Conv2dGradInputs(w, gy, H, W) -> gx (N, C, H, W): the geometry comes from w and gy; gx's H and

@@ -20,6 +20,7 @@ namespace tscope::engine {
 
 // The dot + scale + add rewriter (gemm_from_dot_add), in specialize_blas.cpp.
 NodeRewriterPtr gemmFromDotAddRewriter();
+NodeRewriterPtr convBiasActivationRewriter();  // specialize_conv.cpp
 
 namespace {
 
@@ -119,6 +120,7 @@ Replacements mulNegConstant(RewriteContext& ctx, Apply& node) {
 void registerSpecializeRewrites(RewriteDb& db) {
   const std::vector<std::string> tags{"fast_run", "specialize"};
   db.add(Phase::Specialize, gemmFromDotAddRewriter(), tags);
+  db.add(Phase::Specialize, convBiasActivationRewriter(), tags);
   for (const CheapForm& form : kCheapForms) {
     PatternConstraints constraints;
     if (form.floatOnly) constraints.variables["x"] = floatValued();

@@ -1,0 +1,58 @@
+#pragma once
+// Float32 2-d convolution through oneDNN (Debian's libdnnl), when the build found it
+// (TSCOPE_HAVE_DNNL): direct, depthwise and 1x1 kernels JIT-compiled for the instruction set of
+// the CPU it runs on (AVX2 + FMA, AVX-512), with the bias added as the kernel writes its output.
+// Conv2d::perform calls dnnlConv2dForward first and falls back to conv2dForward (im2col + GEMM,
+// engine/backends/cpu/conv.h) when it returns false.
+//
+//   cpu::ConvEpilogue e;                      // y = conv(x, w) + b
+//   e.bias = b;
+//   if (!cpu::dnnlConv2dForward(g, x, w, e, y, owner, version)) cpu::conv2dForward(g, x, w, y);
+//
+// Note [No oneDNN activations]: oneDNN's relu and clip post-ops turn a NaN into 0 (measured with
+// 2.6.3), which would hide from NanGuard the NaN a model makes. So activations are not oneDNN's:
+// FusedConv2d applies them afterwards with the elementwise row kernels, exactly as Elemwise{relu}
+// and Elemwise{clip} do (NaN kept), in one pass over the output while it is still in cache.
+//
+// Note [Packed filters]: oneDNN's fast kernels read the filters in a blocked layout of their own;
+// packing costs about as much as reading every weight once (1.4 ms for ResNet-18's 512x512x3x3,
+// as long as the convolution itself). So the packed copy is kept, keyed by the filters' address
+// and geometry and checked against their owner's lifetime (a weak reference to the Storage, so a
+// freed tensor whose address is reused is packed again) and a version: 0 for a constant of the
+// graph, which never changes; sharedValueEpoch() for a shared variable
+// (engine/graph/shared_epoch.h), which every update moves, so a training step repacks and an
+// inference loop never does. Without an owner (a computed value) the filters are packed on every
+// call.
+
+#include "engine/backends/cpu/conv.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tscope::engine::cpu {
+
+enum class ConvActivation : std::uint8_t { None, Relu, Clip };
+
+// What the kernel applies to each output element after the convolution: y = y + bias[o].
+struct ConvEpilogue {
+  const float* bias = nullptr;  // O values, or null
+};
+
+// True when this build has oneDNN.
+bool dnnlAvailable();
+// "oneDNN 2.6.3 (brgconv:avx512_core, ...)" or "not built with oneDNN".
+std::string dnnlDescription();
+
+// y (N, O, OH, OW) = epilogue(conv(x, w)), all contiguous NCHW / OIHW float32. Returns false (and
+// touches nothing) when oneDNN is not in the build; throws std::runtime_error naming the geometry
+// when oneDNN refuses it. weightsOwner: Note [Packed filters].
+bool dnnlConv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
+                       const ConvEpilogue& epilogue, float* y,
+                       const std::shared_ptr<const void>& weightsOwner,
+                       std::uint64_t weightsVersion = 0);
+
+// Packed filters currently cached (Note [Packed filters]), for tests.
+std::size_t dnnlPackedFilterCount();
+
+}  // namespace tscope::engine::cpu

@@ -1,0 +1,48 @@
+#pragma once
+// FusedConv2d(x, w, b): y = act(conv2d(x, w) + b[o]), a convolution whose bias and activation are
+// applied as its kernel writes the output (oneDNN post-ops, engine/backends/cpu/dnnl_conv.h), so
+// the output is written once instead of three times. fast_run makes it (the conv_bias_activation
+// rewrite, engine/rewrite/rules/specialize_conv.cpp) from Conv2d followed by a broadcast add of a
+// per-channel vector and a relu or a clip with constant bounds; users never build it by hand.
+//   act: "none", "relu" (max(y, 0)) or "clip" (min(max(y, lo), hi), lo <= hi)
+// It has no gradient of its own: it is made after differentiation, and a gradient of an optimized
+// graph is taken on the original one.
+
+#include "engine/backends/cpu/dnnl_conv.h"
+#include "engine/ops/nn/conv2d.h"
+
+#include <source_location>
+
+namespace tscope::engine {
+
+struct ConvActivationSpec {
+  cpu::ConvActivation kind = cpu::ConvActivation::None;
+  double lo = 0, hi = 0;  // clip bounds
+  friend bool operator==(const ConvActivationSpec&, const ConvActivationSpec&) = default;
+};
+
+class FusedConv2d final : public Conv2dFamilyOp {
+ public:
+  FusedConv2d(Conv2dParams params, ConvActivationSpec activation);
+  std::string name() const override { return "FusedConv2d"; }
+  const ConvActivationSpec& activation() const { return m_activation; }
+  // The Conv2d props plus {"activation": "relu"} or {"activation": "clip", "clip": [lo, hi]}.
+  nlohmann::json props() const override;
+  std::vector<TensorType> outputTypes(std::span<const VarPtr> inputs) const override;
+  OpCost cost(const Apply& node, std::span<const Shape> inputShapes) const override;
+  void perform(const Apply& node, std::span<const Tensor* const> inputs,
+               std::span<Tensor* const> outputs) const override;
+  std::vector<ShapeExpr> inferShape(const Apply& node,
+                                    std::span<const ShapeExpr> inputShapes) const override;
+  std::vector<Grad> pullback(const Apply& node, std::span<const VarPtr> outputGrads) const override;
+  static OpPtr fromProps(const nlohmann::json& props);
+
+ private:
+  ConvActivationSpec m_activation;
+};
+
+VarPtr fusedConv2d(const VarPtr& x, const VarPtr& w, const VarPtr& bias, Conv2dParams params,
+                   ConvActivationSpec activation,
+                   std::source_location site = std::source_location::current());
+
+}  // namespace tscope::engine
