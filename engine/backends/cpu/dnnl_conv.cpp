@@ -245,17 +245,20 @@ bool dnnlConv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
     memory filters = filtersFor(key, *plan, w, weightsOwner, weightsVersion, stream);
     memory srcUser(plan->srcUser, cpuEngine(), const_cast<float*>(x));
     thread_local Scratch srcScratch, dstScratch;  // Note [Kept scratch]
-    memory src(plan->srcConv, cpuEngine(), srcScratch.get(floatsOf(plan->srcConv)));
-    memory dst(plan->dstConv, cpuEngine(), dstScratch.get(floatsOf(plan->dstConv)));
+    memory src(plan->srcConv, cpuEngine(),
+               epilogue.inputChannelLast ? const_cast<float*>(x)
+                                         : srcScratch.get(floatsOf(plan->srcConv)));
+    memory dst(plan->dstConv, cpuEngine(),
+               epilogue.outputChannelLast ? y : dstScratch.get(floatsOf(plan->dstConv)));
     memory dstUser(plan->dstUser, cpuEngine(), y);
-    plan->toConvSrc.execute(stream, srcUser, src);
+    if (!epilogue.inputChannelLast) plan->toConvSrc.execute(stream, srcUser, src);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, filters}, {DNNL_ARG_DST, dst}};
     if (epilogue.bias)
       args.emplace(DNNL_ARG_BIAS,
                    memory(plan->biasDesc, cpuEngine(), const_cast<float*>(epilogue.bias)));
     plan->conv.execute(stream, args);
-    plan->toUserDst.execute(stream, dst, dstUser);
+    if (!epilogue.outputChannelLast) plan->toUserDst.execute(stream, dst, dstUser);
     stream.wait();
   } catch (const dnnl::error& e) {
     throw std::runtime_error("oneDNN refused the convolution of " + geometryText(g) + ": " +

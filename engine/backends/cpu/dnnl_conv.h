@@ -34,9 +34,12 @@ namespace tscope::engine::cpu {
 
 enum class ConvActivation : std::uint8_t { None, Relu, Clip };
 
-// What the kernel applies to each output element after the convolution: y = y + bias[o].
+// What the kernel applies to each output element after the convolution (y = y + bias[o]), and the
+// layouts of x and y: NCHW (contiguous), or channel-last (Note [Channel-last activations]).
 struct ConvEpilogue {
   const float* bias = nullptr;  // O values, or null
+  bool inputChannelLast = false;
+  bool outputChannelLast = false;
 };
 
 // True when this build has oneDNN.
@@ -44,7 +47,15 @@ bool dnnlAvailable();
 // "oneDNN 2.6.3 (brgconv:avx512_core, ...)" or "not built with oneDNN".
 std::string dnnlDescription();
 
-// y (N, O, OH, OW) = epilogue(conv(x, w)), all contiguous NCHW / OIHW float32. Returns false (and
+// Note [Channel-last activations]: oneDNN's fast kernels read and write channel-last (NHWC)
+// activations. An NCHW input is reordered into a kept scratch buffer first (and an NCHW output
+// back), two passes over the activations that cost as much as a small convolution; so Conv2d
+// and FusedConv2d write their output channel-last (a tensor of logical shape (N, O, OH, OW) with
+// strides (OH*OW*O, 1, OW*O, O)), elementwise ops in place keep that layout, and the next
+// convolution reads it with no reorder. Ops that need NCHW make their contiguous copy as usual.
+//
+// y (N, O, OH, OW) = epilogue(conv(x, w)), float32, OIHW filters contiguous; x and y NCHW or
+// channel-last as the epilogue says. Returns false (and
 // touches nothing) when oneDNN is not in the build; throws std::runtime_error naming the geometry
 // when oneDNN refuses it. weightsOwner: Note [Packed filters].
 bool dnnlConv2dForward(const Conv2dGeometry& g, const float* x, const float* w,

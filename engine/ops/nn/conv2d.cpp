@@ -156,15 +156,23 @@ std::vector<TensorType> Conv2d::outputTypes(std::span<const VarPtr> inputs) cons
 
 void Conv2d::perform(const Apply& node, std::span<const Tensor* const> inputs,
                      std::span<Tensor* const> outputs) const {
-  const Tensor x = inputs[0]->contiguous(), w = inputs[1]->contiguous();
-  const cpu::Conv2dGeometry g = conv2d_detail::geometry(str(), m_params, x.shape(), w.shape());
-  Tensor& y = reuseOrAllocate(outputs[0], x.dtype(), Shape{g.n, g.o, g.oh, g.ow});
-  if (x.dtype() == DType::Float32 && cpu::dnnlAvailable()) {
+  const Tensor w = inputs[1]->contiguous();
+  const cpu::Conv2dGeometry g =
+      conv2d_detail::geometry(str(), m_params, inputs[0]->shape(), w.shape());
+  if (inputs[0]->dtype() == DType::Float32 && cpu::dnnlAvailable()) {
+    // Note [Channel-last activations] (engine/backends/cpu/dnnl_conv.h).
+    cpu::ConvEpilogue e;
+    e.inputChannelLast = conv2d_detail::isChannelLast(*inputs[0]);
+    e.outputChannelLast = true;
+    const Tensor x = e.inputChannelLast ? *inputs[0] : inputs[0]->contiguous();
+    Tensor& y = conv2d_detail::channelLastOutput(outputs[0], x.dtype(), {g.n, g.o, g.oh, g.ow});
     const conv2d_detail::FilterOwner f = conv2d_detail::filterOwner(node, 1, *inputs[1]);
-    if (cpu::dnnlConv2dForward(g, x.data<float>(), w.data<float>(), {}, y.data<float>(), f.owner,
+    if (cpu::dnnlConv2dForward(g, x.data<float>(), w.data<float>(), e, y.data<float>(), f.owner,
                                f.version))
       return;
   }
+  const Tensor x = inputs[0]->contiguous();
+  Tensor& y = reuseOrAllocate(outputs[0], x.dtype(), Shape{g.n, g.o, g.oh, g.ow});
   dispatchFloat(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     cpu::conv2dForward<T>(g, x.data<T>(), w.data<T>(), y.data<T>());
@@ -187,6 +195,29 @@ conv2d_detail::FilterOwner conv2d_detail::filterOwner(const Apply& node, int inp
     default:
       return {};
   }
+}
+
+namespace {
+Strides channelLastStrides(const Shape& s) {
+  return {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
+}
+}  // namespace
+
+bool conv2d_detail::isChannelLast(const Tensor& t) {
+  if (t.ndim() != 4 || t.offset() != 0 || t.isContiguous()) return false;
+  return t.strides() == channelLastStrides(t.shape());
+}
+
+Tensor& conv2d_detail::channelLastOutput(Tensor* out, DType dtype, const Shape& shape) {
+  if (out->defined() && out->dtype() == dtype && out->shape() == shape &&
+      out->storage().use_count() == 1 && out->device() == Device::Cpu && out->offset() == 0 &&
+      out->strides() == channelLastStrides(shape))
+    return *out;
+  const std::int64_t bytes = shapeNumel(shape) * static_cast<std::int64_t>(dtypeSize(dtype));
+  *out =
+      Tensor(std::make_shared<Storage>(static_cast<std::size_t>(bytes), Storage::Uninitialized{}),
+             dtype, shape, channelLastStrides(shape), 0);
+  return *out;
 }
 
 std::vector<ShapeExpr> Conv2d::inferShape(const Apply&, std::span<const ShapeExpr> s) const {

@@ -117,6 +117,12 @@ struct FilterOwner {
   std::uint64_t version = 0;
 };
 FilterOwner filterOwner(const Apply& node, int input, const Tensor& value);
+// Note [Channel-last activations] (engine/backends/cpu/dnnl_conv.h): whether t is a 4-d tensor
+// laid out NHWC (strides (H*W*C, 1, W*C, C), no offset) and not also contiguous NCHW.
+bool isChannelLast(const Tensor& t);
+// The output tensor (N, O, OH, OW) channel-last: *out when it already is one this op may
+// overwrite, else a new one.
+Tensor& channelLastOutput(Tensor* out, DType dtype, const Shape& shape);
 }  // namespace conv2d_detail
 
 VarPtr conv2d(const VarPtr& x, const VarPtr& w, Conv2dParams params = {},

@@ -121,23 +121,29 @@ std::vector<TensorType> FusedConv2d::outputTypes(std::span<const VarPtr> inputs)
 
 void FusedConv2d::perform(const Apply& node, std::span<const Tensor* const> inputs,
                           std::span<Tensor* const> outputs) const {
-  const Tensor x = inputs[0]->contiguous(), w = inputs[1]->contiguous(),
-               b = inputs[2]->contiguous();
-  const cpu::Conv2dGeometry g = conv2d_detail::geometry(str(), m_params, x.shape(), w.shape());
+  const Tensor w = inputs[1]->contiguous(), b = inputs[2]->contiguous();
+  const cpu::Conv2dGeometry g =
+      conv2d_detail::geometry(str(), m_params, inputs[0]->shape(), w.shape());
   if (b.shape() != Shape{g.o})
     throw std::invalid_argument(str() + ": the bias has shape " + shapeToString(b.shape()) +
                                 ", expected (" + std::to_string(g.o) + ",)");
-  Tensor& y = reuseOrAllocate(outputs[0], x.dtype(), Shape{g.n, g.o, g.oh, g.ow});
-  if (x.dtype() == DType::Float32 && cpu::dnnlAvailable()) {
-    const conv2d_detail::FilterOwner f = conv2d_detail::filterOwner(node, 1, *inputs[1]);
+  if (inputs[0]->dtype() == DType::Float32 && cpu::dnnlAvailable()) {
+    // Note [Channel-last activations] (engine/backends/cpu/dnnl_conv.h).
     cpu::ConvEpilogue e;
     e.bias = b.data<float>();
+    e.inputChannelLast = conv2d_detail::isChannelLast(*inputs[0]);
+    e.outputChannelLast = true;
+    const Tensor x = e.inputChannelLast ? *inputs[0] : inputs[0]->contiguous();
+    Tensor& y = conv2d_detail::channelLastOutput(outputs[0], x.dtype(), {g.n, g.o, g.oh, g.ow});
+    const conv2d_detail::FilterOwner f = conv2d_detail::filterOwner(node, 1, *inputs[1]);
     if (cpu::dnnlConv2dForward(g, x.data<float>(), w.data<float>(), e, y.data<float>(), f.owner,
                                f.version)) {
       applyActivation(y, m_activation);
       return;
     }
   }
+  const Tensor x = inputs[0]->contiguous();
+  Tensor& y = reuseOrAllocate(outputs[0], x.dtype(), Shape{g.n, g.o, g.oh, g.ow});
   dispatchFloat(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     cpu::conv2dForward<T>(g, x.data<T>(), w.data<T>(), y.data<T>());

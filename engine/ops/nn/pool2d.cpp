@@ -4,6 +4,7 @@
 #include "engine/graph/errors.h"
 #include "engine/graph/op_registry.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/nn/conv2d.h"
 #include "engine/ops/nn/nn_common.h"
 #include "engine/tensor/tensor.h"
 
@@ -143,6 +144,17 @@ std::vector<TensorType> MaxPool2d::outputTypes(std::span<const VarPtr> inputs) c
 
 void MaxPool2d::perform(const Apply&, std::span<const Tensor* const> inputs,
                         std::span<Tensor* const> outputs) const {
+  if (conv2d_detail::isChannelLast(*inputs[0])) {
+    // A convolution's channel-last output stays channel-last (Note [Channel-last activations]).
+    const Tensor& x = *inputs[0];
+    const cpu::Pool2dGeometry g = geometry(str(), m_params, x.shape());
+    Tensor& y = conv2d_detail::channelLastOutput(outputs[0], x.dtype(), pooled(g));
+    dispatchFloat(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      cpu::maxPool2dForwardChannelLast<T>(g, x.data<T>(), y.data<T>());
+    });
+    return;
+  }
   const Tensor x = inputs[0]->contiguous();
   const cpu::Pool2dGeometry g = geometry(str(), m_params, x.shape());
   Tensor& y = reuseOrAllocate(outputs[0], x.dtype(), pooled(g));

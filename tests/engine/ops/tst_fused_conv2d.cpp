@@ -9,6 +9,7 @@
 #include "engine/graph/errors.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/nn/fused_conv2d.h"
+#include "engine/ops/nn/pool2d.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/dimshuffle.h"
 #include "op_test_support.h"
@@ -24,7 +25,9 @@ Q_DECLARE_METATYPE(tscope::engine::Shape)
 
 namespace {
 
-double tolerance(DType dtype) { return dtype == DType::Float32 ? 2e-4 : 1e-10; }
+double tolerance(DType dtype) {
+  return dtype == DType::Float32 ? 2e-4 : 1e-10;
+}
 
 Conv2dParams params(std::int64_t stride, std::int64_t pad, std::int64_t dilation,
                     std::int64_t groups) {
@@ -83,6 +86,7 @@ class TestFusedConv2d : public QObject {
   void testRewriteLeavesSharedConv();
   void testPackedFilters();
   void testSharedFiltersFollowUpdates();
+  void testChannelLastChain();
   void testProps();
   void testNoGradient();
 };
@@ -255,6 +259,43 @@ void TestFusedConv2d::testSharedFiltersFollowUpdates() {
     for (double& v : scaled) v *= double(1 << i);
     const Tensor expected = Tensor::fromDoubles(DType::Float32, before.shape(), scaled);
     QVERIFY(closeTo(infer({x})[0], expected, 1e-5, 1e-5));
+  }
+}
+
+void TestFusedConv2d::testChannelLastChain() {
+  // Note [Channel-last activations]: float32 convolutions write NHWC tensors, which in-place
+  // elementwise ops, max pooling and the next convolution take as they are. The chain must give
+  // the values of the same graph in float64 (im2col, NCHW throughout), NaN included.
+  const Shape xs{2, 3, 12, 12};
+  std::vector<double> xv = randomTensor(DType::Float64, xs, 40).toDoubles();
+  xv[5 * 12 + 7] = std::nan("");
+  const Tensor w1 = randomTensor(DType::Float64, {8, 3, 3, 3}, 41),
+               w2 = randomTensor(DType::Float64, {8, 8, 3, 3}, 42),
+               b = randomTensor(DType::Float64, {8}, 43);
+  Pool2dParams pool;
+  pool.kernel = {3, 3};
+  pool.padding = {1, 1};
+  auto run = [&](DType dt) {
+    const VarPtr x = Variable::create(TensorType(dt, xs), "x");
+    const VarPtr c1 = relu(add(conv2d(x, constant(w1.astype(dt)), params(1, 1, 1, 1)),
+                               perChannel(constant(b.astype(dt)))));
+    const VarPtr p = maxPool2d(c1, pool);
+    const VarPtr c2 = conv2d(p, constant(w2.astype(dt)), params(1, 1, 1, 1));
+    const VarPtr y = relu(add(c2, p));  // a residual block
+    Function f = compileIn({x}, {y, p}, Mode::FastRun);
+    return f({Tensor::fromDoubles(dt, xs, xv)});
+  };
+  const std::vector<Tensor> got = run(DType::Float32), want = run(DType::Float64);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const std::vector<double> g = got[i].toDoubles(), e = want[i].toDoubles();
+    QCOMPARE(got[i].shape(), want[i].shape());
+    std::size_t nans = 0;
+    for (std::size_t k = 0; k < g.size(); ++k) {
+      QCOMPARE(std::isnan(g[k]), std::isnan(e[k]));
+      nans += std::isnan(e[k]);
+      if (!std::isnan(e[k])) QVERIFY(std::abs(g[k] - e[k]) <= 1e-4 * (1 + std::abs(e[k])));
+    }
+    QVERIFY(nans > 0);
   }
 }
 
