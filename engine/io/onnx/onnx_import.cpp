@@ -507,6 +507,9 @@ void Importer::convertNode(const onnx::NodeProto& node, int index) {
     NodeContext ctx(*this, node, index, inputs);
     try {
       outputs = fn(ctx);
+    } catch (const OnnxRuntimeValue& e) {
+      if (!m_options.deferRuntimeValues) throw;
+      outputs = convertDeferred(node, index, inputs, e);
     } catch (const OnnxError&) {
       throw;
     } catch (const std::exception& e) {
