@@ -5,6 +5,7 @@
 #include "engine/ops/control/ifelse.h"
 #include "engine/ops/debug/breakpoint.h"
 #include "engine/ops/elemwise/elemwise.h"
+#include "engine/ops/elemwise/unary_math.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/nn/nn.h"
 #include "engine/ops/random/random_ops.h"
@@ -16,6 +17,7 @@ namespace tscope::engine {
 void registerAllOps(OpRegistry& registry) {
   registerBasicOps(registry);
   registerElemwiseOps(registry);
+  registerUnaryMathOps(registry);
   registerShapeOps(registry);
   registerBlasOps(registry);
   registerNnOps(registry);

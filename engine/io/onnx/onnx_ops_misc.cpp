@@ -175,6 +175,8 @@ std::vector<VarPtr> convertTopK(NodeContext& ctx) {
 void registerMiscConverters(ConverterTable& table) {
   registerResizeConverters(table);
   registerGridSampleConverters(table);
+  registerLossConverters(table);
+  registerExtraMathConverters(table);
   table.add("Pad", &convertPad);
   table.add("TopK", &convertTopK);
 }
