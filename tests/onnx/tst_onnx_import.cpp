@@ -195,7 +195,16 @@ class TestOnnxImport : public QObject {
       m.input("x", Tensor::zeros(DType::Float32, {2}));
       m.node("Neg", {"x"}, {"y"});
       m.output("y", DType::Float32);
-      checkRefused(m, "expected a default-domain opset from 6 to 18, found 5");
+      checkRefused(m,
+                   "expected a default-domain opset from 6 to 18 (or older, for ops unchanged "
+                   "since), found 5, and Neg changed at opset 6");
+    }
+    {  // Note [Opsets before 6]: Not has its opset-1 form at opset 6, so an opset-1 model reads.
+      ModelBuilder m(1);
+      m.input("x", Tensor::fromDoubles(DType::Bool, {3}, {1, 0, 1}));
+      m.node("Not", {"x"}, {"y"});
+      m.output("y", DType::Bool);
+      checkModel(m, {Tensor::fromDoubles(DType::Bool, {3}, {0, 1, 0})});
     }
     {
       ModelBuilder m(13);

@@ -98,6 +98,32 @@ void Importer::readOpsets(const onnx::ModelProto& model) {
     fail("model.opset_import",
          "expected an import of the default domain (\"\" or \"ai.onnx\"), found none");
   }
+  // Note [Opsets before 6]: a model of opset 1 to 5 is read when every default-domain op in it
+  // has the form it has at opset 6 (its schema at opset 6 dates from the model's opset or
+  // before: Not, Softplus, GlobalAveragePool...), so the converters see what they know.
+  if (m_opset >= 1 && m_opset < kOnnxMinOpset) {
+    std::string changed;
+    for (const auto& node : model.graph().node()) {
+      if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
+      const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), kOnnxMinOpset, "");
+      if (!schema || schema->since_version() > m_opset) {
+        changed = safeText(node.op_type()) +
+                  (schema ? " changed at opset " + std::to_string(schema->since_version())
+                          : " is unknown to ONNX");
+        break;
+      }
+    }
+    if (changed.empty()) {
+      m_result.opset = m_opset;
+      return;
+    }
+    fail("model.opset_import", "expected a default-domain opset from " +
+                                   std::to_string(kOnnxMinOpset) + " to " +
+                                   std::to_string(kOnnxMaxOpset) +
+                                   " (or older, for ops unchanged "
+                                   "since), found " +
+                                   std::to_string(m_opset) + ", and " + changed);
+  }
   if (m_opset < kOnnxMinOpset || m_opset > kOnnxMaxOpset)
     fail("model.opset_import",
          "expected a default-domain opset from " + std::to_string(kOnnxMinOpset) + " to " +
