@@ -7,6 +7,7 @@
 #include "engine/ops/elemwise/elemwise.h"
 #include "engine/ops/elemwise/unary_math.h"
 #include "engine/ops/graph/op_from_graph.h"
+#include "engine/ops/nn/nms.h"
 #include "engine/ops/nn/nn.h"
 #include "engine/ops/random/random_ops.h"
 #include "engine/ops/reduce/reduce.h"
@@ -21,6 +22,7 @@ void registerAllOps(OpRegistry& registry) {
   registerShapeOps(registry);
   registerBlasOps(registry);
   registerNnOps(registry);
+  registerNmsOps(registry);
   registerRandomOps(registry);
   registerGraphOps(registry);
   registerReduceOps(registry);

@@ -85,7 +85,9 @@ std::vector<VarPtr> convertSce(NodeContext& ctx) {
     ctx.fail("input 0: expected a tensor of rank 2 or more (N, C, ...), found " +
              scores->type().str());
   const VarPtr logProb = logSoftmax(scores, 1);
-  return {nllLoss(ctx, logProb, ctx.input(1), ctx.hasInput(2) ? ctx.input(2) : nullptr), logProb};
+  VarPtr loss = nllLoss(ctx, logProb, ctx.input(1), ctx.hasInput(2) ? ctx.input(2) : nullptr);
+  if (ctx.nOutputs() > 1) return {loss, logProb};
+  return {loss};
 }
 
 }  // namespace

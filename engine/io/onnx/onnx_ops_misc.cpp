@@ -177,6 +177,7 @@ void registerMiscConverters(ConverterTable& table) {
   registerGridSampleConverters(table);
   registerLossConverters(table);
   registerExtraMathConverters(table);
+  registerExtraMiscConverters(table);
   table.add("Pad", &convertPad);
   table.add("TopK", &convertTopK);
 }
