@@ -1,6 +1,7 @@
 #include "engine/ops/register_ops.h"
 
 #include "engine/ops/basic.h"
+#include "engine/ops/blas/det.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/control/ifelse.h"
 #include "engine/ops/debug/breakpoint.h"
@@ -12,6 +13,7 @@
 #include "engine/ops/random/random_ops.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/dimshuffle.h"
+#include "engine/ops/shape/unique.h"
 
 namespace tscope::engine {
 
@@ -20,7 +22,9 @@ void registerAllOps(OpRegistry& registry) {
   registerElemwiseOps(registry);
   registerUnaryMathOps(registry);
   registerShapeOps(registry);
+  registerUniqueOps(registry);
   registerBlasOps(registry);
+  registerDetOps(registry);
   registerNnOps(registry);
   registerNmsOps(registry);
   registerRandomOps(registry);

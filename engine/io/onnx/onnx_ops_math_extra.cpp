@@ -3,6 +3,7 @@
 // and the trigonometric and hyperbolic functions (UnaryMath, engine/ops/elemwise/unary_math.h).
 
 #include "engine/io/onnx/onnx_ops_common.h"
+#include "engine/ops/blas/det.h"
 #include "engine/ops/elemwise/unary_math.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/advanced_subtensor.h"
@@ -11,6 +12,7 @@
 #include "engine/ops/shape/nonzero.h"
 #include "engine/ops/shape/reshape.h"
 #include "engine/ops/shape/subtensor.h"
+#include "engine/ops/shape/unique.h"
 
 #include <limits>
 
@@ -173,6 +175,21 @@ std::vector<VarPtr> convertDequantizeLinear(NodeContext& ctx) {
   return {mul(v, alongAxis(ctx, scale, x, "input 1 (x_scale)"))};
 }
 
+std::vector<VarPtr> convertDet(NodeContext& ctx) {
+  const VarPtr& x = ctx.input(0);
+  if (ctx.rank(0) < 2 || !isFloat(x->type().dtype()))
+    ctx.fail("input 0: expected a float tensor of square matrices (..., n, n), found " +
+             x->type().str());
+  return {det(x)};
+}
+
+std::vector<VarPtr> convertUnique(NodeContext& ctx) {
+  std::optional<int> axis;
+  if (ctx.hasAttr("axis")) axis = ctx.axis(ctx.attrInt("axis"), ctx.rank(0));
+  const auto outs = unique(ctx.input(0), axis, ctx.attrInt("sorted", 1) != 0);
+  return {outs.begin(), outs.end()};
+}
+
 }  // namespace
 
 void registerExtraMathConverters(ConverterTable& table) {
@@ -186,6 +203,8 @@ void registerExtraMathConverters(ConverterTable& table) {
   table.add("Acosh", &convertUnaryMath<UnaryFn::Acosh>);
   table.add("Atanh", &convertUnaryMath<UnaryFn::Atanh>);
   table.add("CastLike", &convertCastLike);
+  table.add("Det", &convertDet);
+  table.add("Unique", &convertUnique);
   table.add("IsNaN", &convertIsNaN);
   table.add("IsInf", &convertIsInf);
   table.add("Hardmax", &convertHardmax);

@@ -84,23 +84,47 @@ std::vector<VarPtr> convertDynamicQuantizeLinear(NodeContext& ctx) {
   return {cast(y, DType::UInt8), scale, cast(zp, DType::UInt8)};
 }
 
-// MatMulInteger: (a - a_zero_point) @ (b - b_zero_point) in int32, for matrices. Computed in
-// float64, exact while every sum stays below 2^53 (8-bit operands: any inner size below 2^37).
+// A zero point or scale of a quantized matmul operand, shaped to broadcast: a scalar (or one
+// value) as it is; for A a 1-d one per row (M) as (M, 1); for B a 1-d one per column (N) as it is.
+VarPtr perRowOrColumn(const VarPtr& v, bool rows) {
+  const TensorType& t = v->type();
+  if (t.ndim() == 1 && rows && !(t.isDimKnown(0) && t.shape()[0] == 1))
+    return dimshuffle(v, {0, DimShuffle::kNewAxis});
+  return v;
+}
+
+// (a - a_zero_point) @ (b - b_zero_point) in int32, as numpy's integer matmul (exact; it wraps
+// only where int32 would).
+VarPtr integerProduct(const NodeContext& ctx, int a, int aZp, int b, int bZp) {
+  VarPtr av = cast(ctx.input(a), DType::Int32), bv = cast(ctx.input(b), DType::Int32);
+  if (ctx.rank(a) < 1 || ctx.rank(b) < 1)
+    ctx.fail("expected operands of rank >= 1, found " + ctx.input(a)->type().str() + " and " +
+             ctx.input(b)->type().str());
+  if (ctx.hasInput(aZp)) av = sub(av, perRowOrColumn(cast(ctx.input(aZp), DType::Int32), true));
+  if (ctx.hasInput(bZp)) bv = sub(bv, perRowOrColumn(cast(ctx.input(bZp), DType::Int32), false));
+  return dot(av, bv);
+}
+
 std::vector<VarPtr> convertMatMulInteger(NodeContext& ctx) {
-  const VarPtr& a = ctx.input(0);
-  const VarPtr& b = ctx.input(1);
-  if (a->type().ndim() != 2 || b->type().ndim() != 2)
-    ctx.unsupported("MatMulInteger of tensors other than matrices (" + a->type().str() + ", " +
-                    b->type().str() + ")");
+  return {integerProduct(ctx, 0, 2, 1, 3)};
+}
+
+// QLinearMatMul: saturate(round(((a - a_zp) @ (b - b_zp)) * a_scale * b_scale / y_scale) + y_zp),
+// the integer product exact, the requantization in float64, rounding half to even.
+std::vector<VarPtr> convertQLinearMatMul(NodeContext& ctx) {
+  const DType out = ctx.input(7)->type().dtype();
+  double lo = 0, hi = 255;
+  if (out == DType::Int8)
+    lo = -128, hi = 127;
+  else if (out != DType::UInt8)
+    ctx.unsupported("QLinearMatMul to " + std::string(dtypeName(out)));
   const DType f = DType::Float64;
-  VarPtr av = cast(a, f), bv = cast(b, f);
-  if (ctx.hasInput(2)) {
-    VarPtr zp = cast(ctx.input(2), f);
-    if (zp->type().ndim() == 1) zp = dimshuffle(zp, {0, DimShuffle::kNewAxis});  // per row
-    av = sub(av, zp);
-  }
-  if (ctx.hasInput(3)) bv = sub(bv, cast(ctx.input(3), f));  // a 1-d one is per column
-  return {cast(dot(av, bv), DType::Int32)};
+  const VarPtr product = cast(integerProduct(ctx, 0, 2, 3, 5), f);
+  const VarPtr multiplier = trueDiv(mul(perRowOrColumn(cast(ctx.input(1), f), true),
+                                        perRowOrColumn(cast(ctx.input(4), f), false)),
+                                    cast(ctx.input(6), f));
+  const VarPtr y = add(round(mul(product, multiplier)), cast(ctx.input(7), f));
+  return {cast(clip(y, scalarOf(lo, f), scalarOf(hi, f)), out)};
 }
 
 // Note [Window functions]: w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N) for n in
@@ -151,6 +175,7 @@ void registerExtraMiscConverters(ConverterTable& table) {
   table.add("BitShift", &convertBitShift);
   table.add("DynamicQuantizeLinear", &convertDynamicQuantizeLinear);
   table.add("MatMulInteger", &convertMatMulInteger);
+  table.add("QLinearMatMul", &convertQLinearMatMul);
   table.add("HannWindow", &convertWindow<0>);
   table.add("HammingWindow", &convertWindow<1>);
   table.add("BlackmanWindow", &convertWindow<2>);
