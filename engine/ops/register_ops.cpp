@@ -10,6 +10,7 @@
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/nn/nms.h"
 #include "engine/ops/nn/nn.h"
+#include "engine/ops/nn/roi_align.h"
 #include "engine/ops/random/random_ops.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/dimshuffle.h"
@@ -27,6 +28,7 @@ void registerAllOps(OpRegistry& registry) {
   registerDetOps(registry);
   registerNnOps(registry);
   registerNmsOps(registry);
+  registerRoiAlignOps(registry);
   registerRandomOps(registry);
   registerGraphOps(registry);
   registerReduceOps(registry);

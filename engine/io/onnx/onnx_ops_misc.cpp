@@ -178,6 +178,7 @@ void registerMiscConverters(ConverterTable& table) {
   registerLossConverters(table);
   registerExtraMathConverters(table);
   registerExtraMiscConverters(table);
+  registerSignalConverters(table);
   table.add("Pad", &convertPad);
   table.add("TopK", &convertTopK);
 }

@@ -5,6 +5,7 @@
 #include "engine/io/onnx/onnx_ops_common.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/nn/nms.h"
+#include "engine/ops/nn/roi_align.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/advanced_index.h"
 #include "engine/ops/shape/alloc.h"
@@ -167,9 +168,38 @@ std::vector<VarPtr> convertNonMaxSuppression(NodeContext& ctx) {
                         ctx.attrInt("center_point_box", 0) != 0)};
 }
 
+// RoiAlign: the engine's op (engine/ops/nn/roi_align.h). Opset 10 had no
+// coordinate_transformation_mode and behaved as output_half_pixel; opset 16's default is
+// half_pixel.
+std::vector<VarPtr> convertRoiAlign(NodeContext& ctx) {
+  RoiAlignParams p;
+  const std::string mode = ctx.attrString("mode", "avg");
+  if (mode != "avg" && mode != "max")
+    ctx.fail("attribute 'mode': expected avg or max, found '" + mode + "'");
+  p.maxMode = mode == "max";
+  p.outputHeight = ctx.attrInt("output_height", 1);
+  p.outputWidth = ctx.attrInt("output_width", 1);
+  p.samplingRatio = ctx.attrInt("sampling_ratio", 0);
+  p.spatialScale = ctx.attrFloat("spatial_scale", 1.0);
+  if (p.outputHeight < 1 || p.outputWidth < 1 || p.samplingRatio < 0)
+    ctx.fail("expected output_height, output_width >= 1 and sampling_ratio >= 0, found " +
+             std::to_string(p.outputHeight) + ", " + std::to_string(p.outputWidth) + ", " +
+             std::to_string(p.samplingRatio));
+  const std::string transform = ctx.attrString(
+      "coordinate_transformation_mode", ctx.opset() >= 16 ? "half_pixel" : "output_half_pixel");
+  if (transform != "half_pixel" && transform != "output_half_pixel")
+    ctx.fail(
+        "attribute 'coordinate_transformation_mode': expected half_pixel or "
+        "output_half_pixel, found '" +
+        transform + "'");
+  p.halfPixel = transform == "half_pixel";
+  return {roiAlign(ctx.input(0), ctx.input(1), asInt64(ctx.input(2)), p)};
+}
+
 }  // namespace
 
 void registerExtraMiscConverters(ConverterTable& table) {
+  table.add("RoiAlign", &convertRoiAlign);
   table.add("NonMaxSuppression", &convertNonMaxSuppression);
   table.add("ReverseSequence", &convertReverseSequence);
   table.add("BitShift", &convertBitShift);
