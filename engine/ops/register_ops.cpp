@@ -11,6 +11,7 @@
 #include "engine/ops/nn/nms.h"
 #include "engine/ops/nn/nn.h"
 #include "engine/ops/nn/roi_align.h"
+#include "engine/ops/nn/tfidf.h"
 #include "engine/ops/random/random_ops.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/dimshuffle.h"
@@ -29,6 +30,7 @@ void registerAllOps(OpRegistry& registry) {
   registerNnOps(registry);
   registerNmsOps(registry);
   registerRoiAlignOps(registry);
+  registerTfIdfOps(registry);
   registerRandomOps(registry);
   registerGraphOps(registry);
   registerReduceOps(registry);

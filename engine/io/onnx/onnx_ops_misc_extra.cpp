@@ -6,6 +6,7 @@
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/nn/nms.h"
 #include "engine/ops/nn/roi_align.h"
+#include "engine/ops/nn/tfidf.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/advanced_index.h"
 #include "engine/ops/shape/alloc.h"
@@ -196,9 +197,30 @@ std::vector<VarPtr> convertRoiAlign(NodeContext& ctx) {
   return {roiAlign(ctx.input(0), ctx.input(1), asInt64(ctx.input(2)), p)};
 }
 
+// TfIdfVectorizer over integer tokens: the engine's op (engine/ops/nn/tfidf.h); string pools are
+// refused (the engine has no string tensors).
+std::vector<VarPtr> convertTfIdf(NodeContext& ctx) {
+  if (ctx.hasAttr("pool_strings")) ctx.unsupported("TfIdfVectorizer over strings (pool_strings)");
+  TfIdfParams p;
+  p.minGram = ctx.attrInt("min_gram_length");
+  p.maxGram = ctx.attrInt("max_gram_length");
+  p.maxSkip = ctx.attrInt("max_skip_count");
+  p.mode = ctx.attrString("mode");
+  p.ngramCounts = ctx.attrInts("ngram_counts");
+  p.ngramIndexes = ctx.attrInts("ngram_indexes");
+  p.pool = ctx.attrInts("pool_int64s");
+  p.weights = ctx.attrFloats("weights", std::vector<double>{});
+  try {
+    return {tfidfVectorizer(ctx.input(0), std::move(p))};
+  } catch (const std::invalid_argument& e) {
+    ctx.fail(e.what());
+  }
+}
+
 }  // namespace
 
 void registerExtraMiscConverters(ConverterTable& table) {
+  table.add("TfIdfVectorizer", &convertTfIdf);
   table.add("RoiAlign", &convertRoiAlign);
   table.add("NonMaxSuppression", &convertNonMaxSuppression);
   table.add("ReverseSequence", &convertReverseSequence);
