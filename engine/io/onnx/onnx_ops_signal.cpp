@@ -1,8 +1,9 @@
-// ONNX's DFT and MaxUnpool, as exact compositions.
+// ONNX's DFT, STFT and MaxUnpool, as exact compositions.
 
 #include "engine/io/onnx/onnx_ops_common.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/shape/advanced_index.h"
+#include "engine/ops/shape/advanced_subtensor.h"
 #include "engine/ops/shape/alloc.h"
 #include "engine/ops/shape/dimshuffle.h"
 #include "engine/ops/shape/join.h"
@@ -11,6 +12,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 namespace tscope::engine::io::onnx_import {
 
@@ -22,6 +24,36 @@ namespace {
 // S[t, k] = sin(2 pi t k / n), k < n (or n / 2 + 1 when onesided). Computed in float64 and rounded
 // once to the input's dtype, so terms that cancel (a real signal's zero imaginary parts) stay near
 // 0 rather than float32's 1e-5. The output's last axis holds [re, im].
+// The DFT of a + ib (float64, b may be null) along their last axis, of length n: (re, im).
+std::pair<VarPtr, VarPtr> dftLast(const VarPtr& a, const VarPtr& b, std::int64_t n, bool inverse,
+                                  bool onesided) {
+  const std::int64_t m = onesided ? n / 2 + 1 : n;
+  std::vector<double> c(static_cast<std::size_t>(n * m)), s(c.size());
+  for (std::int64_t t = 0; t < n; ++t)
+    for (std::int64_t k = 0; k < m; ++k) {
+      // (t * k) mod n keeps the angle small, so large n loses no precision.
+      const double angle =
+          2 * std::numbers::pi * static_cast<double>((t * k) % n) / static_cast<double>(n);
+      c[static_cast<std::size_t>(t * m + k)] = std::cos(angle);
+      s[static_cast<std::size_t>(t * m + k)] = std::sin(angle);
+    }
+  const VarPtr cm = constant(Tensor::fromDoubles(DType::Float64, {n, m}, c));
+  const VarPtr sm = constant(Tensor::fromDoubles(DType::Float64, {n, m}, s));
+  VarPtr re = dot(a, cm), im = neg(dot(a, sm));
+  if (inverse) im = neg(im);
+  if (b) {
+    const VarPtr bs = dot(b, sm);
+    re = inverse ? sub(re, bs) : add(re, bs);
+    im = add(im, dot(b, cm));
+  }
+  if (inverse) {
+    const VarPtr count = constant(static_cast<double>(n), DType::Float64);
+    re = trueDiv(re, count);
+    im = trueDiv(im, count);
+  }
+  return {re, im};
+}
+
 std::vector<VarPtr> convertDft(NodeContext& ctx) {
   const VarPtr& x = ctx.input(0);
   const int rank = ctx.rank(0);
@@ -39,18 +71,6 @@ std::vector<VarPtr> convertDft(NodeContext& ctx) {
   const bool inverse = ctx.attrInt("inverse", 0) != 0;
   const bool onesided = ctx.attrInt("onesided", 0) != 0;
   if (inverse && onesided) ctx.fail("expected inverse and onesided not both set");
-  const std::int64_t m = onesided ? n / 2 + 1 : n;
-  std::vector<double> c(static_cast<std::size_t>(n * m)), s(c.size());
-  for (std::int64_t t = 0; t < n; ++t)
-    for (std::int64_t k = 0; k < m; ++k) {
-      // (t * k) mod n keeps the angle small, so large n loses no precision.
-      const double angle =
-          2 * std::numbers::pi * static_cast<double>((t * k) % n) / static_cast<double>(n);
-      c[static_cast<std::size_t>(t * m + k)] = std::cos(angle);
-      s[static_cast<std::size_t>(t * m + k)] = std::sin(angle);
-    }
-  const VarPtr cm = constant(Tensor::fromDoubles(DType::Float64, {n, m}, c));
-  const VarPtr sm = constant(Tensor::fromDoubles(DType::Float64, {n, m}, s));
   // The signal axis last, of the value without its complex axis.
   std::vector<int> toLast;
   for (int d = 0; d < rank - 1; ++d)
@@ -64,19 +84,57 @@ std::vector<VarPtr> convertDft(NodeContext& ctx) {
   };
   const VarPtr a = part(0);
   const VarPtr b = x->type().shape()[static_cast<std::size_t>(rank - 1)] == 2 ? part(1) : nullptr;
-  VarPtr re = dot(a, cm), im = neg(dot(a, sm));
-  if (inverse) im = neg(im);
-  if (b) {
-    const VarPtr bs = dot(b, sm);
-    re = inverse ? sub(re, bs) : add(re, bs);
-    im = add(im, dot(b, cm));
-  }
-  if (inverse) {
-    const VarPtr count = constant(static_cast<double>(n), DType::Float64);
-    re = trueDiv(re, count);
-    im = trueDiv(im, count);
-  }
+  const auto [re, im] = dftLast(a, b, n, inverse, onesided);
   return {cast(stack({transpose(re, back), transpose(im, back)}, rank - 1), dtype)};
+}
+
+// STFT(signal (B, L, 1 or 2), frame_step[, window (N)][, frame_length]): frames of N samples every
+// frame_step (a constant; computed ones convert when the node runs), times the window, each
+// transformed as in Note [DFT as two matrix products]; onesided (the default) keeps N / 2 + 1
+// bins. Output (B, frames, bins, 2).
+std::vector<VarPtr> convertStft(NodeContext& ctx) {
+  const VarPtr& x = ctx.input(0);
+  const DType dtype = x->type().dtype();
+  const auto& xs = x->type().shape();
+  if (x->type().ndim() != 3 || !isFloat(dtype) || (xs[2] != 1 && xs[2] != 2) ||
+      xs[1] == kUnknownDim)
+    ctx.fail("input 0 (signal): expected a float (batch, length, 1 or 2) of static length, found " +
+             x->type().str());
+  const std::vector<std::int64_t> step = ctx.constantInts(1, "STFT's frame_step");
+  if (step.size() != 1 || step[0] < 1)
+    ctx.fail("input 1 (frame_step): expected one positive value");
+  std::int64_t n = -1;
+  if (ctx.hasInput(3)) {
+    const std::vector<std::int64_t> len = ctx.constantInts(3, "STFT's frame_length");
+    if (len.size() != 1) ctx.fail("input 3 (frame_length): expected one value");
+    n = len[0];
+  }
+  if (ctx.hasInput(2)) {
+    const TensorType& w = ctx.input(2)->type();
+    if (w.ndim() != 1 || !w.isDimKnown(0))
+      ctx.fail("input 2 (window): expected a 1-d window of static length, found " + w.str());
+    if (n >= 0 && n != w.shape()[0])
+      ctx.fail("expected frame_length " + std::to_string(n) + " to match the window's length " +
+               std::to_string(w.shape()[0]));
+    n = w.shape()[0];
+  }
+  if (n < 1 || n > xs[1]) ctx.fail("expected a frame length from 1 to the signal's length");
+  const bool onesided = ctx.attrInt("onesided", 1) != 0;
+  const std::int64_t frames = (xs[1] - n) / step[0] + 1;
+  std::vector<std::int64_t> at;
+  for (std::int64_t f = 0; f < frames; ++f)
+    for (std::int64_t t = 0; t < n; ++t) at.push_back(f * step[0] + t);
+  const VarPtr index = constant(tensorOfInts(at));
+  auto framed = [&](int k) {
+    VarPtr v = reshape(take(cast(select(x, 2, k), DType::Float64), index, 1),
+                       ShapeExpr{shapeI(x, 0), constantInt(frames), constantInt(n)});
+    if (ctx.hasInput(2)) v = mul(v, cast(ctx.input(2), DType::Float64));
+    return v;
+  };
+  const VarPtr a = framed(0);
+  const VarPtr b = xs[2] == 2 ? framed(1) : nullptr;
+  const auto [re, im] = dftLast(a, b, n, false, onesided);
+  return {cast(stack({re, im}, 3), dtype)};
 }
 
 // MaxUnpool(x, indices[, output_shape]): zeros of the output shape with x's values at `indices`.
@@ -133,6 +191,7 @@ std::vector<VarPtr> convertMaxUnpool(NodeContext& ctx) {
 
 void registerSignalConverters(ConverterTable& table) {
   table.add("DFT", &convertDft);
+  table.add("STFT", &convertStft);
   table.add("MaxUnpool", &convertMaxUnpool);
 }
 

@@ -45,6 +45,7 @@ const std::map<std::string, std::vector<int>, std::less<>>& valueInputTable() {
       {"ConstantOfShape", {0}},
       {"Range", {0, 1, 2}},
       {"CumSum", {1}},
+      {"STFT", {1, 3}},
       {"Split", {1}},
       {"Dropout", {1, 2}},
       {"LSTM", {4}},
