@@ -38,7 +38,8 @@ const char* const kCoveredOps =
     "Compress MeanVarianceNormalization BitShift ReverseSequence Det QuantizeLinear "
     "DequantizeLinear DynamicQuantizeLinear MatMulInteger QLinearMatMul NegativeLogLikelihoodLoss "
     "SoftmaxCrossEntropyLoss NonMaxSuppression Unique RoiAlign DFT MaxUnpool HannWindow "
-    "HammingWindow BlackmanWindow Not Softplus GlobalAveragePool";
+    "HammingWindow BlackmanWindow Not Softplus GlobalAveragePool TfIdfVectorizer STFT ConvInteger "
+    "QLinearConv MaxPool BatchNormalization";
 
 nlohmann::json readJson(const std::filesystem::path& path) {
   std::ifstream in(path);

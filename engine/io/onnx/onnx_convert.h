@@ -61,6 +61,12 @@ class NodeContext {
   // The model's default-domain ("" / "ai.onnx") opset version.
   int opset() const;
 
+  // The same node seen with other input variables (a converter that rewrites its operands, e.g.
+  // ConvInteger as a float Conv of the shifted inputs, hands them to another converter).
+  NodeContext withInputs(std::vector<VarPtr> inputs) const {
+    return NodeContext(m_importer, m_node, m_index, std::move(inputs));
+  }
+
   // --- inputs ---
   int nInputs() const { return static_cast<int>(m_inputs.size()); }
   // Present: listed and not the empty name ONNX uses for an omitted optional input.

@@ -146,6 +146,11 @@ void Importer::precheckConvLike(const onnx::GraphProto& graph) const {
   for (const auto& vi : graph.input()) note(vi);
   for (const auto& vi : graph.value_info()) note(vi);
   for (const auto& init : graph.initializer()) ranks[init.name()] = init.dims_size();
+  std::unordered_set<std::string> defined;
+  for (const auto& vi : graph.input()) defined.insert(vi.name());
+  for (const auto& init : graph.initializer()) defined.insert(init.name());
+  for (const auto& n : graph.node())
+    for (const std::string& out : n.output()) defined.insert(out);
   static const std::unordered_set<std::string> convs = {"Conv", "ConvTranspose", "ConvInteger",
                                                         "QLinearConv"};
   static const std::unordered_set<std::string> pools = {
@@ -176,8 +181,12 @@ void Importer::precheckConvLike(const onnx::GraphProto& graph) const {
       fail(nodeWhere(node, i), "expected the input and the weight to have the same rank, found " +
                                    std::to_string(xRank) + " and " + std::to_string(wRank));
     if (node.op_type() == "MaxUnpool") {
-      // ONNX 1.12's MaxUnpool inference reads the indices as if shaped like X (found by fuzzing:
-      // a rank-1 tensor given as the indices crashes it).
+      // ONNX 1.12's MaxUnpool inference reads the indices as if shaped like X and every input as
+      // typed (found by fuzzing: a rank-1 tensor given as the indices, an input nothing defines).
+      for (const std::string& name : node.input())
+        if (!name.empty() && !defined.count(name))
+          fail(nodeWhere(node, i),
+               "the input " + quoted(name) + " is defined by no node, graph input or initializer");
       const int iRank = rankOf(1), sRank = rankOf(2);
       if (xRank >= 0 && iRank >= 0 && iRank != xRank)
         fail(nodeWhere(node, i), "expected the indices (input 1) to have the input's rank " +
