@@ -668,8 +668,8 @@ void TestOnnxRnnMisc::testRefused_data() {
                                        << "expected each smaller than the axis size 3";
   QTest::newRow("pad pads count") << "pad count"
                                   << "pads: expected 4 values";
-  QTest::newRow("topk dynamic k") << "topk dynamic"
-                                  << "TopK with k computed at run time is not supported yet";
+  // TopK with k computed at run time is no longer refused: tst_onnx_node runs it (Note [Run-time
+  // ONNX values]).
   QTest::newRow("topk k too large") << "topk large"
                                     << "k = 9 is larger than axis 1 of size 7";
 }
@@ -723,10 +723,7 @@ void TestOnnxRnnMisc::testRefused() {
     m.initializer("pads", ints(DType::Int64, {static_cast<std::int64_t>(pads.size())}, pads));
     attrString(m.node("Pad", {"x", "pads"}, {"y"}), "mode", w == "pad wrap" ? "wrap" : "reflect");
   } else {
-    if (w == "topk dynamic")
-      m.input("k", ints(DType::Int64, {1}, {2}));
-    else
-      m.initializer("k", ints(DType::Int64, {1}, {9}));
+    m.initializer("k", ints(DType::Int64, {1}, {9}));
     m.node("TopK", {"x", "k"}, {"y", "i"});
     m.output("i", DType::Int64);
   }

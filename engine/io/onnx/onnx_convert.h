@@ -39,6 +39,16 @@ std::string safeText(std::string_view text);
 
 class Importer;
 
+// What a converter throws when it needs input `input` as a constant and the model computes it:
+// the importer then converts the node at run time instead (Note [Run-time ONNX values] in
+// onnx_runtime_node.h), or, where it cannot, reports this error as it is.
+class OnnxRuntimeValue : public OnnxError {
+ public:
+  OnnxRuntimeValue(std::string source, std::string where, std::string message, int input)
+      : OnnxError(std::move(source), std::move(where), std::move(message)), input(input) {}
+  int input;
+};
+
 class NodeContext {
  public:
   NodeContext(Importer& importer, const onnx::NodeProto& node, int index,
@@ -50,6 +60,12 @@ class NodeContext {
   int nodeIndex() const { return m_index; }
   // The model's default-domain ("" / "ai.onnx") opset version.
   int opset() const;
+
+  // The same node seen with other input variables (a converter that rewrites its operands, e.g.
+  // ConvInteger as a float Conv of the shifted inputs, hands them to another converter).
+  NodeContext withInputs(std::vector<VarPtr> inputs) const {
+    return NodeContext(m_importer, m_node, m_index, std::move(inputs));
+  }
 
   // --- inputs ---
   int nInputs() const { return static_cast<int>(m_inputs.size()); }
@@ -94,6 +110,9 @@ class NodeContext {
   [[noreturn]] void fail(const std::string& message) const;
   // Throws OnnxError: "<what> is not supported yet" (e.g. a dynamic-length LSTM).
   [[noreturn]] void unsupported(const std::string& what) const;
+  // Throws OnnxRuntimeValue: "expected <what> (input i) to be a constant or an initializer, found
+  // a value computed at run time".
+  [[noreturn]] void needsConstant(int i, std::string_view what) const;
   // Normalises a possibly negative axis against rank; fails when out of range.
   int axis(std::int64_t axis, int rank, std::string_view what = "axis") const;
   // The rank of input i (every Tensorscope variable has a static rank).

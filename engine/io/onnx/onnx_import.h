@@ -39,6 +39,10 @@ struct OnnxImportOptions {
   bool runChecker = true;   // onnx::checker::check_model
   bool inferShapes = true;  // onnx::shape_inference::InferShapes (types of opaque nodes, checks)
   bool allowOpaque = true;  // false: an unsupported op is an error instead of an OpaqueOp
+  // A node whose converter needs as a constant a value the model computes (Unsqueeze's axes,
+  // TopK's k) is converted when it runs (Note [Run-time ONNX values] in onnx_runtime_node.h);
+  // false: such a node is an error, as before.
+  bool deferRuntimeValues = true;
 };
 
 struct OnnxImportResult {

@@ -36,6 +36,11 @@ class Importer {
   // name, then cut into the IfElse's branches.
   std::vector<VarPtr> convertIf(const onnx::NodeProto& node, int index,
                                 const std::vector<VarPtr>& inputs);
+  // A node whose converter threw OnnxRuntimeValue, as an OnnxRuntimeNode (onnx_runtime_node.h);
+  // rethrows `why` when the node's output types cannot be told.
+  std::vector<VarPtr> convertDeferred(const onnx::NodeProto& node, int index,
+                                      const std::vector<VarPtr>& inputs,
+                                      const OnnxRuntimeValue& why);
   std::vector<VarPtr> convertOpaque(const onnx::NodeProto& node, int index,
                                     const std::vector<VarPtr>& inputs, const std::string& why);
   void adoptNewNodes(const std::vector<VarPtr>& outputs, const onnx::NodeProto& node, int index);

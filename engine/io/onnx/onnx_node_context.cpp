@@ -44,10 +44,7 @@ std::optional<Tensor> NodeContext::constantInput(int i) const {
 
 std::vector<std::int64_t> NodeContext::constantInts(int i, std::string_view what) const {
   std::optional<Tensor> value = constantInput(i);
-  if (!value)
-    fail("expected " + std::string(what) + " (input " + std::to_string(i) +
-         ") to be a constant or an initializer, "
-         "found a value computed at run time");
+  if (!value) needsConstant(i, what);
   if (isFloat(value->dtype()))
     fail("expected " + std::string(what) + " (input " + std::to_string(i) +
          ") to hold integers, found " + std::string(dtypeName(value->dtype())));
@@ -65,10 +62,7 @@ std::vector<std::int64_t> NodeContext::constantInts(int i, std::string_view what
 
 std::vector<double> NodeContext::constantDoubles(int i, std::string_view what) const {
   std::optional<Tensor> value = constantInput(i);
-  if (!value)
-    fail("expected " + std::string(what) + " (input " + std::to_string(i) +
-         ") to be a constant or an initializer, "
-         "found a value computed at run time");
+  if (!value) needsConstant(i, what);
   return value->toDoubles();
 }
 
@@ -196,6 +190,14 @@ nlohmann::json NodeContext::attrsJson() const {
 
 void NodeContext::fail(const std::string& message) const {
   m_importer.fail(Importer::nodeWhere(m_node, m_index), message);
+}
+
+void NodeContext::needsConstant(int i, std::string_view what) const {
+  throw OnnxRuntimeValue(m_importer.source(), Importer::nodeWhere(m_node, m_index),
+                         "expected " + std::string(what) + " (input " + std::to_string(i) +
+                             ") to be a constant or an initializer, found a value computed at "
+                             "run time",
+                         i);
 }
 
 void NodeContext::unsupported(const std::string& what) const {

@@ -25,6 +25,10 @@ void registerIndexConverters(ConverterTable& table);         // onnx_ops_shape_i
 void registerTensorMakingConverters(ConverterTable& table);  // onnx_ops_shape_make.cpp
 void registerResizeConverters(ConverterTable& table);        // onnx_ops_resize.cpp
 void registerGridSampleConverters(ConverterTable& table);    // onnx_ops_grid_sample.cpp
+void registerLossConverters(ConverterTable& table);          // onnx_ops_loss.cpp
+void registerExtraMathConverters(ConverterTable& table);     // onnx_ops_math_extra.cpp
+void registerExtraMiscConverters(ConverterTable& table);     // onnx_ops_misc_extra.cpp
+void registerSignalConverters(ConverterTable& table);        // onnx_ops_signal.cpp
 
 // Note [Attributes that became inputs]: ONNX moved several integer lists from an attribute to an
 // optional input (Squeeze/Unsqueeze/Split/ReduceSum axes or sizes at opset 13, the other Reduce*

@@ -166,7 +166,7 @@ std::vector<VarPtr> convertDropout(NodeContext& ctx) {
   const VarPtr& x = ctx.input(0);
   if (ctx.opset() >= 12 && ctx.hasInput(2)) {
     const std::optional<Tensor> training = ctx.constantInput(2);
-    if (!training) ctx.unsupported("Dropout with a training_mode computed at run time");
+    if (!training) ctx.needsConstant(2, "Dropout's training_mode");
     if (training->numel() != 1)
       ctx.fail("expected a scalar training_mode, found " + std::to_string(training->numel()) +
                " values");

@@ -152,7 +152,7 @@ std::vector<VarPtr> convertTopK(NodeContext& ctx) {
     k = ctx.attrInt("k");
   } else {
     const auto value = ctx.constantInput(1);
-    if (!value) ctx.unsupported("TopK with k computed at run time");
+    if (!value) ctx.needsConstant(1, "TopK's k");
     if (value->numel() != 1)
       ctx.fail("input 1 (K): expected a single value, found shape " +
                shapeToString(value->shape()));
@@ -175,6 +175,10 @@ std::vector<VarPtr> convertTopK(NodeContext& ctx) {
 void registerMiscConverters(ConverterTable& table) {
   registerResizeConverters(table);
   registerGridSampleConverters(table);
+  registerLossConverters(table);
+  registerExtraMathConverters(table);
+  registerExtraMiscConverters(table);
+  registerSignalConverters(table);
   table.add("Pad", &convertPad);
   table.add("TopK", &convertTopK);
 }

@@ -6,6 +6,7 @@
 #include "engine/ops/blas/gemm.h"
 #include "engine/ops/nn/nn.h"
 #include "engine/ops/reduce/reduce.h"
+#include "engine/ops/shape/reshape.h"
 #include "engine/ops/shape/shape.h"
 
 namespace tscope::engine::io::onnx_import {
@@ -129,8 +130,9 @@ std::vector<VarPtr> convertBatchNormalization(NodeContext& ctx) {
     statisticsWanted = statisticsWanted || ctx.wantsOutput(i);
   const bool training = (opset < 7 && ctx.attrInt("is_test", 0) == 0) ||
                         (opset >= 14 && ctx.attrInt("training_mode", 0) != 0) || statisticsWanted;
-  if (training && statisticsWanted)
-    ctx.unsupported("BatchNormalization in training mode with its running statistics outputs");
+  if (training && statisticsWanted && opset < 14)
+    ctx.unsupported(
+        "BatchNormalization in training mode with its statistics outputs before opset 14");
   const bool spatial = opset >= 9 || ctx.attrInt("spatial", 1) != 0;
   std::vector<int> axes{0};
   if (spatial)
@@ -143,6 +145,22 @@ std::vector<VarPtr> convertBatchNormalization(NodeContext& ctx) {
                (spatial ? " (C)" : " (C, D1, ...)") + ", found " + v->type().str());
     return spatial ? channelVector(v, rank) : expandDims(v, 0);
   };
+  if (training && statisticsWanted) {
+    // Note [BatchNormalization's running statistics]: opset 14's training mode, as ONNX's
+    // reference computes it: Y normalised with the batch's mean and (biased) variance, and the
+    // running statistics input * momentum + batch * (1 - momentum).
+    const VarPtr mu = mean(x, axes, true);
+    const VarPtr centered = sub(x, mu);
+    const VarPtr variance = mean(mul(centered, centered), axes, true);
+    const double momentum = ctx.attrFloat("momentum", 0.9);
+    auto running = [&](int i, const VarPtr& batch) {
+      const VarPtr b = flatten(batch);  // (1, C, 1, ...) -> (C)
+      return add(mul(asDtypeOf(ctx.input(i), x), scalarLike(momentum, b)),
+                 mul(b, scalarLike(1 - momentum, b)));
+    };
+    return {batchNormInference(x, stat(1), stat(2), mu, variance, axes, epsilon), running(3, mu),
+            running(4, variance)};
+  }
   if (training) return {batchNormTrain(x, stat(1), stat(2), axes, epsilon).y};
   return {batchNormInference(x, stat(1), stat(2), stat(3), stat(4), axes, epsilon)};
 }

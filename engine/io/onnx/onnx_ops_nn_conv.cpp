@@ -324,9 +324,57 @@ std::vector<VarPtr> convertConvTranspose(NodeContext& ctx) {
   return {y};
 }
 
+// Note [Integer convolutions]: ConvInteger is Conv of (x - x_zero_point) and (w - w_zero_point)
+// in float64, exact while every sum of products stays below 2^53 (8-bit operands: any kernel),
+// cast to int32; QLinearConv requantizes that sum plus the int32 bias B with x_scale * w_scale /
+// y_scale (w_scale per output channel or one), rounds half to even, adds y_zero_point and
+// saturates, as ONNX's reference.
+VarPtr shifted(const NodeContext& ctx, int value, int zeroPoint, bool perChannel) {
+  VarPtr v = cast(ctx.input(value), DType::Float64);
+  if (!ctx.hasInput(zeroPoint)) return v;
+  VarPtr zp = cast(ctx.input(zeroPoint), DType::Float64);
+  const int rank = ctx.rank(value);
+  if (perChannel && zp->type().ndim() == 1 &&
+      !(zp->type().isDimKnown(0) && zp->type().shape()[0] == 1)) {
+    std::vector<int> order(static_cast<std::size_t>(rank), DimShuffle::kNewAxis);
+    order[0] = 0;  // w (M, C/group, k...): one zero point per output channel
+    zp = dimshuffle(zp, order);
+  } else if (zp->type().ndim() == 1) {
+    zp = reshape(zp, std::vector<std::int64_t>{});
+  }
+  return sub(v, zp);
+}
+
+std::vector<VarPtr> convertConvInteger(NodeContext& ctx) {
+  NodeContext conv = ctx.withInputs({shifted(ctx, 0, 2, false), shifted(ctx, 1, 3, true)});
+  return {cast(convertConv(conv)[0], DType::Int32)};
+}
+
+std::vector<VarPtr> convertQLinearConv(NodeContext& ctx) {
+  const DType out = ctx.input(7)->type().dtype();
+  double lo = 0, hi = 255;
+  if (out == DType::Int8)
+    lo = -128, hi = 127;
+  else if (out != DType::UInt8)
+    ctx.unsupported("QLinearConv to " + std::string(dtypeName(out)));
+  std::vector<VarPtr> operands{shifted(ctx, 0, 2, false), shifted(ctx, 3, 5, true)};
+  if (ctx.hasInput(8)) operands.push_back(cast(ctx.input(8), DType::Float64));
+  NodeContext conv = ctx.withInputs(std::move(operands));
+  const VarPtr acc = convertConv(conv)[0];
+  const int rank = acc->type().ndim();
+  const DType f = DType::Float64;
+  VarPtr wScale = cast(ctx.input(4), f);
+  if (wScale->type().ndim() == 1) wScale = channelVector(wScale, rank);
+  const VarPtr multiplier = trueDiv(mul(cast(ctx.input(1), f), wScale), cast(ctx.input(6), f));
+  const VarPtr y = add(round(mul(acc, multiplier)), cast(ctx.input(7), f));
+  return {cast(clip(y, constant(lo, f), constant(hi, f)), out)};
+}
+
 }  // namespace
 
 void registerConvConverters(ConverterTable& table) {
+  table.add("ConvInteger", convertConvInteger);
+  table.add("QLinearConv", convertQLinearConv);
   table.add("Conv", convertConv);
   table.add("ConvTranspose", convertConvTranspose);
 }

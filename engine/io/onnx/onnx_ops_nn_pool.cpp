@@ -173,9 +173,9 @@ VarPtr poolAxisBySlices(const VarPtr& x, int axis, const PoolAxis& p, bool takeM
   return mul(pooled, constant(Tensor::fromDoubles(x->type().dtype(), shape, inverse)));
 }
 
-std::vector<VarPtr> convertPool(NodeContext& ctx, bool takeMax) {
+// x: input 0, or for MaxPool of small integers and float16 input 0 in float64.
+std::vector<VarPtr> convertPool(NodeContext& ctx, bool takeMax, const VarPtr& x) {
   const int rank = ctx.rank(0);
-  const VarPtr& x = ctx.input(0);
   if (rank > 5)
     ctx.unsupported(ctx.opType() + " with " + std::to_string(rank - 2) + " spatial axes");
   if (rank < 3)
@@ -220,11 +220,20 @@ std::vector<VarPtr> convertPool(NodeContext& ctx, bool takeMax) {
   return {poolAxisBySlices(unfolded, 2, axes[0], takeMax, countIncludePad)};
 }
 
+// Note [MaxPool of integers]: a maximum is one of its inputs, so MaxPool of int8, uint8, int16,
+// int32 or float16 is exact through float64 (which holds each of their values) and back.
 std::vector<VarPtr> convertMaxPool(NodeContext& ctx) {
-  return convertPool(ctx, true);
+  const VarPtr& x = ctx.input(0);
+  const DType dtype = x->type().dtype();
+  if (dtype == DType::UInt8 || dtype == DType::Int8 || dtype == DType::Int16 ||
+      dtype == DType::Int32 || dtype == DType::Float16) {
+    std::vector<VarPtr> y = convertPool(ctx, true, cast(x, DType::Float64));
+    return {cast(y[0], dtype)};
+  }
+  return convertPool(ctx, true, x);
 }
 std::vector<VarPtr> convertAveragePool(NodeContext& ctx) {
-  return convertPool(ctx, false);
+  return convertPool(ctx, false, ctx.input(0));
 }
 
 // The spatial axes 2.. of input 0 (rank >= 3).

@@ -76,9 +76,12 @@ Mode readMode(const NodeContext& ctx) {
            std::string(ctx.opType() == "Resize" ? " or cubic" : "") + ", found '" + m + "'");
 }
 
-// Output position o's coordinate in the input axis.
+// Output position o's coordinate in the input axis. Note [Align corners with scales]: align_corners
+// divides by the resized length less one, which ONNX's reference takes as in * scale when the node
+// gives scales (2.4 for 4 * 0.6, not the 2 positions the output has) and as the output size when it
+// gives sizes; `resizedLen` is that length. The two agree whenever in * scale is whole.
 float originalCoordinate(std::int64_t o, float scale, std::int64_t outLen, std::int64_t inLen,
-                         Transform t) {
+                         Transform t, float resizedLen) {
   const auto x = static_cast<float>(o);
   switch (t) {
     case Transform::HalfPixel:
@@ -86,8 +89,7 @@ float originalCoordinate(std::int64_t o, float scale, std::int64_t outLen, std::
     case Transform::PytorchHalfPixel:
       return outLen > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
     case Transform::AlignCorners:
-      return outLen == 1 ? 0.0f
-                         : x * static_cast<float>(inLen - 1) / static_cast<float>(outLen - 1);
+      return outLen == 1 ? 0.0f : x * static_cast<float>(inLen - 1) / (resizedLen - 1.0f);
     case Transform::Asymmetric:
       return x / scale;
     case Transform::TfHalfPixelForNn:
@@ -98,8 +100,8 @@ float originalCoordinate(std::int64_t o, float scale, std::int64_t outLen, std::
 
 // The input position output position o reads (Note [Nearest resize as a gather]).
 std::int64_t nearestSource(std::int64_t o, float scale, std::int64_t outLen, std::int64_t inLen,
-                           Transform t, Nearest mode) {
-  const float orig = originalCoordinate(o, scale, outLen, inLen, t);
+                           Transform t, Nearest mode, float resizedLen) {
+  const float orig = originalCoordinate(o, scale, outLen, inLen, t, resizedLen);
   std::int64_t i = 0;
   switch (mode) {
     // Resize-10 and Upsample had no nearest_mode: truncate when enlarging, ceil when shrinking.
@@ -146,12 +148,12 @@ std::vector<double> cubicWeights(double r, double a) {
 }
 
 Taps interpolationTaps(std::int64_t outLen, std::int64_t inLen, float scale,
-                       const Interpolation& how) {
+                       const Interpolation& how, float resizedLen) {
   Taps taps;
   taps.width = how.mode == Mode::Cubic ? 4 : 2;
   const std::int64_t firstOffset = how.mode == Mode::Cubic ? -1 : 0;
   for (std::int64_t o = 0; o < outLen; ++o) {
-    const float s = originalCoordinate(o, scale, outLen, inLen, how.transform);
+    const float s = originalCoordinate(o, scale, outLen, inLen, how.transform, resizedLen);
     const double base = std::floor(static_cast<double>(s));
     const double r = static_cast<double>(s) - base;
     std::vector<double> w =
@@ -251,6 +253,7 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
     const std::int64_t in = x->type().shape()[static_cast<std::size_t>(a)];
     float scale = 1;
     std::int64_t out = in;
+    float resizedLen = 0;  // Note [Align corners with scales]
     if (!scales.empty()) {
       scale = static_cast<float>(scales[k]);
       if (!(scale > 0))
@@ -265,6 +268,7 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
                  " scaled by " + std::to_string(scales[k]) + " exceeds " +
                  std::to_string(kMaxResizeTable) + " elements");
       out = static_cast<std::int64_t>(scale * static_cast<float>(in));
+      resizedLen = scale * static_cast<float>(in);
     } else {
       out = sizes[k];
       if (out < 0 || out > kMaxResizeTable)
@@ -275,6 +279,7 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
                         ")");
       if (out == in) continue;
       scale = in == 0 ? 1.0f : static_cast<float>(out) / static_cast<float>(in);
+      resizedLen = static_cast<float>(out);
     }
     if (in == 0 && out > 0)
       ctx.fail("cannot resize the empty axis " + std::to_string(a) + " to " + std::to_string(out));
@@ -284,12 +289,12 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
                " entries of index tables up to axis " + std::to_string(a) + " (output size " +
                std::to_string(out) + "), expected at most " + std::to_string(kMaxResizeTable));
     if (mode != Mode::Nearest) {
-      taps[a] = interpolationTaps(out, in, scale, how);
+      taps[a] = interpolationTaps(out, in, scale, how, resizedLen);
       continue;
     }
     std::vector<std::int64_t>& src = sources[a];
     for (std::int64_t o = 0; o < out; ++o)
-      src.push_back(nearestSource(o, scale, out, in, transform, nearest));
+      src.push_back(nearestSource(o, scale, out, in, transform, nearest, resizedLen));
   }
   if (mode != Mode::Nearest) {
     if (taps.empty()) return {identity(x)};

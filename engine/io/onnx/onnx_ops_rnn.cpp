@@ -199,7 +199,7 @@ Recurrence readRecurrence(NodeContext& ctx, Cell cell) {
   }
   if (ctx.hasInput(4)) {
     const auto lens = ctx.constantInput(4);
-    if (!lens) ctx.unsupported(op + " with sequence_lens computed at run time");
+    if (!lens) ctx.needsConstant(4, op + "'s sequence_lens");
     for (double value : lens->toDoubles())
       if (const auto len = static_cast<std::int64_t>(value); len != r.seqLength)
         ctx.unsupported(op + " with sequence_lens other than the sequence length (" +

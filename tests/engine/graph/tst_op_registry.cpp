@@ -213,6 +213,20 @@ void TestOpRegistry::testRegistryRoundTrip_data() {
     QTest::newRow("IfElse") << "IfElse" << chosen->owner()->op().props();
   }
   QTest::newRow("BreakPoint") << "BreakPoint" << json{{"name", "spike"}, {"monitored", 2}};
+  // Issue 25's ops (ONNX conformance).
+  QTest::newRow("UnaryMath") << "UnaryMath" << json{{"fn", "atanh"}};
+  QTest::newRow("NonMaxSuppression") << "NonMaxSuppression" << json{{"center_point_box", true}};
+  QTest::newRow("Det") << "Det" << json::object();
+  QTest::newRow("Unique flattened") << "Unique" << json{{"axis", nullptr}, {"sorted", true}};
+  QTest::newRow("Unique axis") << "Unique" << json{{"axis", 1}, {"sorted", false}};
+  QTest::newRow("RoiAlign") << "RoiAlign" << json{{"half_pixel", false}, {"mode", "max"},
+                                                  {"output_height", 2},  {"output_width", 3},
+                                                  {"sampling_ratio", 2}, {"spatial_scale", 0.5}};
+  QTest::newRow("TfIdfVectorizer")
+      << "TfIdfVectorizer" << json{{"max_gram_length", 2},        {"max_skip_count", 1},
+                                   {"min_gram_length", 1},        {"mode", "TFIDF"},
+                                   {"ngram_counts", {0, 2}},      {"ngram_indexes", {0, 1, 2}},
+                                   {"pool_int64s", {3, 5, 3, 5}}, {"weights", {0.5, 1.0, 2.0}}};
 }
 
 void TestOpRegistry::testRegistryRoundTrip() {
@@ -285,7 +299,13 @@ void TestOpRegistry::testRegistryCoversEveryOp() {
                                      "TopK",
                                      "OpFromGraph",
                                      "IfElse",
-                                     "BreakPoint"};
+                                     "BreakPoint",
+                                     "UnaryMath",
+                                     "NonMaxSuppression",
+                                     "Det",
+                                     "Unique",
+                                     "RoiAlign",
+                                     "TfIdfVectorizer"};
   const std::vector<std::string> names = defaultOpRegistry().names();
   QVERIFY(!names.empty());
   for (const auto& n : names) QVERIFY2(tested.count(n), ("no round-trip rows for op " + n).c_str());
