@@ -106,6 +106,10 @@ void TestOpRegistry::testRegistryRoundTrip_data() {
   QTest::newRow("Conv2dGradWeights")
       << "Conv2dGradWeights"
       << json{{"dilation", {1, 1}}, {"groups", 1}, {"padding", {0, 0}}, {"stride", {1, 1}}};
+  QTest::newRow("FusedConv2d") << "FusedConv2d"
+                               << json{{"activation", "clip"}, {"clip", {0.0, 6.0}},
+                                       {"dilation", {1, 1}},   {"groups", 1},
+                                       {"padding", {1, 1}},    {"stride", {2, 2}}};
   QTest::newRow("MaxPool2d") << "MaxPool2d"
                              << json{{"kernel", {3, 2}}, {"padding", {1, 1}}, {"stride", {2, 1}}};
   QTest::newRow("MaxPool2dGrad") << "MaxPool2dGrad"
@@ -270,6 +274,7 @@ void TestOpRegistry::testRegistryCoversEveryOp() {
                                      "Conv2d",
                                      "Conv2dGradInputs",
                                      "Conv2dGradWeights",
+                                     "FusedConv2d",
                                      "MaxPool2d",
                                      "MaxPool2dGrad",
                                      "MaxPool2dGradGrad",
