@@ -38,32 +38,32 @@ OpCost tensorCost(const Apply& node, std::span<const Shape> in, std::span<const 
 
 }  // namespace
 
-OpCost Conv2d::cost(const Apply& node, std::span<const Shape> in) const {
+namespace {
+
+// A forward convolution of in[0] by in[1], plus `perOutput` flops for each output element (the
+// bias and activation of FusedConv2d).
+OpCost forwardConvCost(const Apply& node, std::span<const Shape> in, const Conv2dParams& p,
+                       double perOutput) {
   if (!cost::fits(node, in)) return {};
   const Shape& x = in[0];
   const Shape& w = in[1];
-  const std::int64_t oh = cpu::convOutputSize(x[2], w[2], m_params.stride[0], m_params.padding[0],
-                                              m_params.dilation[0]);
-  const std::int64_t ow = cpu::convOutputSize(x[3], w[3], m_params.stride[1], m_params.padding[1],
-                                              m_params.dilation[1]);
-  const Shape y{x[0], w[0], oh, ow};
-  const Shape outs[] = {y};
-  return tensorCost(node, in, outs, convFlops(x[0], w[0], w[1], w[2], w[3], oh, ow));
+  const std::int64_t oh = cpu::convOutputSize(x[2], w[2], p.stride[0], p.padding[0], p.dilation[0]);
+  const std::int64_t ow = cpu::convOutputSize(x[3], w[3], p.stride[1], p.padding[1], p.dilation[1]);
+  const Shape outs[] = {Shape{x[0], w[0], oh, ow}};
+  return tensorCost(node, in, outs,
+                    convFlops(x[0], w[0], w[1], w[2], w[3], oh, ow) +
+                        perOutput * static_cast<double>(x[0] * w[0] * oh * ow));
+}
+
+}  // namespace
+
+OpCost Conv2d::cost(const Apply& node, std::span<const Shape> in) const {
+  return forwardConvCost(node, in, m_params, 0);
 }
 
 // FusedConv2d(x, w, b): the convolution plus a bias add and an activation per output element.
 OpCost FusedConv2d::cost(const Apply& node, std::span<const Shape> in) const {
-  if (!cost::fits(node, in)) return {};
-  const Shape& x = in[0];
-  const Shape& w = in[1];
-  const std::int64_t oh = cpu::convOutputSize(x[2], w[2], m_params.stride[0], m_params.padding[0],
-                                              m_params.dilation[0]);
-  const std::int64_t ow = cpu::convOutputSize(x[3], w[3], m_params.stride[1], m_params.padding[1],
-                                              m_params.dilation[1]);
-  const Shape y{x[0], w[0], oh, ow};
-  const Shape outs[] = {y};
-  const double epilogue = 2.0 * static_cast<double>(x[0] * w[0] * oh * ow);
-  return tensorCost(node, in, outs, convFlops(x[0], w[0], w[1], w[2], w[3], oh, ow) + epilogue);
+  return forwardConvCost(node, in, m_params, 2);
 }
 
 // Conv2dGradInputs(w, gy, H, W) -> gx (N, C, H, W): the geometry comes from w and gy; gx's H and
