@@ -65,6 +65,11 @@ std::shared_ptr<Constant> Constant::create(Tensor value, std::string name,
   return c;
 }
 
+std::shared_ptr<Constant> Constant::adopt(Tensor value, std::string name) {
+  if (!value.defined()) throw TypeError("Constant: the value is undefined");
+  return std::shared_ptr<Constant>(new Constant(std::move(value), std::move(name)));
+}
+
 VarPtr Constant::cloneDetached() const {
   std::shared_ptr<Constant> copy(new Constant(m_value, name()));
   copy->copyMetadataFrom(*this);
@@ -83,6 +88,14 @@ std::shared_ptr<SharedVariable> SharedVariable::create(Tensor value, std::string
       std::move(t), std::make_shared<Tensor>(filtered.clone()), std::move(name)));
   s->setSite(SourceSite::from(site));
   return s;
+}
+
+std::shared_ptr<SharedVariable> SharedVariable::adopt(Tensor value, std::string name,
+                                                      std::optional<TensorType> type) {
+  TensorType t = type ? *type : TensorType::ofValue(value);
+  Tensor filtered = t.filter(value, "value of shared variable '" + name + "'");
+  return std::shared_ptr<SharedVariable>(new SharedVariable(
+      std::move(t), std::make_shared<Tensor>(std::move(filtered)), std::move(name)));
 }
 
 void SharedVariable::setValue(const Tensor& value) {
