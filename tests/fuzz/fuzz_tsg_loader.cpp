@@ -1,6 +1,8 @@
-// libFuzzer entry point for the .tsg loader: any input must either load into a document that
-// passes checkIntegrity and writes back out, or be refused with TsgError. Anything else (a crash,
-// another exception, a leak, a hang) is a bug.
+// libFuzzer entry point for the .tsg loader (version 2: header, JSON, tensor section; version 1:
+// JSON text): any input must either load into a document that passes checkIntegrity, whose every
+// tensor can be read in full, and that writes back out, or be refused with TsgError. Anything else
+// (a crash, an out-of-bounds read of the tensor section, another exception, a leak, a hang) is a
+// bug.
 
 #include "engine/io/tsg.h"
 
@@ -24,7 +26,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     io::TsgDocument doc = io::readTsg(text, "fuzz");
     doc.original->checkIntegrity();
     if (doc.optimized) doc.optimized->checkIntegrity();
+    // The tensors are views of the file's bytes: reading each in full (writeTsg does) lets
+    // AddressSanitizer see a range the reader let past the end of the section.
     again = io::writeTsg(doc);
+    const io::TsgTensorStats& s = doc.tensorStats;
+    if (s.sharedBytes > s.tensorBytes * (s.references + 1) || s.sharedTensors > s.tensors ||
+        s.sharedBetweenGraphs > s.sharedTensors)
+      fail("tensor stats", "the shared counts exceed the stored ones");
   } catch (const io::TsgError& e) {
     // A refusal with a message: the expected outcome for broken input. The message must be valid
     // UTF-8 (the GUI and --json output carry it; nlohmann's dump throws on broken UTF-8).
@@ -42,6 +50,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     io::TsgDocument back = io::readTsg(again, "fuzz-roundtrip");
     if (io::writeTsg(back) != again)
       fail("round trip", "the reloaded document writes different bytes");
+    if (back.tensorStats.version != 2)
+      fail("round trip", "the written document is not read as version 2");
   } catch (const std::exception& e) {
     fail("the written document does not load", e.what());
   }
