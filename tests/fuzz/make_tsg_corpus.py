@@ -6,7 +6,9 @@
 It (over)writes only the files it generates: valid_*.tsg (small graphs that load) and bad_*.tsg
 (malformed variants that must be refused with a TsgError); the seeds without "v2" in their name are
 version-1 JSON text (still read), valid_v2_* and bad_v2_* are version-2 files (binary header, JSON,
-tensor section: docs/tsg-format.md), made here from the JSON by an independent writer. The regress_*.tsg files beside them are
+tensor section: docs/tsg-format.md), made here from the JSON by an independent writer, and
+framed_v2_* are "JSON NUL SECTION" inputs that the fuzz target frames with a correct header
+(Note [Framed inputs] in fuzz_tsg_loader.cpp). The regress_*.tsg files beside them are
 minimised crash reproducers, added by hand; this script never touches them. Run it again when the
 format changes (docs/tsg-format.md, engine/io/tsg_reader.cpp), then check that the valid_* seeds
 still load, e.g. with the fuzz_tsg_replay driver under the sanitizers of a TSCOPE_FUZZ build.
@@ -312,6 +314,10 @@ def assemble(d, section, version=2, reserved=0, json_length=None, section_length
 def v2_seeds(s):
     for name in [n for n in s if n.startswith("valid_")]:
         s[name.replace("valid_", "valid_v2_")] = assemble(*to_v2(s[name]))
+        if "dtype_zoo" in name or "constants" in name:  # Note [Framed inputs] in the fuzz target
+            d, section = to_v2(s[name])
+            s[name.replace("valid_", "framed_v2_")] = (
+                json.dumps(d, separators=(",", ":")).encode() + b"\0" + section)
     # A shared weight and a constant with the same bytes, and both graphs holding the weight.
     w = tensor("float32", [2, 2], "f", [1.0, -2.0, 0.5, 4.0])
     shared = {
@@ -328,6 +334,7 @@ def v2_seeds(s):
     shared["next_id"] = 7
     base, section = to_v2(doc(shared, copy.deepcopy(shared)))
     s["valid_v2_shared_between_graphs.tsg"] = assemble(base, section)
+    s["framed_v2_shared_between_graphs.tsg"] = json.dumps(base, separators=(",", ":")).encode() + b"\0" + section
     good = assemble(base, section)
 
     def edited(edit):
