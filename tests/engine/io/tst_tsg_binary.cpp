@@ -245,8 +245,8 @@ class TestTsgBinary : public QObject {
   void testTensorPagesAreNotTouchedWhenLoading() {
     QTemporaryDir dir;
     const std::filesystem::path path = dir.filePath("big.tsg").toStdString();
-    // W: 1 MiB, shared (a map of its own); big: 2 MiB, a constant (in the file's map).
-    io::TsgDocument doc = sharedWeightsDocument(512, patterned(DType::Float32, {1024, 512}, 9));
+    // W: 1 MiB, shared (a map of its own); big: 8 MiB, a constant (in the file's map).
+    io::TsgDocument doc = sharedWeightsDocument(512, patterned(DType::Float32, {2048, 1024}, 9));
     doc.optimized.reset();
     io::saveTsg(doc, path);
     io::TsgDocument back = io::loadTsg(path);
@@ -258,17 +258,19 @@ class TestTsgBinary : public QObject {
     const std::int64_t wBefore = rssKiB(w.rawData());
     const std::int64_t cBefore = rssKiB(constant->rawData());
     QVERIFY(wBefore >= 0 && cBefore >= 0);
-    // The file's map holds the JSON too (read while loading, plus the kernel's fault-around).
+    // The file's map holds the JSON too, read while loading: its fault may map more than its pages
+    // (the kernel's fault-around, or a whole 2 MiB huge page where the file's page cache has
+    // large folios: FilePmdMapped in smaps), but never the 8 MiB of the constant.
     const auto jsonKiB =
         static_cast<std::int64_t>(io::parseTsgHeader(readFile(path), "t").sectionOffset / 1024);
     QVERIFY2(wBefore <= 64, qPrintable(QString::number(wBefore)));
-    QVERIFY2(cBefore <= jsonKiB + 256, qPrintable(QString::number(cBefore)));
-    double sum = 0;
-    for (std::int64_t i = 0; i < w.numel(); i += 256) sum += w.data<float>()[i];
-    for (std::int64_t i = 0; i < constant->numel(); i += 256) sum += constant->data<float>()[i];
-    (void)sum;
+    QVERIFY2(cBefore <= jsonKiB + 2048 + 256, qPrintable(QString::number(cBefore)));
+    volatile float sink = 0;  // reads the compiler must keep
+    for (std::int64_t i = 0; i < w.numel(); i += 256) sink = sink + w.data<float>()[i];
+    for (std::int64_t i = 0; i < constant->numel(); i += 256)
+      sink = sink + constant->data<float>()[i];
     QVERIFY(rssKiB(w.rawData()) >= 1000);  // every page read now
-    QVERIFY(rssKiB(constant->rawData()) >= 2000);
+    QVERIFY(rssKiB(constant->rawData()) >= 8192);
     QVERIFY(sharedNamed(*back.original, "W")
                 .value()
                 .bitwiseEqual(sharedNamed(*doc.original, "W").value()));

@@ -9,8 +9,10 @@
 #include "engine/io/tsg_binary.h"
 #include "test_main.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 using namespace tscope::engine;
 using nlohmann::json;
@@ -50,6 +52,40 @@ int checkTensors(const json& j, const char* which, const FunctionGraph& fg) {
   return checked;
 }
 
+// The document with what may legitimately differ between two writes of the same graphs taken out:
+// tensors (inline in version 1, descriptors in version 2), the version, the order of the applies
+// (the topological order of a reloaded graph may break ties differently) and so the site table's
+// order (sites are resolved to their file and function).
+json normalized(json d) {
+  const json sites = d.value("sites", json::array());
+  d.erase("sites");
+  d["version"] = 0;
+  std::function<void(json&)> resolve = [&](json& v) {
+    if (v.is_object()) {
+      if (v.contains("site") && v["site"].is_null()) v.erase("site");  // no site, said or not
+      for (auto& [key, item] : v.items())
+        if (key == "site" && item.is_array() && item.size() == 2) {
+          const json& entry = sites.at(item[0].get<std::size_t>());
+          item = json::array({entry["file"], entry.value("function", ""), item[1]});
+        } else if (key != "props") {
+          resolve(item);
+        }
+    } else if (v.is_array()) {
+      for (json& item : v) resolve(item);
+    }
+  };
+  resolve(d);
+  auto byId = [](const json& a, const json& b) { return a["id"] < b["id"]; };
+  for (auto& [name, g] : d["graphs"].items()) {
+    for (json& v : g["variables"])
+      for (const char* key : {"value", "test_value"})
+        if (v.contains(key)) v[key] = nullptr;
+    std::sort(g["applies"].begin(), g["applies"].end(), byId);
+    std::sort(g["variables"].begin(), g["variables"].end(), byId);
+  }
+  return d;
+}
+
 }  // namespace
 
 class TestTsgV1Compat : public QObject {
@@ -67,7 +103,7 @@ class TestTsgV1Compat : public QObject {
     QTest::newRow("examples/graphs/mlp.tsg")
         << QString(TSCOPE_SOURCE_DIR "/examples/graphs/mlp.tsg") << false;
     QTest::newRow("examples/graphs/scoped_model.tsg")
-        << QString(TSCOPE_SOURCE_DIR "/examples/graphs/scoped_model.tsg") << false;
+        << QString(TSCOPE_SOURCE_DIR "/examples/graphs/scoped_model.tsg") << true;
     QTest::newRow("corpus: every dtype")
         << QString(TSCOPE_SOURCE_DIR "/tests/data/corpus/tsg/valid_dtype_zoo.tsg") << false;
   }
@@ -106,17 +142,10 @@ class TestTsgV1Compat : public QObject {
     // Same bytes counted: version 1 stored every reference, version 2 each tensor once.
     QCOMPARE(back.tensorStats.tensorBytes + back.tensorStats.sharedBytes,
              doc.tensorStats.tensorBytes);
-    QVERIFY(v2.size() < text.size());
+    // Binary and stored once, a file with weights shrinks (tiny tensors are padded to 64 bytes).
+    if (doc.tensorStats.tensorBytes > 16384) QVERIFY(v2.size() < text.size());
     // Apart from the tensors, the JSON is the same document.
-    json a = j, b = json::parse(io::tsgJson(v2));
-    for (json* d : {&a, &b}) {
-      (*d)["version"] = 0;
-      for (auto& [name, g] : (*d)["graphs"].items())
-        for (json& v : g["variables"])
-          for (const char* key : {"value", "test_value"})
-            if (v.contains(key)) v[key] = nullptr;
-    }
-    QCOMPARE(a, b);
+    QCOMPARE(normalized(json::parse(io::tsgJson(v2))), normalized(j));
   }
 };
 
