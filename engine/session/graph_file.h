@@ -19,9 +19,9 @@ struct GraphFileInfo {
 };
 
 // .tsg files load with io::loadTsg, .onnx files with io::loadOnnx; a file with
-// another extension is sniffed (the version-2 magic or JSON -> .tsg, protobuf -> ONNX). Throws std::runtime_error
-// (TsgError, OnnxError) with a message naming the file; `info` (optional) receives the format,
-// warnings and opaque ops.
+// another extension is sniffed (the version-2 magic or JSON -> .tsg, protobuf -> ONNX). Throws
+// std::runtime_error (TsgError, OnnxError) with a message naming the file; `info` (optional)
+// receives the format, warnings and opaque ops.
 io::TsgDocument openGraphFile(const std::filesystem::path& path, GraphFileInfo* info = nullptr);
 
 }  // namespace tscope::engine::session

@@ -99,11 +99,11 @@ int runInfo(const QCommandLineParser& p, const std::string& file, std::string& o
   }
   if (fileInfo.format == "tsg") {
     const engine::io::TsgTensorStats& t = fileInfo.tensors;
-    out += "  format version " + std::to_string(t.version) + "; tensors: " +
-           std::to_string(t.tensors) + " stored, " + byteCount(t.tensorBytes) + "; " +
-           byteCount(t.sharedBytes) + " saved by sharing (" + std::to_string(t.sharedTensors) +
-           " tensors used more than once, " + std::to_string(t.sharedBetweenGraphs) +
-           " shared between the graphs)\n";
+    out += "  format version " + std::to_string(t.version) +
+           "; tensors: " + std::to_string(t.tensors) + " stored, " + byteCount(t.tensorBytes) +
+           "; " + byteCount(t.sharedBytes) + " saved by sharing (" +
+           std::to_string(t.sharedTensors) + " tensors used more than once, " +
+           std::to_string(t.sharedBetweenGraphs) + " shared between the graphs)\n";
   }
   out += "original graph:\n" + engine::io::graphSummaryText(info["original"]);
   if (doc.optimized)
