@@ -178,7 +178,7 @@ class TestTsgMalformedBinary : public QObject {
       edit();
     } else if (m == "bad json") {
       std::string text(io::tsgJson(good));
-      text[text.size() / 2] = '#';
+      text.back() = '#';  // after the closing brace: trailing garbage
       file = io::withTsgJson(good, text);
     }
     QVERIFY(!file.empty());
