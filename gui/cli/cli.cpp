@@ -383,7 +383,8 @@ const std::map<std::string, SubCommand>& subCommands() {
         "diff-profile A.tsg B.tsg [--json] [--rows N]", &runDiffProfile, &addDiffProfileOptions,
         2}},
       {"info",
-       {"counts, inputs and outputs with types, op histogram", "info FILE [--json]", &runInfo,
+       {"counts, inputs and outputs with types, op histogram, a .tsg's tensor bytes and sharing",
+        "info FILE [--json]", &runInfo,
         [](QCommandLineParser& p) {
           p.addOption(QCommandLineOption("json", "Print the summary as JSON."));
         }}},
