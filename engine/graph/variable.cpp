@@ -68,6 +68,11 @@ std::shared_ptr<Constant> Constant::create(Tensor value, std::string name,
   return c;
 }
 
+std::shared_ptr<Constant> Constant::adopt(Tensor value, std::string name) {
+  if (!value.defined()) throw TypeError("Constant: the value is undefined");
+  return std::shared_ptr<Constant>(new Constant(std::move(value), std::move(name)));
+}
+
 VarPtr Constant::cloneDetached() const {
   std::shared_ptr<Constant> copy(new Constant(m_value, name()));
   copy->copyMetadataFrom(*this);
@@ -94,6 +99,14 @@ std::atomic<std::uint64_t> g_sharedEpoch{1};
 
 std::uint64_t sharedValueEpoch() {
   return g_sharedEpoch.load(std::memory_order_acquire);
+}
+
+std::shared_ptr<SharedVariable> SharedVariable::adopt(Tensor value, std::string name,
+                                                      std::optional<TensorType> type) {
+  TensorType t = type ? *type : TensorType::ofValue(value);
+  Tensor filtered = t.filter(value, "value of shared variable '" + name + "'");
+  return std::shared_ptr<SharedVariable>(new SharedVariable(
+      std::move(t), std::make_shared<Tensor>(std::move(filtered)), std::move(name)));
 }
 
 void SharedVariable::setValue(const Tensor& value) {

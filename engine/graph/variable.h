@@ -110,6 +110,9 @@ class Constant final : public Variable {
   static std::shared_ptr<Constant> create(
       Tensor value, std::string name = {},
       std::source_location site = std::source_location::current());
+  // Keeps `value` itself instead of the copy create() makes: the caller hands over a tensor that
+  // nobody writes into (a .tsg file's memory-mapped bytes, read only when first used).
+  static std::shared_ptr<Constant> adopt(Tensor value, std::string name = {});
   const Tensor& value() const { return m_value; }
   VarPtr cloneDetached() const override;
 
@@ -124,6 +127,10 @@ class SharedVariable final : public Variable {
   static std::shared_ptr<SharedVariable> create(
       Tensor value, std::string name, std::optional<TensorType> type = std::nullopt,
       std::source_location site = std::source_location::current());
+  // Like create, but keeps `value` itself (no copy) when the type fits without a conversion: the
+  // caller hands the buffer over (a private memory map of a .tsg file's bytes).
+  static std::shared_ptr<SharedVariable> adopt(Tensor value, std::string name,
+                                               std::optional<TensorType> type = std::nullopt);
   const Tensor& value() const { return *m_value; }
   // Replaces the value (filtered against the type); every clone of this variable sees it.
   void setValue(const Tensor& value);

@@ -8,11 +8,10 @@
 #include "engine/io/graph_json.h"
 #include "engine/io/json_cursor.h"
 #include "engine/io/tsg.h"
+#include "engine/io/tsg_binary.h"
 
 #include <algorithm>
 #include <deque>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -71,7 +70,26 @@ TensorType readType(const JsonCursor& c) {
   return TensorType(*dtype, std::move(dims), device);
 }
 
-Tensor readTensor(const JsonCursor& c) {
+// Where a document's tensors are: a version-2 tensor section, or none (base64 "data" only: a
+// version-1 file, or a graph kept in op props). Counts the base64 tensors for the stats.
+struct TensorSource {
+  TensorSectionReader* section = nullptr;
+  TsgTensorStats inline_;
+};
+
+// Which tensor a message is about: "the value of variable 12 'fc.weight'".
+struct TensorLabel {
+  const char* role;
+  std::int64_t id;
+  const std::string& name;
+  std::string str() const {
+    return std::string(role) + " of variable " + std::to_string(id) +
+           (name.empty() ? std::string() : " '" + name + "'");
+  }
+};
+
+Tensor readTensor(const JsonCursor& c, TensorSource& source, TensorSectionReader::Use use,
+                  int graph, const TensorLabel& label) {
   c.expectObject();
   auto dtypeName = c.at("dtype").string();
   auto dtype = dtypeFromName(dtypeName);
@@ -89,6 +107,14 @@ Tensor readTensor(const JsonCursor& c) {
     if (__builtin_mul_overflow(numel, d, &numel) || numel > kMaxId)
       shapeCursor.fail("the shape has more elements than any file can hold");
     shape.push_back(d);
+  }
+  if (!c.find("data")) {
+    if (!source.section)
+      c.fail("expected the tensor's bytes in \"data\" (base64): " + label.str() +
+             " refers to a tensor section, but this document has none (only version-2 files "
+             "have one, after their JSON)");
+    Tensor t = source.section->read(c, *dtype, std::move(shape), numel, use, graph, label.str());
+    return t;
   }
   JsonCursor data = c.at("data");
   std::string text = data.string();
@@ -109,6 +135,9 @@ Tensor readTensor(const JsonCursor& c) {
         data.fail("expected bool data bytes 0 or 1, found " +
                   std::to_string(std::to_integer<unsigned>((*bytes)[i])) + " at byte " +
                   std::to_string(i));
+  ++source.inline_.tensors;
+  ++source.inline_.references;
+  source.inline_.tensorBytes += bytes->size();
   return Tensor::fromBytes(*dtype, std::move(shape), *bytes);
 }
 
@@ -150,8 +179,9 @@ std::optional<SourceSite> readSite(const JsonCursor& c, const SiteTable& table) 
 // One graph of the document.
 class GraphReader {
  public:
-  GraphReader(const JsonCursor& c, const OpRegistry& registry, const SiteTable& sites)
-      : m_c(c), m_registry(registry), m_sites(sites) {}
+  GraphReader(const JsonCursor& c, const OpRegistry& registry, const SiteTable& sites,
+              TensorSource& tensors, int graph)
+      : m_c(c), m_registry(registry), m_sites(sites), m_tensors(tensors), m_graph(graph) {}
 
   std::unique_ptr<FunctionGraph> read() {
     m_c.expectObject();
@@ -245,16 +275,21 @@ class GraphReader {
       if (e.kind == "input") {
         e.var = Variable::create(e.type, name);
       } else if (e.kind == "constant" || e.kind == "shared") {
-        Tensor value = readTensor(v.at("value"));
+        // Note [Adopted values]: a value from the file is the variable's own already (decoded from
+        // base64, or over the file's bytes: private for a shared variable), so it is not copied.
+        Tensor value = readTensor(v.at("value"), m_tensors,
+                                  e.kind == "shared" ? TensorSectionReader::Use::Shared
+                                                     : TensorSectionReader::Use::Constant,
+                                  m_graph, TensorLabel{"the value", id, name});
         if (TensorType::ofValue(value) != e.type &&
             !(e.kind == "shared" && e.type.isCompatibleWith(TensorType::ofValue(value))))
           v.at("value").fail("the value has type " + TensorType::ofValue(value).str() +
                              " but the variable's type is " + e.type.str());
         if (e.kind == "constant") {
-          e.var = Constant::create(value, name);
+          e.var = Constant::adopt(value, name);
         } else {
           try {
-            e.var = SharedVariable::create(value, name, e.type);
+            e.var = SharedVariable::adopt(value, name, e.type);
           } catch (const std::exception& ex) {
             v.at("value").fail(ex.what());
           }
@@ -280,7 +315,8 @@ class GraphReader {
     else if (!var.owner())
       var.setSite({});
     if (auto tv = v.find("test_value")) {
-      Tensor t = readTensor(*tv);
+      Tensor t = readTensor(*tv, m_tensors, TensorSectionReader::Use::TestValue, m_graph,
+                            TensorLabel{"the test value", id, var.name()});
       try {
         var.setTestValue(t);
       } catch (const std::exception& e) {
@@ -440,6 +476,8 @@ class GraphReader {
   JsonCursor m_c;
   const OpRegistry& m_registry;
   const SiteTable& m_sites;
+  TensorSource& m_tensors;
+  int m_graph;  // 0: original, 1: optimized
   Entry& addEntry(Entry e) {
     Entry& added = m_entries.emplace_back(std::move(e));
     m_entryById.set(added.id, &added);
@@ -523,22 +561,13 @@ std::size_t nestingDepth(std::string_view text) {
 
 constexpr std::size_t kMaxNesting = 64;
 
-}  // namespace
-
-// Note [Whole or nothing]: the reader builds every object locally; only a fully checked document
-// is returned. The graphs' nodes are adopted by their FunctionGraph only at the end of each graph.
-TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegistry& registry) {
-  std::string src(source);
-  JsonCursor::Fail fail = [&](const std::string& path, const std::string& message) {
-    throw TsgError(src, path, message);
-  };
+json parseJson(std::string_view text, const std::string& src) {
   if (std::size_t depth = nestingDepth(text); depth > kMaxNesting)
     throw TsgError(src, "/",
                    "the JSON nests " + std::to_string(depth) +
                        " levels deep; a .tsg file needs at most " + std::to_string(kMaxNesting));
-  json root;
   try {
-    root = json::parse(text.begin(), text.end());
+    return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
     // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2: ...";
     // a number too large for a double is out_of_range.406 ("number overflow parsing '1e999'").
@@ -546,6 +575,15 @@ TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegi
     if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
     throw TsgError(src, "/", "not valid JSON (" + what + ")");
   }
+}
+
+// Note [Whole or nothing]: the reader builds every object locally; only a fully checked document
+// is returned. The graphs' nodes are adopted by their FunctionGraph only at the end of each graph.
+TsgDocument readDocument(const json& root, const std::string& src, const OpRegistry& registry,
+                         TensorSource& tensors) {
+  JsonCursor::Fail fail = [&](const std::string& path, const std::string& message) {
+    throw TsgError(src, path, message);
+  };
   JsonCursor c(root, &fail);
   c.expectObject();
   std::string format = c.at("format").string();
@@ -557,6 +595,14 @@ TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegi
     c.at("version").fail("the file has format version " + std::to_string(version) +
                          "; this Tensorscope reads up to version " + std::to_string(kTsgVersion) +
                          " (a newer Tensorscope wrote it)");
+  if (tensors.section && version != 2)
+    c.at("version").fail("expected 2 (the version in the file's header), found " +
+                         std::to_string(version));
+  if (!tensors.section && version != 1)
+    c.at("version").fail(
+        "the document says format version " + std::to_string(version) +
+        ", but version-2 files begin with a binary header (the bytes 89 54 53 47 0d 0a 1a 0a) "
+        "and this is JSON text only; expected version 1 for a JSON file");
   TsgDocument doc;
   if (auto p = c.find("producer")) {
     p->expectObject();
@@ -565,9 +611,9 @@ TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegi
   JsonCursor graphs = c.at("graphs");
   graphs.expectObject();
   SiteTable sites = readSiteTable(c);
-  doc.original = GraphReader(graphs.at("original"), registry, sites).read();
+  doc.original = GraphReader(graphs.at("original"), registry, sites, tensors, 0).read();
   if (auto opt = graphs.find("optimized"))
-    doc.optimized = GraphReader(*opt, registry, sites).read();
+    doc.optimized = GraphReader(*opt, registry, sites, tensors, 1).read();
   for (const auto& [key, value] : graphs.value().items())
     if (key != "original" && key != "optimized")
       graphs.fail("expected only the graphs \"original\" and \"optimized\", found \"" + key + "\"");
@@ -576,7 +622,54 @@ TsgDocument readTsg(std::string_view text, std::string_view source, const OpRegi
     p->arraySize();
     doc.profiles = p->value();
   }
+  if (tensors.section) {
+    doc.tensorStats = tensors.section->stats();
+  } else {
+    doc.tensorStats = tensors.inline_;
+    doc.tensorStats.version = 1;
+  }
   return doc;
+}
+
+TsgDocument readText(std::string_view text, const std::string& src, const OpRegistry& registry) {
+  json root = parseJson(text, src);
+  TensorSource tensors;
+  return readDocument(root, src, registry, tensors);
+}
+
+// Note [Lazy tensors]: a version-2 document's tensors are Storages over `bytes` (the file's map):
+// building the graphs reads the JSON only, and a weight's pages are read when a kernel or the
+// inspector first touches them.
+TsgDocument readBinary(const std::shared_ptr<TsgBytes>& bytes, const std::string& src,
+                       const OpRegistry& registry) {
+  const TsgHeader header = parseTsgHeader(bytes->view(), src);
+  json root = parseJson(bytes->view().substr(header.jsonOffset, header.jsonLength), src);
+  TensorSectionReader section(bytes, header);
+  TensorSource tensors;
+  tensors.section = &section;
+  TsgDocument doc = readDocument(root, src, registry, tensors);
+  bytes->closeFile();
+  return doc;
+}
+
+}  // namespace
+
+TsgDocument readTsg(std::string_view bytes, std::string_view source, const OpRegistry& registry) {
+  const std::string src(source);
+  if (looksLikeBinaryTsg(bytes)) return readBinary(TsgBytes::copy(bytes), src, registry);
+  return readText(bytes, src, registry);
+}
+
+std::string_view tsgJson(std::string_view bytes, std::string_view source) {
+  if (!looksLikeBinaryTsg(bytes)) return bytes;
+  const TsgHeader h = parseTsgHeader(bytes, std::string(source));
+  return bytes.substr(h.jsonOffset, h.jsonLength);
+}
+
+std::string withTsgJson(std::string_view bytes, std::string_view json) {
+  if (!looksLikeBinaryTsg(bytes)) return std::string(json);
+  const TsgHeader h = parseTsgHeader(bytes, "<memory>");
+  return assembleTsg(json, bytes.substr(h.sectionOffset, h.sectionLength));
 }
 
 std::unique_ptr<FunctionGraph> graphFromJson(const json& value, const OpRegistry& registry,
@@ -587,16 +680,14 @@ std::unique_ptr<FunctionGraph> graphFromJson(const json& value, const OpRegistry
   JsonCursor c(value, &fail);
   c.expectObject();
   SiteTable sites = readSiteTable(c);
-  return GraphReader(c, registry, sites).read();
+  TensorSource tensors;
+  return GraphReader(c, registry, sites, tensors, 0).read();
 }
 
 TsgDocument loadTsg(const std::filesystem::path& path, const OpRegistry& registry) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw TsgError(path.string(), "/", "cannot open the file for reading");
-  std::ostringstream text;
-  text << f.rdbuf();
-  if (f.bad()) throw TsgError(path.string(), "/", "reading the file failed");
-  return readTsg(text.str(), path.string(), registry);
+  std::shared_ptr<TsgBytes> bytes = TsgBytes::map(path);
+  if (looksLikeBinaryTsg(bytes->view())) return readBinary(bytes, path.string(), registry);
+  return readText(bytes->view(), path.string(), registry);
 }
 
 }  // namespace tscope::engine::io

@@ -1,10 +1,12 @@
-// Writing .tsg files: each variable and apply on a line of its own, so files diff well.
+// Writing .tsg files: the header, the JSON document with each variable and apply on a line of its
+// own (so the JSON diffs well), then the tensor section with each distinct tensor once.
 
 #include "engine/graph/op.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/base64.h"
 #include "engine/io/graph_json.h"
 #include "engine/io/tsg.h"
+#include "engine/io/tsg_binary.h"
 
 #include <bit>
 #include <map>
@@ -57,6 +59,16 @@ TsgError::TsgError(std::string source, std::string path, std::string message)
       m_source(validUtf8(std::move(source))),
       m_path(validUtf8(std::move(path))),
       m_message(validUtf8(std::move(message))) {}
+
+json tensorStatsToJson(const TsgTensorStats& s) {
+  return {{"format_version", s.version},
+          {"tensors", s.tensors},
+          {"tensor_bytes", s.tensorBytes},
+          {"references", s.references},
+          {"shared_bytes", s.sharedBytes},
+          {"shared_tensors", s.sharedTensors},
+          {"shared_between_graphs", s.sharedBetweenGraphs}};
+}
 
 json tensorToJson(const Tensor& t) {
   std::vector<std::byte> bytes = t.toBytes();
@@ -113,7 +125,12 @@ std::string_view kindName(const Variable& v) {
   return "input";
 }
 
-json variableToJson(const Variable& v, SiteTable& sites) {
+// A tensor in the section (a .tsg file), or inline as base64 (a graph kept in op props).
+json tensorRef(const Tensor& t, TensorSectionWriter* section) {
+  return section ? section->add(t) : tensorToJson(t);
+}
+
+json variableToJson(const Variable& v, SiteTable& sites, TensorSectionWriter* section) {
   json out = {{"id", v.id()}, {"kind", kindName(v)}};
   if (!v.owner()) out["type"] = typeToJson(v.type());  // an apply states its outputs' types
   if (!v.name().empty()) out["name"] = v.name();
@@ -131,9 +148,10 @@ json variableToJson(const Variable& v, SiteTable& sites) {
     else
       out["site"] = nullptr;  // differs from the apply's by having none
   }
-  if (auto* c = dynamic_cast<const Constant*>(&v)) out["value"] = tensorToJson(c->value());
-  if (auto* s = dynamic_cast<const SharedVariable*>(&v)) out["value"] = tensorToJson(s->value());
-  if (v.testValue()) out["test_value"] = tensorToJson(*v.testValue());
+  if (auto* c = dynamic_cast<const Constant*>(&v)) out["value"] = tensorRef(c->value(), section);
+  if (auto* s = dynamic_cast<const SharedVariable*>(&v))
+    out["value"] = tensorRef(s->value(), section);
+  if (v.testValue()) out["test_value"] = tensorRef(*v.testValue(), section);
   return out;
 }
 
@@ -199,8 +217,8 @@ struct GraphHeader {
 };
 
 template <class OnApply, class OnVariable>
-GraphHeader visitGraph(const FunctionGraph& fg, SiteTable& sites, OnApply onApply,
-                       OnVariable onVariable) {
+GraphHeader visitGraph(const FunctionGraph& fg, SiteTable& sites, TensorSectionWriter* section,
+                       OnApply onApply, OnVariable onVariable) {
   GraphHeader h;
   for (const auto& in : fg.inputs()) h.inputs.push_back(in->id());
   for (const auto& o : fg.outputs()) h.outputs.push_back(o->id());
@@ -213,16 +231,17 @@ GraphHeader visitGraph(const FunctionGraph& fg, SiteTable& sites, OnApply onAppl
   std::sort(vars.begin(), vars.end(),
             [](const Variable* a, const Variable* b) { return a->id() < b->id(); });
   for (const Apply* a : fg.toposort()) onApply(applyToJson(*a, sites));
-  for (const Variable* v : vars) onVariable(variableToJson(*v, sites));
+  for (const Variable* v : vars) onVariable(variableToJson(*v, sites, section));
   return h;
 }
 
-void appendGraph(std::string& out, const FunctionGraph& fg, SiteTable& sites) {
+void appendGraph(std::string& out, const FunctionGraph& fg, SiteTable& sites,
+                 TensorSectionWriter& section) {
   std::vector<std::string> varItems, applyItems;
   varItems.reserve(fg.variables().size());
   applyItems.reserve(fg.nodeCount());
   GraphHeader h = visitGraph(
-      fg, sites, [&](json&& a) { applyItems.push_back(a.dump()); },
+      fg, sites, &section, [&](json&& a) { applyItems.push_back(a.dump()); },
       [&](json&& v) { varItems.push_back(v.dump()); });
   out += "{\n      \"inputs\": " + h.inputs.dump() + ",\n      \"outputs\": " + h.outputs.dump() +
          ",\n      \"updates\": " + h.updates.dump() +
@@ -253,7 +272,7 @@ json graphToJson(const FunctionGraph& graph) {
   SiteTable sites;
   json applies = json::array(), variables = json::array();
   GraphHeader h = visitGraph(
-      graph, sites, [&](json&& a) { applies.push_back(std::move(a)); },
+      graph, sites, nullptr, [&](json&& a) { applies.push_back(std::move(a)); },
       [&](json&& v) { variables.push_back(std::move(v)); });
   json out = {{"inputs", std::move(h.inputs)},     {"outputs", std::move(h.outputs)},
               {"updates", std::move(h.updates)},   {"next_id", h.nextId},
@@ -299,11 +318,12 @@ std::string writeTsg(const TsgDocument& doc) {
                       ? doc.producer
                       : json{{"name", "tensorscope"}, {"version", "0.1.0"}};
   SiteTable sites;
+  TensorSectionWriter section;
   std::string graphs = "{\n    \"original\": ";
-  appendGraph(graphs, *doc.original, sites);
+  appendGraph(graphs, *doc.original, sites, section);
   if (doc.optimized) {
     graphs += ",\n    \"optimized\": ";
-    appendGraph(graphs, *doc.optimized, sites);
+    appendGraph(graphs, *doc.optimized, sites, section);
   }
   std::string out = "{\n  \"format\": " + json(kTsgFormat).dump() +
                     ",\n  \"version\": " + std::to_string(kTsgVersion) +
@@ -316,7 +336,7 @@ std::string writeTsg(const TsgDocument& doc) {
   appendLines(out, rewrites, "    ");
   out += ",\n  \"profiles\": " + (doc.profiles.is_array() ? doc.profiles : json::array()).dump() +
          "\n}\n";
-  return out;
+  return assembleTsg(out, section.bytes());
 }
 
 void saveTsg(const TsgDocument& doc, const std::filesystem::path& path) {

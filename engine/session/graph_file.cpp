@@ -29,7 +29,8 @@ io::TsgDocument openOnnx(const std::filesystem::path& path, GraphFileInfo* info)
 #endif
 }
 
-// The first bytes of the file, to tell a .tsg (JSON) from an ONNX model (protobuf).
+// The first bytes of the file, to tell a .tsg (the version-2 magic, or JSON) from an ONNX model
+// (protobuf).
 std::string head(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::string bytes(64, '\0');
@@ -38,7 +39,8 @@ std::string head(const std::filesystem::path& path) {
   return bytes;
 }
 
-bool startsLikeJson(std::string_view bytes) {
+bool startsLikeTsg(std::string_view bytes) {
+  if (bytes.size() >= 4 && bytes.substr(0, 4) == "\x89TSG") return true;  // version 2
   const std::size_t first = bytes.find_first_not_of(" \t\r\n");
   return first != std::string_view::npos && bytes[first] == '{';
 }
@@ -56,9 +58,13 @@ io::TsgDocument openGraphFile(const std::filesystem::path& path, GraphFileInfo* 
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (ext == ".onnx") return openOnnx(path, info);
   const std::string start = ext == ".tsg" ? std::string() : head(path);
-  if (ext == ".tsg" || startsLikeJson(start)) {
-    if (info) info->format = "tsg";
-    return io::loadTsg(path);
+  if (ext == ".tsg" || startsLikeTsg(start)) {
+    io::TsgDocument doc = io::loadTsg(path);
+    if (info) {
+      info->format = "tsg";
+      info->tensors = doc.tensorStats;
+    }
+    return doc;
   }
 #ifdef TSCOPE_HAVE_ONNX
   if (io::looksLikeOnnx(start)) return openOnnx(path, info);

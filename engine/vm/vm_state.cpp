@@ -192,7 +192,9 @@ void VM::applyObserverChanges() {
     if (add)
       m_observers.push_back(std::move(add));
     else
-      std::erase_if(m_observers, [&](const auto& o) { return o.get() == remove; });
+      // The binding is copied into the lambda: clang 14 (the fuzz build) cannot capture a
+      // structured binding.
+      std::erase_if(m_observers, [r = remove](const auto& o) { return o.get() == r; });
   }
   m_pending.clear();
 }

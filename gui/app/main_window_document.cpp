@@ -22,6 +22,7 @@
 #include <QFileInfo>
 #include <QFuture>
 #include <QLabel>
+#include <QLocale>
 #include <QMenu>
 #include <QPlainTextEdit>
 #include <QProgressBar>
@@ -240,6 +241,19 @@ void MainWindow::showDocument(std::shared_ptr<const Document> document) {
                          ? tr(", %1 in the optimized graph").arg(document->optimized->nodeCount())
                          : QString())
                 .arg(document->rewrites.size()));
+  if (document->info.format == "tsg") {
+    // The file's tensor facts, as `tensorscope info` prints them (issue 26).
+    const engine::io::TsgTensorStats& t = document->info.tensors;
+    const QLocale locale;
+    appendLog(tr("Tensors (format version %1): %2 stored, %3; %4 saved by sharing (%5 used more "
+                 "than once, %6 shared between the graphs)")
+                  .arg(t.version)
+                  .arg(t.tensors)
+                  .arg(locale.formattedDataSize(static_cast<qint64>(t.tensorBytes)))
+                  .arg(locale.formattedDataSize(static_cast<qint64>(t.sharedBytes)))
+                  .arg(t.sharedTensors)
+                  .arg(t.sharedBetweenGraphs));
+  }
   for (const std::string& warning : document->info.warnings)
     appendLog(tr("Warning: %1").arg(QString::fromStdString(warning)));
   if (!document->info.opaqueOps.empty()) {

@@ -18,6 +18,7 @@
 #include <QStringList>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -52,6 +53,15 @@ const engine::FunctionGraph& pickGraph(const engine::io::TsgDocument& doc,
   throw std::invalid_argument("--graph expects original or optimized, found '" + which + "'");
 }
 
+// "1234 bytes" below 10 KiB, else "12.3 MB (12345678 bytes)".
+std::string byteCount(std::uint64_t bytes) {
+  if (bytes < 10240) return std::to_string(bytes) + " bytes";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f MB (%llu bytes)", static_cast<double>(bytes) / 1e6,
+                static_cast<unsigned long long>(bytes));
+  return text;
+}
+
 int runInfo(const QCommandLineParser& p, const std::string& file, std::string& out, std::string&) {
   engine::session::GraphFileInfo fileInfo;
   engine::io::TsgDocument doc = engine::session::openGraphFile(file, &fileInfo);
@@ -66,6 +76,7 @@ int runInfo(const QCommandLineParser& p, const std::string& file, std::string& o
                     {"warnings", fileInfo.warnings},
                     {"opaque_ops", fileInfo.opaqueOps}};
   if (doc.optimized) info["optimized"] = engine::io::graphSummary(*doc.optimized);
+  if (fileInfo.format == "tsg") info["tensors"] = engine::io::tensorStatsToJson(fileInfo.tensors);
   if (p.isSet("json")) {
     out += info.dump(2) + "\n";
     return kExitOk;
@@ -85,6 +96,14 @@ int runInfo(const QCommandLineParser& p, const std::string& file, std::string& o
       out += "  opaque (not executable) ops: " + ops + "\n";
     }
     for (const std::string& w : fileInfo.warnings) out += "  warning: " + w + "\n";
+  }
+  if (fileInfo.format == "tsg") {
+    const engine::io::TsgTensorStats& t = fileInfo.tensors;
+    out += "  format version " + std::to_string(t.version) +
+           "; tensors: " + std::to_string(t.tensors) + " stored, " + byteCount(t.tensorBytes) +
+           "; " + byteCount(t.sharedBytes) + " saved by sharing (" +
+           std::to_string(t.sharedTensors) + " tensors used more than once, " +
+           std::to_string(t.sharedBetweenGraphs) + " shared between the graphs)\n";
   }
   out += "original graph:\n" + engine::io::graphSummaryText(info["original"]);
   if (doc.optimized)
@@ -366,7 +385,8 @@ const std::map<std::string, SubCommand>& subCommands() {
         "diff-profile A.tsg B.tsg [--json] [--rows N]", &runDiffProfile, &addDiffProfileOptions,
         2}},
       {"info",
-       {"counts, inputs and outputs with types, op histogram", "info FILE [--json]", &runInfo,
+       {"counts, inputs and outputs with types, op histogram, a .tsg's tensor bytes and sharing",
+        "info FILE [--json]", &runInfo,
         [](QCommandLineParser& p) {
           p.addOption(QCommandLineOption("json", "Print the summary as JSON."));
         }}},

@@ -4,7 +4,11 @@
     python3 tests/fuzz/make_tsg_corpus.py [OUT_DIR]     # default: tests/data/corpus/tsg
 
 It (over)writes only the files it generates: valid_*.tsg (small graphs that load) and bad_*.tsg
-(malformed variants that must be refused with a TsgError). The regress_*.tsg files beside them are
+(malformed variants that must be refused with a TsgError); the seeds without "v2" in their name are
+version-1 JSON text (still read), valid_v2_* and bad_v2_* are version-2 files (binary header, JSON,
+tensor section: docs/tsg-format.md), made here from the JSON by an independent writer, and
+framed_v2_* are "JSON NUL SECTION" inputs that the fuzz target frames with a correct header
+(Note [Framed inputs] in fuzz_tsg_loader.cpp). The regress_*.tsg files beside them are
 minimised crash reproducers, added by hand; this script never touches them. Run it again when the
 format changes (docs/tsg-format.md, engine/io/tsg_reader.cpp), then check that the valid_* seeds
 still load, e.g. with the fuzz_tsg_replay driver under the sanitizers of a TSCOPE_FUZZ build.
@@ -266,20 +270,117 @@ def seeds():
     return s
 
 
+# --- version 2 ----------------------------------------------------------------------------------
+MAGIC = b"\x89TSG\r\n\x1a\n"
+
+
+def align(n):
+    return (n + 63) // 64 * 64
+
+
+def to_v2(d):
+    """Moves every base64 tensor of the graphs into a tensor section (equal bytes stored once)."""
+    d = copy.deepcopy(d)
+    d["version"] = 2
+    section, where = bytearray(), {}
+
+    def ref(t):
+        data = base64.b64decode(t["data"])
+        if not data:
+            return {"dtype": t["dtype"], "shape": t["shape"], "offset": 0, "length": 0}
+        if data not in where:
+            where[data] = len(section)
+            section.extend(data)
+            section.extend(b"\0" * (align(len(section)) - len(section)))
+        return {"dtype": t["dtype"], "shape": t["shape"], "offset": where[data], "length": len(data)}
+
+    for g in d["graphs"].values():
+        for v in g["variables"]:
+            for key in ("value", "test_value"):
+                if key in v and "data" in v[key]:
+                    v[key] = ref(v[key])
+    return d, bytes(section)
+
+
+def assemble(d, section, version=2, reserved=0, json_length=None, section_length=None):
+    text = json.dumps(d, separators=(",", ":")).encode()
+    header = MAGIC + struct.pack("<IIQQ", version, reserved,
+                                 len(text) if json_length is None else json_length,
+                                 len(section) if section_length is None else section_length)
+    body = header + text
+    return body + b"\0" * (align(len(body)) - len(body)) + section
+
+
+def v2_seeds(s):
+    for name in [n for n in s if n.startswith("valid_")]:
+        s[name.replace("valid_", "valid_v2_")] = assemble(*to_v2(s[name]))
+        if "dtype_zoo" in name or "constants" in name:  # Note [Framed inputs] in the fuzz target
+            d, section = to_v2(s[name])
+            s[name.replace("valid_", "framed_v2_")] = (
+                json.dumps(d, separators=(",", ":")).encode() + b"\0" + section)
+    # A shared weight and a constant with the same bytes, and both graphs holding the weight.
+    w = tensor("float32", [2, 2], "f", [1.0, -2.0, 0.5, 4.0])
+    shared = {
+        "inputs": [0, 1], "outputs": [4], "updates": [], "next_id": 5,
+        "variables": [{"id": 0, "kind": "input", "name": "x", "type": f32([2, 2])},
+                      {"id": 1, "kind": "shared", "name": "W", "type": f32([2, 2]), "value": w},
+                      {"id": 2, "kind": "constant", "name": "C", "type": f32([2, 2]), "value": w,
+                       "test_value": w}],
+        "applies": [{"id": 3, "op": "Elemwise", "props": {"scalar_op": "add"}, "inputs": [0, 1],
+                     "outputs": [5], "types": [f32([2, 2])]},
+                    {"id": 6, "op": "Elemwise", "props": {"scalar_op": "mul"}, "inputs": [5, 2],
+                     "outputs": [4], "types": [f32([2, 2])]}],
+    }
+    shared["next_id"] = 7
+    base, section = to_v2(doc(shared, copy.deepcopy(shared)))
+    s["valid_v2_shared_between_graphs.tsg"] = assemble(base, section)
+    s["framed_v2_shared_between_graphs.tsg"] = json.dumps(base, separators=(",", ":")).encode() + b"\0" + section
+    good = assemble(base, section)
+
+    def edited(edit):
+        d = copy.deepcopy(base)
+        edit(d["graphs"]["original"]["variables"][1]["value"], d)
+        return assemble(d, section)
+
+    s["bad_v2_truncated_section.tsg"] = good[:-32]
+    s["bad_v2_trailing_bytes.tsg"] = good + b"\0" * 64
+    s["bad_v2_bad_magic.tsg"] = b"\x89TSX" + good[4:]
+    s["bad_v2_short_header.tsg"] = good[:20]
+    s["bad_v2_header_version_3.tsg"] = assemble(base, section, version=3)
+    s["bad_v2_reserved_nonzero.tsg"] = assemble(base, section, reserved=1)
+    s["bad_v2_json_length_past_end.tsg"] = assemble(base, section, json_length=1 << 40)
+    s["bad_v2_section_length_not_aligned.tsg"] = assemble(base, section, section_length=len(section) - 1)
+    s["bad_v2_offset_out_of_range.tsg"] = edited(lambda t, d: t.update(offset=4096))
+    s["bad_v2_offset_misaligned.tsg"] = edited(lambda t, d: t.update(offset=8))
+    s["bad_v2_length_mismatch.tsg"] = edited(lambda t, d: t.update(length=12))
+    s["bad_v2_overlap.tsg"] = assemble(*(lambda d: (d, section + b"\0" * 64))(
+        (lambda d: (d["graphs"]["original"]["variables"][2]["value"].update(
+            dtype="float16", shape=[2, 2], length=8, offset=0) or d))(copy.deepcopy(base))))
+    json_version_1 = copy.deepcopy(base)
+    json_version_1["version"] = 1
+    s["bad_v2_json_says_version_1.tsg"] = assemble(json_version_1, section)
+    s["bad_v2_json_only.tsg"] = base  # version 2 without the header
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "data", "corpus", "tsg")
     os.makedirs(out, exist_ok=True)
     total = 0
-    for name, content in sorted(seeds().items()):
-        text = content if isinstance(content, str) else json.dumps(content, separators=(",", ":"))
-        data = text.encode()
+    all_seeds = seeds()
+    v2_seeds(all_seeds)
+    for name, content in sorted(all_seeds.items()):
+        if isinstance(content, bytes):
+            data = content
+        else:
+            text = content if isinstance(content, str) else json.dumps(content, separators=(",", ":"))
+            data = text.encode()
         if len(data) >= SIZE_LIMIT:
             sys.exit(f"{name}: {len(data)} bytes; seeds must stay under {SIZE_LIMIT}")
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
         total += len(data)
-    print(f"{len(seeds())} seeds, {total} bytes, in {out}")
+    print(f"{len(all_seeds)} seeds, {total} bytes, in {out}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 #include "cli_test_support.h"
 #include "engine/io/tsg.h"
+#include "engine/session/optimize_graph.h"
 #include "gui/cli/cli.h"
 #include "test_main.h"
 
@@ -52,6 +53,42 @@ class TestCli : public QObject {
     QCOMPARE(j["original"]["inputs"].size(), std::size_t{5});
     QCOMPARE(j["original"]["outputs"][0]["name"], nlohmann::json("logits"));
     QVERIFY(!j.contains("optimized"));
+  }
+
+  // The file's tensor bytes and sharing (issue 26): none shared in a version-1 file; optimized and
+  // saved again as version 2, the weights both graphs hold are stored once.
+  void testInfoTensorStats() {
+    Result r = cli({"info", kExample, "--json"});
+    QCOMPARE(r.code, 0);
+    auto j = nlohmann::json::parse(r.out);
+    QCOMPARE(j["tensors"]["format_version"].get<int>(), 1);
+    QCOMPARE(j["tensors"]["shared_bytes"].get<std::uint64_t>(), std::uint64_t{0});
+    const std::uint64_t v1Bytes = j["tensors"]["tensor_bytes"].get<std::uint64_t>();
+    QVERIFY(v1Bytes > 0);
+
+    engine::io::TsgDocument doc = engine::io::loadTsg(kExample);
+    engine::session::optimizeDocument(doc, engine::RewriteQuery::forMode("fast_run"));
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("optimized.tsg").toStdString();
+    engine::io::saveTsg(doc, path);
+    const engine::io::TsgTensorStats stats = engine::io::loadTsg(path).tensorStats;
+    QVERIFY(stats.sharedBetweenGraphs > 0);
+    r = cli({"info", path, "--json"});
+    QCOMPARE(r.code, 0);
+    j = nlohmann::json::parse(r.out);
+    QCOMPARE(j["tensors"], engine::io::tensorStatsToJson(stats));
+    QCOMPARE(j["tensors"]["format_version"].get<int>(), 2);
+    // The weights of the original graph are in the file once, used by both graphs.
+    QVERIFY(j["tensors"]["tensor_bytes"].get<std::uint64_t>() <= v1Bytes);
+    QVERIFY(j["tensors"]["shared_bytes"].get<std::uint64_t>() > 0);
+    r = cli({"info", path});
+    QCOMPARE(r.code, 0);
+    const QString out = QString::fromStdString(r.out);
+    QVERIFY2(out.contains(QString("format version 2; tensors: %1 stored").arg(stats.tensors)),
+             r.out.c_str());
+    QVERIFY2(out.contains(QString("%1 shared between the graphs").arg(stats.sharedBetweenGraphs)),
+             r.out.c_str());
+    QVERIFY2(out.contains("saved by sharing"), r.out.c_str());
   }
 
   void testPrint() {
