@@ -32,8 +32,6 @@
 
 namespace tscope::engine::cpu {
 
-enum class ConvActivation : std::uint8_t { None, Relu, Clip };
-
 // What the kernel applies to each output element after the convolution (y = y + bias[o]), and the
 // layouts of x and y: NCHW (contiguous), or channel-last (Note [Channel-last activations]).
 struct ConvEpilogue {

@@ -11,9 +11,14 @@
 #include "engine/backends/cpu/dnnl_conv.h"
 #include "engine/ops/nn/conv2d.h"
 
+#include <cstdint>
 #include <source_location>
 
 namespace tscope::engine {
+
+namespace cpu {
+enum class ConvActivation : std::uint8_t { None, Relu, Clip };
+}  // namespace cpu
 
 struct ConvActivationSpec {
   cpu::ConvActivation kind = cpu::ConvActivation::None;

@@ -51,7 +51,8 @@ bool softmaxRows(const T* x, T* y, const AxisLayout& l) {
   const ElemwiseRowFn sub = elemwiseRowKernel(ScalarOp::Sub, dt);
   const ElemwiseRowFn exp = elemwiseRowKernel(ScalarOp::Exp, dt);
   const ElemwiseRowFn mul = elemwiseRowKernel(ScalarOp::Mul, dt);
-  if (!sub || !exp || !mul) return false;
+  const ElemwiseRowFn addFn = elemwiseRowKernel(ScalarOp::Add, dt);
+  if (!sub || !exp || !mul || !addFn) return false;
   std::vector<T> e(kLog ? static_cast<std::size_t>(l.len) : 0);
   const std::int64_t strides[2] = {1, 0}, unit[1] = {1};
   for (std::int64_t o = 0; o < l.outer; ++o) {
@@ -71,7 +72,7 @@ bool softmaxRows(const T* x, T* y, const AxisLayout& l) {
       const T shift = -std::log(sum);
       const char* addIn[2] = {reinterpret_cast<const char*>(yo),
                               reinterpret_cast<const char*>(&shift)};
-      elemwiseRowKernel(ScalarOp::Add, dt)(reinterpret_cast<char*>(yo), 1, addIn, strides, l.len);
+      addFn(reinterpret_cast<char*>(yo), 1, addIn, strides, l.len);
     } else {
       const T inv = T(1) / sum;
       const char* mulIn[2] = {reinterpret_cast<const char*>(yo),
