@@ -166,6 +166,10 @@ std::string argumentName(std::size_t i, const Variable& v) {
 }  // namespace
 
 Execution Function::begin(const std::vector<Tensor>& args) {
+  return begin(args, BeginOptions{});
+}
+
+Execution Function::begin(const std::vector<Tensor>& args, BeginOptions options) {
   Impl& impl = *m_impl;
   if (args.size() != impl.nUserInputs)
     throw ArgumentError("Function: expected " + std::to_string(impl.nUserInputs) + " argument" +
@@ -191,13 +195,17 @@ Execution Function::begin(const std::vector<Tensor>& args) {
   // then hands the VM the shared value itself, which start() copies (Note [Overwritten inputs]),
   // so the update lands in the copy and a stopped or failed run leaves every parameter as it
   // was. With Retain::All the VM's copy-on-destroy does the same. A plain call without observers
-  // keeps the in-place update (no copy per step); it can fail only on a kernel's error.
+  // keeps the in-place update (no copy per step): it is a committed run (Note [Committed runs] in
+  // vm.h), which a stop cannot end between two updates; it can fail only on a kernel's error.
+  // A run to the end is committed when the VM can grant it (Note [Committed runs] in vm.h): a
+  // stop can then no longer come between two updates, so none needs a copy.
   const bool plain = std::exchange(impl.plainCall, false);
   VM& vm = *impl.vm;
+  const bool committed = (plain || options.runToEnd) && vm.commitNextRun();
   // Note [Passive observers] in observer.h: a profiler cannot end the call early.
   const bool interruptible = std::any_of(vm.observers().begin(), vm.observers().end(),
                                          [](const auto& o) { return o->mayInterrupt(); });
-  if ((!plain || interruptible) && vm.retain() != Retain::All)
+  if (!committed && (!plain || interruptible) && vm.retain() != Retain::All)
     for (std::size_t i : impl.program->plan().overwrittenInputs)
       if (i >= impl.nUserInputs && graphInputs[i]->kind() == Variable::Kind::Shared)
         impl.args[i] = static_cast<const SharedVariable&>(*graphInputs[i]).value();

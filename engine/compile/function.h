@@ -108,6 +108,15 @@ class Function {
   std::vector<Tensor> operator()(const std::vector<Tensor>& args);
   // Checks the arguments (ArgumentError) and starts the VM on them; nothing runs yet.
   Execution begin(const std::vector<Tensor>& args);
+  // runToEnd: the caller runs this execution to its end and finishes it, as operator() does
+  // (DebugSession::call). It then asks the VM for a committed run (Note [Committed runs] in
+  // vm.h): when granted, in-place updates write straight into the shared variables, with no
+  // private copy per call, and a stop that arrives after the first of them waits for the end of
+  // the run, so the parameters are never half-updated.
+  struct BeginOptions {
+    bool runToEnd = false;
+  };
+  Execution begin(const std::vector<Tensor>& args, BeginOptions options);
 
   const FunctionGraph& graph() const;
   const std::vector<VarPtr>& inputs() const;   // the graph's inputs (clones of the given ones)

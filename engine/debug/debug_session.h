@@ -221,9 +221,15 @@ class DebugSession {
   std::future<std::vector<Tensor>> finish();
   // start(args), run() and, when the run finished without a pause, finish(), as one command: the
   // outputs, or nullopt when the execution paused, failed or was stopped (it then stays so:
-  // state() says why, and the other commands go on from there). A training loop through the
-  // session hands one command per step to the worker instead of two (Note [Session cost] in
-  // tests/bench/bench_session.cpp).
+  // state() says why, and the other commands go on from there). Made while the session is idle
+  // (nothing queued or running), it runs on the calling thread and returns a ready future, so a
+  // training loop through the session costs no thread hand-off per step (Note [Inline call] in
+  // debug_session.cpp; Note [Session cost] in tests/bench/bench_session.cpp); its onPause
+  // callback then runs on that thread. When nothing can pause it (Retain::AfterLastUse, no enabled
+  // breakpoint, no pausing NanGuard or observer) the run is committed (Note [Committed runs] in
+  // engine/vm/vm.h): shared variables are updated in place with no copy per call, a stop() that
+  // arrives after the first in-place update lets the call run to its end and apply its updates
+  // (whole), and restart() cannot repeat the call afterwards.
   std::future<std::optional<std::vector<Tensor>>> call(std::vector<Tensor> args);
 
   // NanGuard with action Pause for the session's executions (nullopt: off); takes effect at the

@@ -81,6 +81,10 @@ struct DebugSession::Impl {
   std::deque<std::function<void()>> queue;
   bool quit = false;
   std::atomic<std::size_t> queued{0};  // queue.size(), read without the lock (Note [Worker spin])
+  // Under queueMutex: the worker runs a command; a call() runs on its caller's thread (Note
+  // [Inline call] in debug_session.cpp: the worker takes no command meanwhile).
+  bool running = false;
+  bool inlineCall = false;
   std::thread worker;
 
   // The published snapshot and the pause callback.
@@ -102,7 +106,10 @@ struct DebugSession::Impl {
   Retain savedRetain = Retain::AfterLastUse;  // the VM's settings before the session
   bool savedTiming = false, savedBreakOps = false;
   std::uint64_t serial = 0;
-  bool started = false;          // restart() has arguments to repeat
+  bool started = false;  // restart() has arguments to repeat
+  // The last call() was a committed run that wrote its updates in place (Note [Committed runs]
+  // in vm.h): no copy of the values they replaced exists, so restart() refuses to repeat it.
+  bool updatedInPlace = false;
   std::uint64_t executions = 0;  // start() and restart() calls (@changed compares across them)
   std::vector<Tensor> startArgs;
   // Every shared variable of the graph with its value before finish() applied the updates of the
@@ -127,7 +134,8 @@ struct DebugSession::Impl {
   SessionState snapshot(PauseKind reason) const;
   SessionState publish(PauseKind reason, bool newSerial = true);
   SessionState drive(const char* command, const std::function<void(VM&)>& how);
-  SessionState startExecution(std::vector<Tensor> args);
+  // runToEnd: call()'s execution (Function::BeginOptions).
+  SessionState startExecution(std::vector<Tensor> args, bool runToEnd = false);
   void requireExecution(const char* command) const;
   void abandon();
   void syncObservers();

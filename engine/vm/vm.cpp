@@ -153,7 +153,23 @@ Tensor privateCopy(Tensor& spare, const Tensor& value) {
   return copy;
 }
 
+constexpr std::size_t kNoCommit = static_cast<std::size_t>(-1);
+
 }  // namespace
+
+bool VM::commitNextRun() {
+  applyObserverChanges();
+  m_commitNext = m_options.retain == Retain::AfterLastUse && m_breaks.empty() &&
+                 !(m_options.breakOps && m_program->hasBreakOps()) &&
+                 std::none_of(m_observers.begin(), m_observers.end(),
+                              [](const auto& o) { return o->mayInterrupt(); });
+  return m_commitNext;
+}
+
+bool VM::committed() const {
+  return m_commitAt != kNoCommit &&
+         (m_root->pc > m_commitAt || (m_root->pc == m_commitAt && m_stack.size() > 1));
+}
 
 void VM::start(std::span<const Tensor> inputValues) {
   if (m_status == Status::Running)
@@ -208,6 +224,14 @@ void VM::start(std::span<const Tensor> inputValues) {
         if (plan.producer[s] >= 0 && f.storage[s].storage() == slot.storage()) ++expected;
     if (slot.storage().use_count() > expected) slot = privateCopy(f.overwriteSpares[k], slot);
   }
+  // Note [Committed runs]: the first node that overwrites a shared input ends the window in
+  // which a stop is honoured.
+  m_commitAt = kNoCommit;
+  if (std::exchange(m_commitNext, false))
+    for (const StoragePlan::Overwrite& o : plan.overwrites)
+      if (o.graphInput >= 0 &&
+          inputs[static_cast<std::size_t>(o.graphInput)]->kind() == Variable::Kind::Shared)
+        m_commitAt = std::min<std::size_t>(m_commitAt, o.position);
   f.pc = 0;
   f.timing = nullptr;
   if (m_options.timing) {
@@ -307,6 +331,9 @@ const Op* outOfPlaceFor(const Apply& node) {
 
 void VM::runNode(Frame& f) {
   const std::size_t pos = f.pc;
+  // Note [Committed runs]: from the first overwrite on, kernels no longer see the stop flag (this
+  // drive()'s CancellationScope restores it).
+  if (m_commitAt != kNoCommit && m_root->pc >= m_commitAt) detail::t_cancelFlag = nullptr;
   const Hot& t = f.hot[pos];
   const bool observed = !m_observers.empty();
   NodeEvent event = observed ? eventFor(f, pos) : NodeEvent{{}, pos, *t.node, {}, {}, 0, 0};
@@ -494,6 +521,8 @@ void VM::finishRun() {
 }
 
 bool VM::boundaryPauses(Frame& f, bool firstOfStep) {
+  // Note [Committed runs]: the boundary before the first overwrite still stops (nothing written).
+  if (committed()) return false;
   if (m_stopRequested.load(std::memory_order_acquire)) {
     stopRun();
     return true;
@@ -544,10 +573,12 @@ bool VM::runFast() {
   const Hot* hot = f.hot.data();
   const std::uint32_t* freeSlots = m_program->plan().freeSlots.data();
   CorrelationSink* const sink = m_correlation.get();
+  const std::size_t commitAt = m_commitAt;
   auto loop = [&]<bool kCorrelated>() {
     std::int64_t previous = timed ? nowNs() : 0;
     while (f.pc < n) {
-      if (m_pauseRequested.load(std::memory_order_relaxed)) {
+      // Note [Committed runs]: requests wait from the first overwrite on (commitAt: none = max).
+      if (f.pc <= commitAt && m_pauseRequested.load(std::memory_order_relaxed)) {
         if (m_stopRequested.load(std::memory_order_acquire)) {
           stopRun();
           return true;
@@ -558,6 +589,7 @@ bool VM::runFast() {
       }
       const Hot& t = hot[f.pc];
       if (t.child >= 0) return false;
+      if (f.pc == commitAt) detail::t_cancelFlag = nullptr;  // drive()'s scope restores it
       try {
         if constexpr (kCorrelated) {
           const CorrelationScope correlation(sink, {}, t.node->id());
@@ -642,8 +674,9 @@ VM::Status VM::driveLoop(Drive how, std::size_t startDepth, bool stepping) {
     if (how == Drive::StepInto || (how == Drive::StepOver && depth() <= startDepth) ||
         (how == Drive::StepOut && depth() < startDepth)) {
       // The step ends here: a request made during it is satisfied by this pause, and resuming
-      // moves past this boundary (Note [VM states]). A stop request still stops.
-      if (m_stopRequested.load(std::memory_order_acquire)) {
+      // moves past this boundary (Note [VM states]). A stop request still stops, except past a
+      // committed run's first overwrite (Note [Committed runs]).
+      if (m_stopRequested.load(std::memory_order_acquire) && !committed()) {
         stopRun();
         return m_status;
       }

@@ -134,6 +134,19 @@ class VM {
     m_pauseRequested.store(true, std::memory_order_release);
   }
   bool stopRequested() const { return m_stopRequested.load(std::memory_order_acquire); }
+  // Note [Committed runs]: asks the next start() for a committed run, one that goes to its end
+  // without pausing (a plain call, DebugSession::call). Its in-place updates of graph inputs
+  // (Gemm{inplace} on a shared W) write into the inputs' own buffers, with no private copy per
+  // call; so that a stop never leaves a parameter half-updated, stop and pause requests are
+  // honoured only up to the first node that overwrites a graph input. From that node on the run
+  // goes to its end (kernels no longer see the stop flag); the request then waits for the next
+  // start(), and the run's updates are whole. Granted only when nothing can pause the run:
+  // Retain::AfterLastUse, no breaks, breakOps off, no observer that mayInterrupt(). Returns
+  // whether it was granted (applies pending observer changes first). Without an input the
+  // schedule overwrites, a committed run is an ordinary one.
+  bool commitNextRun();
+  // True once a committed run has reached its first overwrite of a graph input.
+  bool committed() const;
   Status status() const { return m_status; }
   PauseReason pauseReason() const { return m_pauseReason; }
   // The failure of a Failed run (null otherwise) and its message.
@@ -261,6 +274,10 @@ class VM {
   std::atomic<bool> m_pauseRequested{false};
   // Also raises m_pauseRequested, so the hot loop checks one flag (Note [Cancellation seam]).
   std::atomic<bool> m_stopRequested{false};
+  // Note [Committed runs]: set by commitNextRun(), consumed by start(); the root-frame position of
+  // a committed run's first overwrite of a graph input (none: SIZE_MAX).
+  bool m_commitNext = false;
+  std::size_t m_commitAt = static_cast<std::size_t>(-1);
 };
 
 std::string_view statusName(VM::Status status);

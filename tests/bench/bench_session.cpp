@@ -17,8 +17,9 @@
 //              updates write into a copy; this is also what keeps the parameters whole)
 //   watched    retained, plus a breakpoint on the loss that never hits (the observer runs after
 //              every node and evaluates its condition on the loss)
-//   call       session, each step one call(args) (start + run + finish as one command: one
-//              hand-off to the worker per step instead of two)
+//   call       session, each step one call(args) (start + run + finish as one command; with
+//              the session idle it runs on the caller's thread, Note [Inline call], and as a
+//              committed run, Note [Committed runs] in vm.h: no hand-off and no copy of W)
 //   call-all   retained, each step one call(args)
 // Target: session <= 5 % over plain (the issue); see the note's split of the cost.
 

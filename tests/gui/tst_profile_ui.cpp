@@ -6,6 +6,7 @@
 // profile is cancelled; bad --profile-view options are refused with a message.
 #include "engine/io/tsg.h"
 #include "gui/app/graph_pane.h"
+#include "gui/app/inspector/inspector_panel.h"
 #include "gui/app/main_window.h"
 #include "gui/app/profile/profile_panels.h"
 #include "gui/app/profile/profile_ui.h"
@@ -291,6 +292,15 @@ class TestProfileUi : public QObject {
     QVERIFY(window.tabTitles().contains("Profiled (fast_run)"));
     QCOMPARE(window.tabs()->currentWidget(), pane);
     QVERIFY(pane->scene()->decorations("profile"));
+    // Selecting a compiled node shows it in the inspector.
+    int apply = -1;
+    for (int n = 0; n < static_cast<int>(pane->model()->nodes().size()) && apply < 0; ++n)
+      if (pane->model()->nodes()[n].kind == vis::NodeKind::Apply) apply = n;
+    QVERIFY(apply >= 0);
+    pane->selectNode(apply);
+    QTRY_COMPARE_WITH_TIMEOUT(window.inspector()->node(), apply, kTimeout);
+    QCOMPARE(window.inspector()->model(), pane->model());
+    QVERIFY(window.inspector()->title().startsWith("Apply"));
     // Diff against mode none, through the rewrite log.
     QSignalSpy shown(ui, &ProfileUi::viewShown);
     ui->tablesPanel()->compareBox()->setCurrentIndex(1);

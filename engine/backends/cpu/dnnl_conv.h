@@ -27,6 +27,7 @@
 #include "engine/backends/cpu/conv.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,18 @@ struct ConvEpilogue {
   const float* bias = nullptr;  // O values, or null
   bool inputChannelLast = false;
   bool outputChannelLast = false;
+  // Note [Residual sum]: y += conv(x, w) (+ bias) instead of y = ...: y holds a residual on entry
+  // (a ResNet block's identity), which oneDNN's sum post-op adds as the kernel writes each output
+  // element, saving the separate add's pass over three tensors. An addition, so a NaN stays a NaN
+  // (unlike oneDNN's activations, Note [No oneDNN activations]).
+  bool sum = false;
+  // Note [Activation in blocks]: called on each stretch of the output the kernel has written
+  // (count floats from `y`), while it is still in cache; FusedConv2d applies its activation there
+  // (Note [No oneDNN activations]). A pointwise convolution (1x1, stride 1, no padding, one group,
+  // channel-last in and out) with a large output runs as blocks of rows so that each block is
+  // in cache when `after` sees it; any other runs whole and `after` sees the whole output. Null:
+  // nothing is called.
+  std::function<void(float* y, std::int64_t count)> after;
 };
 
 // True when this build has oneDNN.

@@ -1,5 +1,6 @@
 #include "engine/backends/cpu/gemm.h"
 
+#include "engine/backends/cpu/dnnl_matmul.h"
 #include "engine/backends/cpu/threads.h"
 #include "engine/vm/cancel.h"
 
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <type_traits>
 
 #ifdef TSCOPE_HAVE_OPENBLAS
 #include <cstdlib>
@@ -85,6 +87,17 @@ void gemmBlock(bool transA, bool transB, std::int64_t m, std::int64_t n, std::in
 // every element of C is computed by the same dot product over k as without the split.
 constexpr double kCancelBlockMacs = 1 << 26;
 
+// One block: oneDNN's matmul for float32 when it takes the product (Note [oneDNN products] in
+// dnnl_matmul.h), else Eigen (+ BLAS).
+template <class T>
+void runBlock(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+              const T* A, std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C,
+              std::int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    if (dnnlGemm(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+  gemmBlock(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 template <class T>
 void gemmImpl(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
               const T* A, std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C,
@@ -92,7 +105,7 @@ void gemmImpl(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int
   if (m <= 0 || n <= 0) return;
   const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   if (macs <= 4 * kCancelBlockMacs) {
-    gemmBlock(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    runBlock(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
   const auto rows = std::max<std::int64_t>(
@@ -102,7 +115,7 @@ void gemmImpl(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int
     const std::int64_t mb = std::min(rows, m - i0);
     // Row i of op(A) starts at A + i * lda (row-major A) or A + i (A^T of a row-major matrix).
     const T* a = transA ? A + i0 : A + i0 * lda;
-    gemmBlock(transA, transB, mb, n, k, alpha, a, lda, B, ldb, beta, C + i0 * ldc, ldc);
+    runBlock(transA, transB, mb, n, k, alpha, a, lda, B, ldb, beta, C + i0 * ldc, ldc);
   }
 }
 
@@ -160,14 +173,16 @@ void gemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t
 }
 
 std::string gemmBackendName() {
+  // Note [oneDNN products] (dnnl_matmul.h): float32 goes to oneDNN first.
+  const std::string dnnl = dnnlGemmEnabled() ? "oneDNN matmul (float32), else " : "";
 #if defined(EIGEN_USE_BLAS) && defined(TSCOPE_HAVE_OPENBLAS)
   selectBlasKernels();
   const char* core = openblas_get_corename();
-  return std::string("Eigen + BLAS (OpenBLAS, ") + (core ? core : "unknown") + " kernels)";
+  return dnnl + "Eigen + BLAS (OpenBLAS, " + (core ? core : "unknown") + " kernels)";
 #elif defined(EIGEN_USE_BLAS)
-  return "Eigen + BLAS";
+  return dnnl + "Eigen + BLAS";
 #else
-  return "Eigen";
+  return dnnl + "Eigen";
 #endif
 }
 

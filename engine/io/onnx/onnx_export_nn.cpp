@@ -76,18 +76,21 @@ void emitConv2d(NodeExport& n) {
   convAttributes(node, n.op<Conv2d>().params(), n.inType(1));
 }
 
-// FusedConv2d (fast_run's conv_bias_activation): Conv with its bias input, then Relu or Clip.
+// FusedConv2d (fast_run's conv_bias_activation): Conv with its bias input, then Add of the
+// residual when it has one, then Relu or Clip.
 void emitFusedConv2d(NodeExport& n) {
   const auto& op = n.op<FusedConv2d>();
   const ConvActivationSpec& a = op.activation();
-  if (a.kind == cpu::ConvActivation::None) {
-    auto& node = n.add("Conv", {n.input(0), n.input(1), n.input(2)}, {n.output(0)});
-    convAttributes(node, op.params(), n.inType(1));
-    return;
-  }
-  const std::string conv = n.newValue("conv");
+  const bool last = a.kind == cpu::ConvActivation::None;
+  std::string conv = last && !op.residual() ? n.output(0) : n.newValue("conv");
   auto& node = n.add("Conv", {n.input(0), n.input(1), n.input(2)}, {conv});
   convAttributes(node, op.params(), n.inType(1));
+  if (op.residual()) {
+    const std::string sum = last ? n.output(0) : n.newValue("residual_sum");
+    n.add("Add", {conv, n.input(3)}, {sum});
+    conv = sum;
+  }
+  if (last) return;
   if (a.kind == cpu::ConvActivation::Relu) {
     n.add("Relu", {conv}, {n.output(0)});
   } else {

@@ -63,7 +63,8 @@ OpCost Conv2d::cost(const Apply& node, std::span<const Shape> in) const {
 
 // FusedConv2d(x, w, b): the convolution plus a bias add and an activation per output element.
 OpCost FusedConv2d::cost(const Apply& node, std::span<const Shape> in) const {
-  return forwardConvCost(node, in, m_params, 2);
+  // The bias add, the activation and the residual's add (its read counts with the inputs).
+  return forwardConvCost(node, in, m_params, m_residual ? 3 : 2);
 }
 
 // Conv2dGradInputs(w, gy, H, W) -> gx (N, C, H, W): the geometry comes from w and gy; gx's H and

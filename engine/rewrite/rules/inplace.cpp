@@ -7,6 +7,7 @@
 #include "engine/ops/blas/gemm.h"
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/elemwise/elemwise.h"
+#include "engine/ops/nn/fused_conv2d.h"
 
 #include <map>
 #include <memory>
@@ -132,6 +133,12 @@ class InplacePass {
     if (OpPtr op = blasInplace(node->op())) {
       if (!mayOverwrite(m_fg, m_dh, *node, 0)) return false;
       return trySwitch(*node, twinOf(*node, std::move(op)), blasReason(node->op()));
+    }
+    if (const auto* conv = dynamic_cast<const FusedConv2d*>(&node->op());
+        conv && conv->residual() && !conv->inplace()) {
+      // Note [Residual sum]: the convolution's sum lands in the residual's buffer.
+      if (!mayOverwrite(m_fg, m_dh, *node, 3)) return false;
+      return trySwitch(*node, twinOf(*node, conv->withInplace()), "inplace_conv_residual");
     }
     return false;
   }

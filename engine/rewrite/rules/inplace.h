@@ -20,6 +20,8 @@
 //   - Gemm, Gemv, Ger: input 0 (Z, y, A) under the same conditions (the types are equal by
 //     construction). A shared variable with an update is no protected input (see insertInplace):
 //     the SGD step W <- W - lr * dot(x.T, g) becomes Gemm{inplace} on W's own buffer.
+//   - FusedConv2d{residual}: input 3 (the residual, of the output's type by construction) under
+//     the same conditions: a ResNet block's convolution adds into its identity's buffer.
 // Every switch is one fg.replaceAll(outputs -> the twin's outputs, "inplace_elemwise" /
 // "inplace_gemm" / "inplace_gemv" / "inplace_ger"), followed by the handler's validate(), which
 // re-checks only what the switch changed (Note [Incremental destroy validation]); a refused switch

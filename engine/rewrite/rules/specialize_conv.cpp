@@ -6,13 +6,18 @@
 //   add(Conv2d(x, w), C)  C a constant (1, O, 1, 1)  -> FusedConv2d{none}(x, w, C as (O,))
 //   relu(FusedConv2d{none}(x, w, b))                 -> FusedConv2d{relu}(x, w, b)
 //   clip(FusedConv2d{none}(x, w, b), lo, hi)         -> FusedConv2d{clip lo hi}(x, w, b)
+//   add(FusedConv2d{none}(x, w, b), r)  r of the output's type
+//                                                    -> FusedConv2d{none, residual}(x, w, b, r)
+//   relu(FusedConv2d{none, residual}(x, w, b, r))    -> FusedConv2d{relu, residual}(x, w, b, r)
 //
 // That is how ONNX models arrive (PyTorch folds each batch norm into the convolution's weights and
 // bias, and the importer writes Conv's bias as a broadcast add), and how MobileNet's ReLU6 is
 // written (Clip 0 6). The convolution and the first fused node must have no other client, so no
 // intermediate value that another node reads disappears. It runs in the specialize phase, before
-// the elementwise fusion would take the add and the activation into a Composite; a residual add
-// (a third operand) stays an add of the fused convolution and the rest.
+// the elementwise fusion would take the add and the activation into a Composite. Note [Residual
+// sum] (dnnl_conv.h): a ResNet block's add of its identity, and MobileNetV2's inverted residual,
+// join the convolution too (the kernel adds the residual as it writes), so the block's
+// add + relu pass over three tensors goes; a sum of more operands keeps the rest as an add.
 
 #include "engine/graph/function_graph.h"
 #include "engine/ops/basic.h"
@@ -98,6 +103,29 @@ Replacements fuseBias(RewriteContext& ctx, Apply& node) {
   return {};
 }
 
+// add(F, r) with F = FusedConv2d{none} without a residual, F used only here, and r exactly the
+// output's type (no broadcast): F{residual}(x, w, b, r).
+Replacements fuseResidual(RewriteContext& ctx, Apply& node) {
+  if (node.nInputs() != 2) return {};
+  const VarPtr out = node.output(0);
+  const FunctionGraph& fg = ctx.graph();
+  for (int i = 0; i < 2; ++i) {
+    const Apply* fused = node.input(i)->owner();
+    if (!fused || !onlyUse(fg, *node.input(i))) continue;
+    const auto* f = dynamic_cast<const FusedConv2d*>(&fused->op());
+    if (!f || f->residual() || f->activation().kind != cpu::ConvActivation::None) continue;
+    const VarPtr& r = node.input(1 - i);
+    if (r->type() != node.input(i)->type() || out->type() != r->type()) continue;
+    VarPtr built = fitReplacement(
+        ctx,
+        fusedConv2dResidual(fused->input(0), fused->input(1), fused->input(2), r, f->params(), {}),
+        out);
+    if (!built) return {};
+    return {{out, built}};
+  }
+  return {};
+}
+
 Replacements fuseActivation(RewriteContext& ctx, Apply& node, ScalarOp op) {
   const VarPtr out = node.output(0);
   const Apply* fused = node.input(0)->owner();
@@ -115,7 +143,12 @@ Replacements fuseActivation(RewriteContext& ctx, Apply& node, ScalarOp op) {
     a = {cpu::ConvActivation::Clip, *lo, *hi};
   }
   VarPtr built = fitReplacement(
-      ctx, fusedConv2d(fused->input(0), fused->input(1), fused->input(2), f->params(), a), out);
+      ctx,
+      f->residual()
+          ? fusedConv2dResidual(fused->input(0), fused->input(1), fused->input(2), fused->input(3),
+                                f->params(), a)
+          : fusedConv2d(fused->input(0), fused->input(1), fused->input(2), f->params(), a),
+      out);
   if (!built) return {};
   return {{out, built}};
 }
@@ -123,7 +156,10 @@ Replacements fuseActivation(RewriteContext& ctx, Apply& node, ScalarOp op) {
 Replacements convBiasActivation(RewriteContext& ctx, Apply& node) {
   const std::optional<ScalarOp> op = elemwiseScalarOp(node);
   if (!op) return {};
-  if (*op == ScalarOp::Add) return fuseBias(ctx, node);
+  if (*op == ScalarOp::Add) {
+    Replacements bias = fuseBias(ctx, node);
+    return bias.empty() ? fuseResidual(ctx, node) : bias;
+  }
   if (*op == ScalarOp::Relu || *op == ScalarOp::Clip) return fuseActivation(ctx, node, *op);
   return {};
 }

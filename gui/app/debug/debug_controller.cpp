@@ -199,6 +199,7 @@ void DebugController::setDocument(std::shared_ptr<const Document> document) {
   m_inputs = {};
   m_mode = engine::Mode::None;
   if (m_document) loadSettings();
+  emit documentChanged();
   emit breakpointsChanged();
 }
 

@@ -149,6 +149,7 @@ class DebugController : public QObject {
   static QString settingsKey(const QString& path);
 
  signals:
+  void documentChanged();  // setDocument (before breakpointsChanged)
   void compiled();
   void busyChanged(bool busy);
   void snapshotChanged(std::shared_ptr<const DebugSnapshot> snapshot);

@@ -4,6 +4,7 @@
 
 #include "gui/app/debug/debug_dialogs.h"
 #include "gui/app/debug/debug_models.h"
+#include "gui/app/debug/debug_nodes.h"
 #include "gui/app/debug/debug_value_source.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/inspector/inspector_panel.h"
@@ -281,13 +282,38 @@ void DebugUi::createDocks() {
   alertsSplit->setStretchFactor(1, 2);
   QDockWidget* alertsDock = makeDock("alertsDock", tr("NanGuard Alerts"), alertsSplit);
 
+  // Nodes: the program's listing with a breakpoint margin.
+  m_nodeListModel = new NodeListModel(m_controller, this);
+  m_nodeListView = table(m_nodeListModel, QStringLiteral("nodeListView"));
+  m_nodeListView->horizontalHeader()->setSectionResizeMode(NodeListModel::Margin,
+                                                           QHeaderView::Fixed);
+  m_nodeListView->setColumnWidth(NodeListModel::Margin, 22);
+  connect(m_nodeListView, &QTableView::clicked, this, &DebugUi::nodeListClicked);
+  QDockWidget* nodesDock = makeDock("nodesDock", tr("Nodes"), m_nodeListView);
+
   m_window->tabifyDockWidget(bpDock, stackDock);
   m_window->tabifyDockWidget(stackDock, watchDock);
   m_window->tabifyDockWidget(watchDock, alertsDock);
+  m_window->tabifyDockWidget(alertsDock, nodesDock);
   QMenu* panels = m_window->menu(QStringLiteral("menuRun"))->addMenu(tr("&Panels"));
   panels->setObjectName(QStringLiteral("menuDebugPanels"));
-  for (QDockWidget* dock : {bpDock, stackDock, watchDock, alertsDock})
+  for (QDockWidget* dock : {bpDock, stackDock, watchDock, alertsDock, nodesDock})
     panels->addAction(dock->toggleViewAction());
+}
+
+void DebugUi::nodeListClicked(const QModelIndex& index) {
+  if (!index.isValid()) return;
+  const std::int64_t id = m_nodeListModel->nodeId(index.row());
+  if (id < 0) return;
+  if (index.column() == NodeListModel::Margin) {
+    m_controller->toggleNodeBreakpoint(id);
+    return;
+  }
+  GraphPane* pane = targetPane();
+  const auto mapper = mapperFor(pane);
+  if (!mapper) return;
+  const std::vector<int> nodes = mapper->viewNodesOfOriginal(id);
+  if (!nodes.empty()) pane->selectNode(nodes.front());  // opens the groups that hide it
 }
 
 void DebugUi::addNodeMenu() {

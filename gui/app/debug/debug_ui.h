@@ -41,6 +41,7 @@ class BreakpointModel;
 class CallStackModel;
 class GraphPane;
 class MainWindow;
+class NodeListModel;
 class WatchModel;
 class DebugValueSource;
 
@@ -55,6 +56,11 @@ class DebugUi : public QObject {
   CallStackModel* callStackModel() const { return m_callStackModel; }
   WatchModel* watchModel() const { return m_watchModel; }
   AlertsModel* alertsModel() const { return m_alertsModel; }
+  NodeListModel* nodeListModel() const { return m_nodeListModel; }
+  QTableView* nodeListView() const { return m_nodeListView; }
+  // The "Nodes" dock's click: on the margin it sets or clears the row's breakpoint; elsewhere it
+  // selects the node on the graph (the Original pane, or where the node landed).
+  void nodeListClicked(const QModelIndex& index);
   QTableView* callStackView() const { return m_callStackView; }
   QTableView* alertsView() const { return m_alertsView; }
   QListWidget* chainList() const { return m_chainList; }
@@ -121,6 +127,8 @@ class DebugUi : public QObject {
   CallStackModel* m_callStackModel = nullptr;
   WatchModel* m_watchModel = nullptr;
   AlertsModel* m_alertsModel = nullptr;
+  NodeListModel* m_nodeListModel = nullptr;
+  QTableView* m_nodeListView = nullptr;
   QTableView* m_breakpointView = nullptr;
   QTableView* m_callStackView = nullptr;
   QTableView* m_watchView = nullptr;

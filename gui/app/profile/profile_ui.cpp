@@ -1,6 +1,7 @@
 #include "gui/app/profile/profile_ui.h"
 
 #include "gui/app/graph_pane.h"
+#include "gui/app/inspector/inspector_panel.h"
 #include "gui/app/main_window.h"
 #include "gui/app/profile/profile_panels.h"
 #include "gui/app/worker.h"
@@ -289,6 +290,8 @@ void ProfileUi::showSnapshotWith(std::shared_ptr<const ProfileSnapshot> snapshot
       m_ownPane = new GraphPane(m_window->layoutService());
       m_ownPane->setObjectName(QStringLiteral("profiledPane"));
       connect(m_ownPane, &GraphPane::nodeSelected, this, [this](int node) {
+        // The inspector shows the compiled node as it does a node of the document's panes.
+        if (m_ownPane->model()) m_window->inspector()->showNode(m_ownPane->model(), node);
         if (m_snapshot && m_ownPane->model() == m_snapshot->model) onPaneNodeSelected(node);
       });
     }

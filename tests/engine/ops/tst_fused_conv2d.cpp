@@ -168,7 +168,8 @@ void TestFusedConv2d::testRewriteFuses_data() {
   QTest::newRow("relu(conv + b)") << 0 << "relu" << 0;
   QTest::newRow("clip(conv + C(1,O,1,1), 0, 6)") << 1 << "clip" << 0;
   QTest::newRow("conv + b") << 2 << "none" << 0;
-  QTest::newRow("relu(conv + b + residual)") << 3 << "none" << 1;
+  // Note [Residual sum]: the residual joins the convolution too.
+  QTest::newRow("relu(conv + b + residual)") << 3 << "relu" << 0;
 }
 
 void TestFusedConv2d::testRewriteFuses() {
@@ -202,6 +203,8 @@ void TestFusedConv2d::testRewriteFuses() {
     leftAdds += elementwise && s.find("add") != std::string::npos;
   }
   QCOMPARE(leftAdds, std::size_t(adds));
+  QCOMPARE(fused->residual(), form == 3);
+  QVERIFY(!fused->inplace());  // the residual is a graph input: its buffer is the caller's
   QVERIFY(closeTo(fast({x, r})[0], plain({x, r})[0], 1e-5, 1e-5));
 }
 

@@ -1,0 +1,36 @@
+#pragma once
+// Float32 matrix products through oneDNN's matmul (its brgemm kernels, JIT-compiled for the CPU's
+// instruction set), when the build found oneDNN (TSCOPE_HAVE_DNNL). cpu::gemm (gemm.h) calls it
+// first for float32 and falls back to Eigen + BLAS when it returns false.
+//
+//   if (!cpu::dnnlGemm(false, false, m, n, k, 1.f, A, k, B, n, 0.f, C, n)) ...;  // C = A B
+//
+// Note [oneDNN products]: measured on this class of machine (one thread, AVX-512, float32,
+// 128 x 256 . 256 x 1024, a transformer's feed-forward layer; tests/bench/bench_gemm.cpp):
+// OpenBLAS 0.3.21's SkylakeX kernels 426 us (158 GFLOP/s), oneDNN's matmul 353 us (190 GFLOP/s);
+// 214 against 175 GFLOP/s for 128 x 1024 . 1024 x 256. oneDNN also needs no help to find its
+// kernels (cpuid at run time), where OpenBLAS picks generic ones on CPUs it does not know (Note
+// [OpenBLAS kernel choice] in gemm.cpp). The products it leaves to BLAS: tiny ones (under 32^3
+// multiply-adds, where a call's fixed cost dominates), empty ones, those with a transposed A
+// (an MLP's weight gradient x^T . g, 784 x 128 . 128 x 500: OpenBLAS 490 us, oneDNN 515 us), and
+// every product when TSCOPE_DNNL_GEMM=0 is set. Each element of C is a dot product over k computed
+// by one thread whatever the thread count, so results do not depend on it. alpha scales the product
+// and beta adds beta * C (a sum post-op); beta == 0 ignores C's old contents, NaN included, as BLAS
+// does.
+
+#include <cstdint>
+
+namespace tscope::engine::cpu {
+
+// C (m x n) = alpha * op(A) op(B) + beta * C, row-major with leading dimensions (Note [Row-major
+// GEMM] in gemm.h). Returns false (touching nothing) when oneDNN is not in the build, disabled, or
+// the product is one it leaves to BLAS; throws std::runtime_error naming the shapes when oneDNN
+// refuses it.
+// Whether dnnlGemm takes float32 products: the build has oneDNN and TSCOPE_DNNL_GEMM is not 0.
+bool dnnlGemmEnabled();
+
+bool dnnlGemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+              const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
+              float* C, std::int64_t ldc);
+
+}  // namespace tscope::engine::cpu
