@@ -2,7 +2,6 @@
 
 #include "engine/backends/cpu/threads.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -244,43 +243,11 @@ std::string dnnlDescription() {
   return s;
 }
 
-namespace {
-
-// Note [Activation in blocks]: a block's output of about this many bytes stays in the core's L2
-// cache (1 MiB on this class of machine) between the kernel's write and the activation's pass.
-constexpr std::int64_t kBlockBytes = 256 * 1024;
-
-bool pointwise(const Conv2dGeometry& g, const ConvEpilogue& e) {
-  return e.after && e.inputChannelLast && e.outputChannelLast && g.kh == 1 && g.kw == 1 &&
-         g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.groups == 1 && g.oh == g.h &&
-         g.ow == g.w && g.n * g.oh * g.ow * g.o * 4 > 2 * kBlockBytes;
-}
-
-}  // namespace
-
 bool dnnlConv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
                        const ConvEpilogue& epilogue, float* y,
                        const std::shared_ptr<const void>& weightsOwner,
                        std::uint64_t weightsVersion) {
   if (g.n == 0 || g.o == 0 || g.oh <= 0 || g.ow <= 0) return false;  // nothing to convolve
-  if (pointwise(g, epilogue)) {
-    // A 1x1 convolution is the same product at every pixel: the N*H rows of W pixels, channel-last
-    // and contiguous, go as blocks of rows, each a (1, C, rows, W) convolution of its own.
-    const std::int64_t rows = g.n * g.h;
-    const std::int64_t perRow = g.ow * g.o * static_cast<std::int64_t>(sizeof(float));
-    const std::int64_t block = std::max<std::int64_t>(1, kBlockBytes / perRow);
-    ConvEpilogue part = epilogue;
-    part.after = nullptr;
-    for (std::int64_t r0 = 0; r0 < rows; r0 += block) {
-      Conv2dGeometry b = g;
-      b.n = 1;
-      b.h = b.oh = std::min(block, rows - r0);
-      float* out = y + r0 * g.ow * g.o;
-      dnnlConv2dForward(b, x + r0 * g.w * g.c, w, part, out, weightsOwner, weightsVersion);
-      epilogue.after(out, b.oh * g.ow * g.o);
-    }
-    return true;
-  }
   try {
     const Key key = keyOf(g, epilogue);
     const std::shared_ptr<const Plan> plan = planFor(key, g, epilogue);
@@ -307,7 +274,6 @@ bool dnnlConv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
     plan->conv.execute(stream, args);
     if (!epilogue.outputChannelLast) plan->toUserDst.execute(stream, dst, dstUser);
     stream.wait();
-    if (epilogue.after) epilogue.after(y, g.n * g.o * g.oh * g.ow);
   } catch (const dnnl::error& e) {
     throw std::runtime_error("oneDNN refused the convolution of " + geometryText(g) + ": " +
                              e.what());

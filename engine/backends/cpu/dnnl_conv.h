@@ -10,7 +10,8 @@
 //   if (!cpu::dnnlConv2dForward(g, x, w, e, y, owner, version)) cpu::conv2dForward(g, x, w, y);
 //
 // Note [No oneDNN activations]: oneDNN's relu and clip post-ops turn a NaN into 0 (measured with
-// 2.6.3), which would hide from NanGuard the NaN a model makes. So activations are not oneDNN's:
+// 2.6.3; so do clip_v2, bounded_relu and the binary max/min post-ops against a zero or a bound,
+// re-measured on brgconv_1x1:avx512_core), which would hide from NanGuard the NaN a model makes. So activations are not oneDNN's:
 // FusedConv2d applies them afterwards with the elementwise row kernels, exactly as Elemwise{relu}
 // and Elemwise{clip} do (NaN kept), in one pass over the output while it is still in cache.
 //
@@ -27,7 +28,6 @@
 #include "engine/backends/cpu/conv.h"
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -44,13 +44,6 @@ struct ConvEpilogue {
   // element, saving the separate add's pass over three tensors. An addition, so a NaN stays a NaN
   // (unlike oneDNN's activations, Note [No oneDNN activations]).
   bool sum = false;
-  // Note [Activation in blocks]: called on each stretch of the output the kernel has written
-  // (count floats from `y`), while it is still in cache; FusedConv2d applies its activation there
-  // (Note [No oneDNN activations]). A pointwise convolution (1x1, stride 1, no padding, one group,
-  // channel-last in and out) with a large output runs as blocks of rows so that each block is
-  // in cache when `after` sees it; any other runs whole and `after` sees the whole output. Null:
-  // nothing is called.
-  std::function<void(float* y, std::int64_t count)> after;
 };
 
 // True when this build has oneDNN.

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <stdexcept>
 
 namespace tscope::engine {
@@ -57,12 +56,6 @@ void applyActivation(void* data, DType dtype, std::int64_t count, const ConvActi
 
 void applyActivation(Tensor& y, const ConvActivationSpec& a) {
   applyActivation(y.rawData(), y.dtype(), y.numel(), a);
-}
-
-// Note [Activation in blocks] (dnnl_conv.h): the activation on each stretch oneDNN has written.
-std::function<void(float*, std::int64_t)> activationHook(const ConvActivationSpec& a) {
-  if (a.kind == cpu::ConvActivation::None) return nullptr;
-  return [a](float* y, std::int64_t count) { applyActivation(y, DType::Float32, count, a); };
 }
 
 }  // namespace
@@ -192,13 +185,14 @@ void FusedConv2d::perform(const Apply& node, std::span<const Tensor* const> inpu
     e.bias = b.data<float>();
     e.inputChannelLast = conv2d_detail::isChannelLast(*inputs[0]);
     e.outputChannelLast = true;
-    e.after = activationHook(m_activation);
     const Tensor x = e.inputChannelLast ? *inputs[0] : inputs[0]->contiguous();
     Tensor& y = conv2d_detail::channelLastOutput(outputs[0], x.dtype(), {g.n, g.o, g.oh, g.ow});
     const conv2d_detail::FilterOwner f = conv2d_detail::filterOwner(node, 1, *inputs[1]);
     if (cpu::dnnlConv2dForward(g, x.data<float>(), w.data<float>(), e, y.data<float>(), f.owner,
-                               f.version))
-      return;  // the activation ran on each block (e.after)
+                               f.version)) {
+      applyActivation(y, m_activation);
+      return;
+    }
   }
   const Tensor x = inputs[0]->contiguous();
   Tensor& y = reuseOrAllocate(outputs[0], x.dtype(), Shape{g.n, g.o, g.oh, g.ow});
@@ -241,10 +235,11 @@ void FusedConv2d::performResidual(const Apply& node, std::span<const Tensor* con
       out.copyFrom(r);
       e.outputChannelLast = true;
     }
-    e.after = activationHook(m_activation);
     if (cpu::dnnlConv2dForward(g, x.data<float>(), w.data<float>(), e, y->data<float>(), f.owner,
-                               f.version))
-      return;  // the activation ran on each block (e.after)
+                               f.version)) {
+      applyActivation(*y, m_activation);
+      return;
+    }
   }
   const Tensor x = inputs[0]->contiguous();
   Tensor y = Tensor::empty(x.dtype(), shape);

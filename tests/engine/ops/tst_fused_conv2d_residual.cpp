@@ -3,8 +3,8 @@
 // build has it) and float64, with the residual a graph input (copied), an NCHW value and a
 // channel-last convolution output (both written in place), and a residual another node still
 // reads; NaN in the residual kept through relu; the ResNet block fast_run makes; the residual's
-// type checked; props with the residual and inplace flags; a large pointwise convolution whose
-// activation runs block by block (Note [Activation in blocks]) with a NaN kept.
+// type checked; props with the residual and inplace flags; a large pointwise convolution after a
+// channel-last one, its clip keeping a NaN.
 #include "engine/compile/function.h"
 #include "engine/graph/errors.h"
 #include "engine/ops/basic.h"
@@ -160,8 +160,8 @@ class TestFusedConv2dResidual : public QObject {
       QVERIFY2(i == 17 ? std::isnan(o[i]) : !std::isnan(o[i]), "the NaN was lost or spread");
   }
 
-  // Note [Activation in blocks]: a 1x1 convolution with a 4.8 MB channel-last output runs as
-  // blocks of rows, each activated while in cache; values and the NaN's spread as unfused.
+  // A 1x1 convolution with a 4.8 MB channel-last output (MobileNetV2's first expansion): values
+  // and the NaN's spread as unfused.
   void testPointwiseInBlocks() {
     const Shape xs{1, 16, 112, 112};
     const VarPtr x = Variable::create(TensorType(DType::Float32, xs), "x");
