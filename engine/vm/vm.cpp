@@ -104,7 +104,12 @@ VM::FrameInfo VM::frame(std::size_t index) const {
     throw std::out_of_range("VM::frame: frame " + std::to_string(index) + " of " +
                             std::to_string(m_stack.size()));
   const Frame& f = *m_stack[index];
-  return {f.program, f.pc, f.callerNodeId, f.callerPosition};
+  return {f.program,
+          f.pc,
+          f.callerNodeId,
+          f.callerPosition,
+          f.loop ? f.iteration : -1,
+          f.loop ? f.loop->steps : 0};
 }
 
 VM::Frame& VM::frameFor(const Program& program) {
@@ -128,6 +133,8 @@ void VM::clearFrame(Frame& f) {
   for (std::uint32_t s : f.program->inputSlots()) f.storage[s] = Tensor();
   f.caller = nullptr;
   f.pc = 0;
+  f.loop.reset();
+  f.iteration = -1;
 }
 
 namespace {
@@ -169,6 +176,7 @@ void VM::start(std::span<const Tensor> inputValues) {
     m_stack.pop_back();
   }
   m_path.clear();
+  m_iterations.clear();
   Frame& f = *m_root;
   const auto inputSlots = p.inputSlots();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -231,8 +239,14 @@ void VM::start(std::span<const Tensor> inputValues) {
 
 NodeEvent VM::eventFor(const Frame& f, std::size_t position) const {
   const Hot& t = f.hot[position];
-  return NodeEvent{
-      std::span<const std::int64_t>(m_path), position, *t.node, f.inputs(t), f.outputs(t), 0, 0};
+  return NodeEvent{std::span<const std::int64_t>(m_path),
+                   position,
+                   *t.node,
+                   f.inputs(t),
+                   f.outputs(t),
+                   0,
+                   0,
+                   std::span<const std::int64_t>(m_iterations)};
 }
 
 void VM::rethrowWithContext(const Frame& f, const Hot& t, const std::exception& e) const {
@@ -241,6 +255,7 @@ void VM::rethrowWithContext(const Frame& f, const Hot& t, const std::exception& 
     const Frame& inner = *m_stack[k];
     const Hot& call = inner.caller->hot[inner.callerPosition];
     msg += " in " + call.op->str() + " (node " + std::to_string(call.node->id()) + ")";
+    if (inner.loop) msg += " iteration " + std::to_string(inner.iteration);
   }
   if (!t.node->site().empty()) msg += ", created at " + t.node->site().str();
   msg += ", failed: ";
@@ -435,6 +450,35 @@ void VM::enterFrame(Frame& f) {
     }
   }
   Frame& c = frameFor(*f.program->children()[static_cast<std::size_t>(t.child) + body]);
+  if (t.loop) {
+    // Note [Loop frames]: the op checks its inputs and allocates its outputs once.
+    try {
+      const CorrelationScope correlation(m_correlation.get(), m_path, t.node->id());
+      c.loop = t.loop->loopBegin(*t.node, f.inputs(t));
+    } catch (const std::exception& e) {
+      try {
+        rethrowWithContext(f, t, e);
+      } catch (...) {
+        fail(f, std::current_exception(), false);
+        throw;
+      }
+    }
+    c.iteration = 0;
+    c.callerNodeId = t.node->id();
+    c.callerPosition = pos;
+    c.t0 = m_options.timing ? nowNs() : 0;
+    if (c.loop->steps <= 0) {
+      finishLoop(f, c);
+      return;
+    }
+    c.pc = 0;
+    c.caller = &f;
+    m_stack.push_back(&c);
+    m_path.push_back(t.node->id());
+    m_iterations.push_back(0);
+    beginIteration(f, c);
+    return;
+  }
   const auto inputSlots = c.program->inputSlots();
   for (std::size_t i = 0; i < inputSlots.size(); ++i) c.storage[inputSlots[i]] = *f.ptrs[t.in + i];
   c.pc = 0;
@@ -444,6 +488,69 @@ void VM::enterFrame(Frame& f) {
   c.t0 = m_options.timing ? nowNs() : 0;
   m_stack.push_back(&c);
   m_path.push_back(t.node->id());
+  m_iterations.push_back(-1);
+}
+
+namespace {
+// A loop op's failure, with the iteration it happened in.
+std::runtime_error loopFailure(const std::exception& e, std::int64_t iteration) {
+  return std::runtime_error(std::string(e.what()) + " (in iteration " + std::to_string(iteration) +
+                            ")");
+}
+}  // namespace
+
+void VM::beginIteration(Frame& f, Frame& c) {
+  const Hot& t = f.hot[c.callerPosition];
+  try {
+    const CorrelationScope correlation(
+        m_correlation.get(), std::span<const std::int64_t>(m_path).first(m_path.size() - 1),
+        t.node->id());
+    t.loop->loopInputs(*c.loop, c.iteration, c.loopIn);
+  } catch (const std::exception& e) {
+    const std::int64_t k = c.iteration;
+    clearFrame(c);
+    m_stack.pop_back();
+    m_path.pop_back();
+    m_iterations.pop_back();
+    try {
+      rethrowWithContext(f, t, loopFailure(e, k));
+    } catch (...) {
+      fail(f, std::current_exception(), false);
+      throw;
+    }
+  }
+}
+
+void VM::finishLoop(Frame& f, Frame& c) {
+  const std::size_t pos = c.callerPosition;
+  const Hot& t = f.hot[pos];
+  try {
+    const CorrelationScope correlation(m_correlation.get(), m_path, t.node->id());
+    t.loop->loopFinish(*c.loop, f.outputs(t));
+  } catch (const std::exception& e) {
+    clearFrame(c);
+    try {
+      rethrowWithContext(f, t, e);
+    } catch (...) {
+      fail(f, std::current_exception(), false);
+      throw;
+    }
+  }
+  const std::int64_t t0 = c.t0;
+  clearFrame(c);
+  NodeEvent event = eventFor(f, pos);
+  if (m_options.timing) {
+    event.t0 = t0;
+    event.t1 = nowNs();
+    addTiming(f.timing, pos, event.t1 - event.t0);
+  }
+  ++f.pc;
+  if (!m_observers.empty()) {
+    notifyObservers(
+        m_observers, m_inCallbacks, true, [&](ExecutionObserver& o) { o.afterNode(*this, event); },
+        [&](std::exception_ptr e) { fail(f, e, true); });
+  }
+  if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan().freeSlots.data());
 }
 
 void VM::returnFromFrame() {
@@ -451,6 +558,42 @@ void VM::returnFromFrame() {
   Frame& f = *c.caller;
   const std::size_t pos = c.callerPosition;
   const Hot& t = f.hot[pos];
+  if (t.loop && c.loop) {
+    // Note [Loop frames]: the iteration's outputs go to the op; the next iteration starts in the
+    // same frame, or the loop is over.
+    try {
+      const CorrelationScope correlation(
+          m_correlation.get(), std::span<const std::int64_t>(m_path).first(m_path.size() - 1),
+          t.node->id());
+      t.loop->loopCollect(*c.loop, c.iteration, c.loopOut);
+    } catch (const std::exception& e) {
+      const std::int64_t k = c.iteration;
+      clearFrame(c);
+      m_stack.pop_back();
+      m_path.pop_back();
+      m_iterations.pop_back();
+      try {
+        rethrowWithContext(f, t, loopFailure(e, k));
+      } catch (...) {
+        fail(f, std::current_exception(), false);
+        throw;
+      }
+    }
+    if (++c.iteration < c.loop->steps) {
+      const StoragePlan& plan = c.program->plan();
+      for (std::size_t s = 0; s < c.storage.size(); ++s)
+        if (plan.producer[s] >= 0) c.storage[s] = Tensor();
+      c.pc = 0;
+      m_iterations.back() = c.iteration;
+      beginIteration(f, c);
+      return;
+    }
+    m_stack.pop_back();
+    m_path.pop_back();
+    m_iterations.pop_back();
+    finishLoop(f, c);
+    return;
+  }
   const auto outputSlots = c.program->outputSlots();
   // Note [Correlation]: a copied output is the caller node's work (m_path still names its frame).
   const CorrelationScope correlation(m_correlation.get(),
@@ -471,6 +614,7 @@ void VM::returnFromFrame() {
   clearFrame(c);
   m_stack.pop_back();
   m_path.pop_back();
+  m_iterations.pop_back();
   NodeEvent event = eventFor(f, pos);
   if (m_options.timing) {
     event.t0 = t0;
