@@ -4,6 +4,7 @@
 #include "engine/compile/function.h"
 #include "engine/grad/checkers.h"
 #include "engine/graph/errors.h"
+#include "engine/io/tsg.h"
 #include "engine/ops/as_op.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
@@ -289,6 +290,42 @@ class TestScan : public QObject {
     QVERIFY2(
         has(e, "Picky") && has(e, "in Scan{loop}") && has(e, "iteration 2") && has(e, "third call"),
         e.c_str());
+  }
+
+  void testTsgRoundTrip() {
+    // The body, the taps, the stores and truncateGradient are props: a .tsg file holds the Scan
+    // whole, writes back byte for byte, and runs.
+    auto x = fvar("x", {U});
+    auto f01 = fvar("f01", {2});
+    const std::vector<VarPtr> out = scan(
+        [](const std::vector<VarPtr>& a) {  // x[t-1], x[t], f[t-2], f[t-1]
+          return std::vector<VarPtr>{a[2] + a[3] * a[1], a[0] * 2.0};
+        },
+        {ScanSequence(x, {-1, 0})}, {ScanOutputInfo(f01, {-2, -1}), ScanOutputInfo::none()}, {},
+        {}, 3, {.label = "saved"});
+    io::TsgDocument doc;
+    doc.original = std::make_unique<FunctionGraph>(std::vector<VarPtr>{x, f01}, out);
+    const std::string text = io::writeTsg(doc);
+    QVERIFY(has(text, "\"Scan\""));
+    io::TsgDocument loaded = io::readTsg(text);
+    QCOMPARE(QString::fromStdString(io::writeTsg(loaded)), QString::fromStdString(text));
+    const auto& op = static_cast<const Scan&>(loaded.original->outputs()[0]->owner()->op());
+    QCOMPARE(op.layout().seqTaps, (std::vector<std::vector<int>>{{-1, 0}}));
+    QCOMPARE(op.layout().truncateGradient, 3);
+    const std::vector<Tensor> args{Tensor::fromDoubles(DType::Float64, {4}, {1, 2, 3, 4}),
+                                   Tensor::fromDoubles(DType::Float64, {2}, {0, 1})};
+    Function again = compile(loaded.original->inputs(), loaded.original->outputs());
+    Function direct = compile({x, f01}, out);
+    const auto a = again(args), b = direct(args);
+    QVERIFY(closeTo(a[0], b[0]));
+    QVERIFY(closeTo(a[1], b[1]));
+    // Bad props are refused naming the prop.
+    nlohmann::json props = op.props();
+    props["seq_taps"] = nlohmann::json::array({nlohmann::json::array({1, 1})});
+    QVERIFY(has(errorOf([&] { Scan::fromProps(props); }), "twice"));
+    props = op.props();
+    props["extra"] = 1;
+    QVERIFY(has(errorOf([&] { Scan::fromProps(props); }), "unknown prop \"extra\""));
   }
 
   void testIterationsInTheVm() {
