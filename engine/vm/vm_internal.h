@@ -1,6 +1,7 @@
 #pragma once
 // The VM's per-frame state (internal to engine/vm): vm.cpp runs it, vm_state.cpp reads it.
 #include "engine/graph/loop_body.h"
+#include "engine/graph/op.h"
 #include "engine/vm/vm.h"
 
 #include <memory>

@@ -19,12 +19,6 @@ namespace tscope::engine {
 
 namespace {
 
-std::string describe(const Variable& v) {
-  std::string s = v.name().empty() ? v.type().str() : "'" + v.name() + "' (" + v.type().str() + ")";
-  if (!v.site().empty()) s += ", created at " + v.site().str();
-  return s;
-}
-
 std::string tapsText(const std::vector<int>& taps) {
   std::string s = "{";
   for (std::size_t k = 0; k < taps.size(); ++k) s += (k ? ", " : "") + std::to_string(taps[k]);
@@ -508,7 +502,7 @@ std::vector<ShapeExpr> Scan::inferShape(const Apply& node,
   } else {
     steps = node.input(0);
   }
-  std::vector<ShapeExpr> result;
+  std::vector<ShapeExpr> result, bodyShapes;
   for (int o = 0; o < nOutputs(); ++o) {
     const std::size_t so = static_cast<std::size_t>(o);
     ShapeExpr row;
@@ -517,9 +511,18 @@ std::vector<ShapeExpr> Scan::inferShape(const Apply& node,
       row.assign(initIsState(o) ? init.begin() : init.begin() + 1, init.end());
     } else {
       const TensorType& t = node.outputRef(o).type();
-      for (int d = 1; d < t.ndim(); ++d)
-        row.push_back(t.isDimKnown(d) ? constantInt(t.shape()[static_cast<std::size_t>(d)])
-                                      : shapeI(const_cast<Apply&>(node).output(o), d));
+      // Through the body: a dimension that is a constant or one of the given input dimensions;
+      // else the output's own.
+      if (bodyShapes.empty()) bodyShapes = innerOutputShapes(inputShapes);
+      const ShapeExpr& inner = bodyShapes[so];
+      for (int d = 1; d < t.ndim(); ++d) {
+        const auto k = static_cast<std::size_t>(d - 1);
+        const VarPtr e = k < inner.size() ? inner[k] : VarPtr();
+        if (t.isDimKnown(d))
+          row.push_back(constantInt(t.shape()[static_cast<std::size_t>(d)]));
+        else
+          row.push_back(e ? e : shapeI(const_cast<Apply&>(node).output(o), d));
+      }
     }
     if (m_layout.outStore[so] == Store::Last) {
       result.push_back(std::move(row));
@@ -532,215 +535,75 @@ std::vector<ShapeExpr> Scan::inferShape(const Apply& node,
   return result;
 }
 
+std::vector<ShapeExpr> Scan::innerOutputShapes(std::span<const ShapeExpr> inputShapes) const {
+  std::unordered_set<const Variable*> given;
+  for (const ShapeExpr& s : inputShapes)
+    for (const VarPtr& d : s) given.insert(d.get());
+  std::unordered_map<const Variable*, ShapeExpr> shapes;
+  const auto& ins = m_body->inputs();
+  std::size_t p = 0;
+  for (std::size_t i = 0; i < m_layout.seqTaps.size(); ++i) {
+    const ShapeExpr& s = inputShapes[1 + i];
+    for (std::size_t d = 0; d < m_layout.seqTaps[i].size(); ++d)
+      shapes[ins[p++].get()] = ShapeExpr(s.begin() + 1, s.end());
+  }
+  for (int o = 0; o < nOutputs(); ++o) {
+    if (!isRecurrent(o)) continue;
+    const ShapeExpr& init = inputShapes[static_cast<std::size_t>(initInput(o))];
+    const ShapeExpr row(initIsState(o) ? init.begin() : init.begin() + 1, init.end());
+    for (std::size_t d = 0; d < m_layout.outTaps[static_cast<std::size_t>(o)].size(); ++d)
+      shapes[ins[p++].get()] = row;
+  }
+  for (int k = 0; k < m_layout.nNonSeqs; ++k)
+    shapes[ins[p++].get()] = inputShapes[static_cast<std::size_t>(nonSeqInput(k))];
+  auto shapeFor = [&](const VarPtr& v) -> ShapeExpr {
+    if (auto it = shapes.find(v.get()); it != shapes.end()) return it->second;
+    ShapeExpr s;  // unknown dims as null; constants from the type
+    for (std::int64_t d : v->type().shape())
+      s.push_back(d == kUnknownDim ? VarPtr() : constantInt(d));
+    return s;
+  };
+  for (const Apply* inner : m_order) {
+    std::vector<ShapeExpr> in;
+    bool complete = true;
+    for (const VarPtr& v : inner->inputs()) {
+      in.push_back(shapeFor(v));
+      for (const VarPtr& d : in.back()) complete = complete && d != nullptr;
+    }
+    std::vector<ShapeExpr> out;
+    if (complete) {
+      try {
+        out = inner->op().inferShape(*inner, in);
+      } catch (const std::exception&) {
+        out.clear();
+      }
+    }
+    for (int o = 0; o < inner->nOutputs(); ++o) {
+      ShapeExpr s = o < static_cast<int>(out.size())
+                        ? out[static_cast<std::size_t>(o)]
+                        : shapeFor(const_cast<Apply*>(inner)->output(o));
+      // An expression on inner variables would compute the body outside the loop.
+      for (VarPtr& d : s)
+        if (d && !given.count(d.get()) && !constantIntValue(d)) d = nullptr;
+      shapes[&inner->outputRef(o)] = std::move(s);
+    }
+  }
+  std::vector<ShapeExpr> result;
+  for (const VarPtr& out : m_body->outputs()) result.push_back(shapeFor(out));
+  return result;
+}
+
 OpCost Scan::cost(const Apply&, std::span<const Shape>) const {
   return OpCost{};
 }
 
-// ---- Building (Note [Scan layout]) --------------------------------------------------------------
-
-std::vector<VarPtr> scan(const ScanFn& fn, const std::vector<ScanSequence>& sequences,
-                         const std::vector<ScanOutputInfo>& outputsInfo,
-                         const std::vector<VarPtr>& nonSequences, ScanSteps nSteps,
-                         int truncateGradient, const ScanOptions& options,
-                         std::source_location site) {
-  return buildScan(fn, sequences, outputsInfo, nonSequences, std::move(nSteps), truncateGradient,
-                   options, site, {});
+std::string scanTapsText(const std::vector<int>& taps) {
+  return tapsText(taps);
 }
 
-std::vector<VarPtr> buildScan(const ScanFn& fn, const std::vector<ScanSequence>& sequences,
-                              const std::vector<ScanOutputInfo>& outputsInfo,
-                              const std::vector<VarPtr>& nonSequences, ScanSteps nSteps,
-                              int truncateGradient, const ScanOptions& options,
-                              std::source_location site, const std::vector<Scan::Store>& stores) {
-  const std::string op = "Scan{" + options.label + "}";
-  if (!fn) throw GraphError(op + ": the body function is empty");
-  if (outputsInfo.empty()) throw GraphError(op + ": outputsInfo is empty; expected an output");
-  if (truncateGradient == 0 || truncateGradient < -1)
-    throw GraphError(op + ": truncateGradient is " + std::to_string(truncateGradient) +
-                     "; expected -1 (the whole sequence) or a number of steps > 0");
-  Scan::Layout layout;
-  layout.truncateGradient = truncateGradient;
-  layout.outStore = stores;
-  std::vector<VarPtr> nodeInputs;
-  // nSteps.
-  if (nSteps.var) {
-    const TensorType& t = nSteps.var->type();
-    if (t.ndim() != 0 || !isInteger(t.dtype()))
-      throw TypeError(op + ": nSteps " + describe(*nSteps.var) + " must be a 0-d integer variable");
-    nodeInputs.push_back(nSteps.var);
-  } else if (nSteps.value) {
-    if (*nSteps.value < 0)
-      throw GraphError(op + ": nSteps is " + std::to_string(*nSteps.value) +
-                       "; expected a number of steps >= 0");
-    nodeInputs.push_back(constantInt(*nSteps.value));
-  } else {
-    if (sequences.empty())
-      throw GraphError(op + ": no sequences and no nSteps; give the number of steps");
-    nodeInputs.push_back(constantInt(-1));
-  }
-  std::unordered_map<const Variable*, VarPtr> map;  // outer (or fresh) -> inner
-  std::vector<VarPtr> args;                         // the fresh inner inputs, in body order
-  for (std::size_t i = 0; i < sequences.size(); ++i) {
-    const ScanSequence& seq = sequences[i];
-    const std::string what = "sequence " + std::to_string(i);
-    if (!seq.input) throw GraphError(op + ": " + what + " is null");
-    if (seq.input->type().ndim() == 0)
-      throw TypeError(op + ": " + what + " " + describe(*seq.input) +
-                      " is 0-d; a sequence needs a leading axis to iterate over");
-    checkTaps(op, seq.taps, what, false);
-    layout.seqTaps.push_back(seq.taps);
-    nodeInputs.push_back(seq.input);
-    const std::string base =
-        seq.input->name().empty() ? "x" + std::to_string(i) : seq.input->name();
-    for (int d : seq.taps) {
-      const std::string name =
-          base + "[t" + (d == 0 ? "" : (d > 0 ? "+" : "") + std::to_string(d)) + "]";
-      args.push_back(Variable::create(rowType(seq.input->type()), name));
-    }
-  }
-  for (std::size_t o = 0; o < outputsInfo.size(); ++o) {
-    const ScanOutputInfo& info = outputsInfo[o];
-    const std::string what = "output " + std::to_string(o);
-    if (!info.initial) {
-      layout.outTaps.emplace_back();
-      continue;
-    }
-    checkTaps(op, info.taps, what, true);
-    const TensorType& t = info.initial->type();
-    const bool stateInit = info.taps == std::vector<int>{-1};
-    const int rows = -*std::min_element(info.taps.begin(), info.taps.end());
-    if (!stateInit) {
-      if (t.ndim() == 0)
-        throw TypeError(op + ": the initial value of " + what + " " + describe(*info.initial) +
-                        " is 0-d; taps " + tapsText(info.taps) + " need " + std::to_string(rows) +
-                        " leading rows (the oldest first)");
-      if (t.isDimKnown(0) && t.shape()[0] != rows)
-        throw TypeError(op + ": the initial value of " + what + " " + describe(*info.initial) +
-                        " has " + std::to_string(t.shape()[0]) + " leading rows; taps " +
-                        tapsText(info.taps) + " need " + std::to_string(rows));
-    }
-    layout.outTaps.push_back(info.taps);
-    const TensorType state = stateInit ? t : rowType(t);
-    const std::string base =
-        info.initial->name().empty() ? "out" + std::to_string(o) : info.initial->name();
-    for (int d : info.taps)
-      args.push_back(Variable::create(state, base + "[t" + std::to_string(d) + "]"));
-  }
-  for (std::size_t o = 0; o < outputsInfo.size(); ++o)
-    if (outputsInfo[o].initial) nodeInputs.push_back(outputsInfo[o].initial);
-  for (const VarPtr& v : args) map.emplace(v.get(), v);
-  std::vector<VarPtr> nonSeqInner;
-  for (std::size_t k = 0; k < nonSequences.size(); ++k) {
-    const VarPtr& w = nonSequences[k];
-    if (!w) throw GraphError(op + ": non-sequence " + std::to_string(k) + " is null");
-    VarPtr inner = Variable::create(w->type(), w->name());
-    nonSeqInner.push_back(inner);
-    args.push_back(inner);
-    map.emplace(inner.get(), inner);
-    map.emplace(w.get(), inner);  // a body that uses the outer variable directly
-    nodeInputs.push_back(w);
-  }
-  std::vector<VarPtr> outs = fn(args);
-  if (outs.size() != outputsInfo.size())
-    throw GraphError(op + ": the body returned " + std::to_string(outs.size()) +
-                     " values; expected one per outputsInfo entry (" +
-                     std::to_string(outputsInfo.size()) + ")");
-  for (std::size_t o = 0; o < outs.size(); ++o)
-    if (!outs[o]) throw GraphError(op + ": the body's output " + std::to_string(o) + " is null");
-  // The body: every node between the inner inputs (and the variables it uses) and the outputs,
-  // rebuilt on inner variables; other free and shared variables become non-sequences.
-  std::vector<VarPtr> implicitInner;
-  auto innerFor = [&](const VarPtr& in, const Apply* user) -> VarPtr {
-    if (auto it = map.find(in.get()); it != map.end()) return it->second;
-    if (in->kind() == Variable::Kind::Constant) return in;
-    if (options.strict)
-      throw GraphError(op + ": the body uses " + describe(*in) +
-                       (user ? " (input of " + user->op().str() + ")" : std::string()) +
-                       ", which is not a sequence, an initial value or a non-sequence (strict "
-                       "mode: pass it as a non-sequence)");
-    VarPtr inner = Variable::create(in->type(), in->name());
-    map.emplace(in.get(), inner);
-    implicitInner.push_back(inner);
-    nodeInputs.push_back(in);
-    return inner;
-  };
-  for (Apply* node :
-       ancestorNodes(outs, [&](const Variable& v) { return map.count(&v) > 0 || (!v.owner()); })) {
-    std::vector<VarPtr> ins;
-    for (const VarPtr& in : node->inputs()) ins.push_back(innerFor(in, node));
-    std::vector<TensorType> types = node->op().outputTypes(ins);
-    ApplyPtr copy = Apply::create(node->opPtr(), std::move(ins), std::move(types), node->site());
-    copy->setScope(node->scope());
-    for (int o = 0; o < node->nOutputs(); ++o) {
-      copy->outputRef(o).setName(node->outputRef(o).name());
-      map.emplace(&node->outputRef(o), copy->output(o));
-    }
-  }
-  std::vector<VarPtr> innerOuts;
-  for (const VarPtr& v : outs) innerOuts.push_back(innerFor(v, nullptr));
-  args.insert(args.end(), implicitInner.begin(), implicitInner.end());
-  layout.nNonSeqs = static_cast<int>(nonSequences.size() + implicitInner.size());
-  // Output types against the initial values, with the scan and the argument named.
-  {
-    std::size_t p = 0;
-    for (const auto& taps : layout.seqTaps) p += taps.size();
-    for (std::size_t o = 0; o < outputsInfo.size(); ++o) {
-      if (!outputsInfo[o].initial) continue;
-      const TensorType& state = args[p]->type();
-      const TensorType& got = innerOuts[o]->type();
-      if (!sameKind(got, state))
-        throw TypeError(op + ": the body's output " + std::to_string(o) + " is " + got.str() +
-                        " but its initial value (outputsInfo[" + std::to_string(o) + "].initial " +
-                        describe(*outputsInfo[o].initial) + ") gives states of type " +
-                        state.str() + "; expected the same dtype and shape");
-      p += outputsInfo[o].taps.size();
-    }
-  }
-  auto body = std::make_shared<FunctionGraph>(args, innerOuts);
-  for (Variable* v : body->variables()) v->clearTestValue();
-  auto scanOp = std::make_shared<const Scan>(std::move(body), std::move(layout), options.label);
-  return scanOp->makeNode(std::move(nodeInputs), site)->outputs();
-}
-
-// ---- Files --------------------------------------------------------------------------------------
-
-OpPtr Scan::fromProps(const nlohmann::json& props) {
-  const char* expected =
-      "Scan: expected props {\"label\": string, \"body\": GRAPH, \"seq_taps\": [[int]], "
-      "\"out_taps\": [[int] | null], \"out_last\": [bool], \"n_nonseqs\": int, "
-      "\"truncate_gradient\": int}";
-  static const std::set<std::string> keys{"label",    "body",      "seq_taps",         "out_taps",
-                                          "out_last", "n_nonseqs", "truncate_gradient"};
-  if (!props.is_object())
-    throw std::invalid_argument(std::string(expected) + ", found " + props.type_name());
-  for (const auto& [key, value] : props.items())
-    if (!keys.count(key))
-      throw std::invalid_argument("Scan: unknown prop \"" + key + "\"; " + expected);
-  for (const std::string& key : keys)
-    if (!props.contains(key))
-      throw std::invalid_argument("Scan: missing prop \"" + key + "\"; " + expected);
-  try {
-    const std::string label = props["label"].get<std::string>();
-    Layout layout;
-    layout.seqTaps = props["seq_taps"].get<std::vector<std::vector<int>>>();
-    for (const auto& t : props["out_taps"])
-      layout.outTaps.push_back(t.is_null() ? std::vector<int>{} : t.get<std::vector<int>>());
-    for (const auto& l : props["out_last"])
-      layout.outStore.push_back(l.get<bool>() ? Store::Last : Store::All);
-    layout.nNonSeqs = props["n_nonseqs"].get<int>();
-    layout.truncateGradient = props["truncate_gradient"].get<int>();
-    std::shared_ptr<const FunctionGraph> body =
-        io::graphFromJson(props["body"], defaultOpRegistry(), "Scan{" + label + "} prop \"body\"");
-    return std::make_shared<const Scan>(std::move(body), std::move(layout), label);
-  } catch (const std::invalid_argument&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw std::invalid_argument(std::string("Scan: ") + e.what());
-  }
-}
-
-void registerScanOps(OpRegistry& registry) {
-  registry.add("Scan", &Scan::fromProps);
+void checkScanTaps(const std::string& op, const std::vector<int>& taps, const std::string& what,
+                   bool output) {
+  checkTaps(op, taps, what, output);
 }
 
 }  // namespace tscope::engine

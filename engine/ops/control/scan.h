@@ -175,6 +175,9 @@ class Scan final : public Op, public LoopBody {
   static OpPtr fromProps(const nlohmann::json& props);
 
  private:
+  // The body's output shapes from the node's input shapes (inferShape), null where unknown.
+  std::vector<ShapeExpr> innerOutputShapes(std::span<const ShapeExpr> inputShapes) const;
+
   std::shared_ptr<const FunctionGraph> m_body;
   Layout m_layout;
   std::string m_label;

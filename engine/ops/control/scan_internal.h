@@ -12,6 +12,11 @@ std::vector<VarPtr> buildScan(const ScanFn& fn, const std::vector<ScanSequence>&
                               int truncateGradient, const ScanOptions& options,
                               std::source_location site, const std::vector<Scan::Store>& stores);
 
+// "{-1, 1}"; the checks of a list of taps (GraphError naming the scan and `what`).
+std::string scanTapsText(const std::vector<int>& taps);
+void checkScanTaps(const std::string& op, const std::vector<int>& taps, const std::string& what,
+                   bool output);
+
 // The graph rebuilt on `inputs` (one per graph input) through makeNode; one variable per output.
 std::vector<VarPtr> rebuildGraph(const FunctionGraph& g, std::span<const VarPtr> inputs);
 
