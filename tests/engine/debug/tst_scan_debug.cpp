@@ -37,7 +37,7 @@ std::vector<Tensor> args(int negativeAt = -1) {
 }
 
 // The Scan node of f's program and the id of its body's first node.
-std::pair<std::int64_t, std::int64_t> scanAndBodyNode(const Function& f, std::string_view op) {
+std::pair<std::int64_t, std::int64_t> scanAndBodyNode(Function& f, std::string_view op) {
   const Program& p = f.vm().program();
   for (const LinkedNode& n : p.nodes())
     if (n.node->op().name() == "Scan") {

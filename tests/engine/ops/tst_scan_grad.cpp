@@ -44,7 +44,7 @@ class TestScanGrad : public QObject {
     auto h0 = fvar("h0", {2});
     auto W = fvar("W", {3, 2});
     auto Uw = fvar("U", {2, 2});
-    const auto g = grad(sum(rnn({x, h0, W, Uw})[0]), {W});
+    const std::vector<VarPtr> g = grad(sum(rnn({x, h0, W, Uw})[0]), std::vector<VarPtr>{W});
     bool gradScan = false;
     for (const Apply* n : FunctionGraph({x, h0, W, Uw}, g).toposort())
       gradScan = gradScan || n->op().str() == "Scan{grad_rnn}";
