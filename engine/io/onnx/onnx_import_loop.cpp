@@ -174,7 +174,7 @@ std::vector<VarPtr> Importer::convertLoop(const onnx::NodeProto& node, int index
     std::vector<VarPtr> outs = convertBody(*body, where + " body", bound);
     // The body's cond: its input passed through, or a constant true.
     VarPtr c = outs[0];
-    while (c != condIn && c->owner() && c->owner()->op().name() == "Identity")
+    while (c != condIn && c->owner() && c->owner()->op().str() == "Elemwise{identity}")
       c = c->owner()->input(0);
     const std::optional<Tensor> cv = c == condIn ? std::nullopt : constantValue(c);
     if (c != condIn && (!cv || cv->numel() != 1 || cv->item() == 0))
