@@ -7,6 +7,7 @@
 #include "engine/vm/cancel.h"
 #include "engine/vm/clock.h"
 #include "engine/vm/correlation.h"
+#include "engine/vm/vm_helpers.h"
 #include "engine/vm/vm_internal.h"
 
 #include <algorithm>
@@ -17,68 +18,7 @@ namespace tscope::engine {
 namespace {
 
 using vmclock::nowNs;  // Note [VM clock]
-
-// Runs the observers' callbacks with the VM marked as inside them, so addObserver/removeObserver
-// from a callback are deferred (Note [VM states], "Threads").
-struct CallbackScope {
-  explicit CallbackScope(bool& flag) : m_flag(flag), m_previous(flag) { flag = true; }
-  ~CallbackScope() { m_flag = m_previous; }
-  bool& m_flag;
-  bool m_previous;
-};
-
-// The kernel the linker chose for a node (its op's perform when none), with a failure turned
-// into an ExecutionError by `contextualize` (VM::rethrowWithContext). Templates over the VM's
-// private Frame and Hot, which they deduce.
-template <class Frame, class Hot, class Contextualize>
-inline void invokeKernel(const Frame& f, const Hot& t, Contextualize&& contextualize) {
-  try {
-    if (t.fn)
-      t.fn(*t.op, *t.node, f.inputs(t), f.outputs(t));
-    else
-      t.op->perform(*t.node, f.inputs(t), f.outputs(t));
-  } catch (const ExecutionError&) {
-    throw;
-  } catch (const ExecutionCancelled&) {
-    throw;
-  } catch (const std::exception& e) {
-    contextualize(e);
-  }
-}
-
-// One more call of the node at `position` that took `ns` (VM::timings()).
-template <class Timing>
-inline void addTiming(Timing* timings, std::size_t position, std::int64_t ns) {
-  if (!timings) return;
-  Timing& t = timings[position];
-  t.lastNs = ns;
-  t.totalNs += ns;
-  ++t.calls;
-}
-
-// Calls `call(observer)` for every observer, first to last (beforeNode) or last to first
-// (afterNode, Note [Node events]), marked as inside the callbacks; `onThrow` fails the run before
-// the exception goes on.
-template <class Observers, class Call, class OnThrow>
-inline void notifyObservers(const Observers& observers, bool& inCallbacks, bool reverse,
-                            Call&& call, OnThrow&& onThrow) {
-  CallbackScope scope(inCallbacks);
-  try {
-    if (reverse)
-      for (std::size_t k = observers.size(); k-- > 0;) call(*observers[k]);
-    else
-      for (std::size_t k = 0; k < observers.size(); ++k) call(*observers[k]);
-  } catch (...) {
-    onThrow(std::current_exception());
-    throw;
-  }
-}
-
-// The slots the plan frees after a node (Note [Storage plan]).
-template <class Frame, class Hot>
-inline void freeAfter(Frame& f, const Hot& t, const std::uint32_t* freeSlots) {
-  for (std::uint32_t k = 0; k < t.nFree; ++k) f.storage[freeSlots[t.freeBegin + k]] = Tensor();
-}
+using namespace vm_detail;
 
 }  // namespace
 
@@ -489,68 +429,6 @@ void VM::enterFrame(Frame& f) {
   m_stack.push_back(&c);
   m_path.push_back(t.node->id());
   m_iterations.push_back(-1);
-}
-
-namespace {
-// A loop op's failure, with the iteration it happened in.
-std::runtime_error loopFailure(const std::exception& e, std::int64_t iteration) {
-  return std::runtime_error(std::string(e.what()) + " (in iteration " + std::to_string(iteration) +
-                            ")");
-}
-}  // namespace
-
-void VM::beginIteration(Frame& f, Frame& c) {
-  const Hot& t = f.hot[c.callerPosition];
-  try {
-    const CorrelationScope correlation(
-        m_correlation.get(), std::span<const std::int64_t>(m_path).first(m_path.size() - 1),
-        t.node->id());
-    t.loop->loopInputs(*c.loop, c.iteration, c.loopIn);
-  } catch (const std::exception& e) {
-    const std::int64_t k = c.iteration;
-    clearFrame(c);
-    m_stack.pop_back();
-    m_path.pop_back();
-    m_iterations.pop_back();
-    try {
-      rethrowWithContext(f, t, loopFailure(e, k));
-    } catch (...) {
-      fail(f, std::current_exception(), false);
-      throw;
-    }
-  }
-}
-
-void VM::finishLoop(Frame& f, Frame& c) {
-  const std::size_t pos = c.callerPosition;
-  const Hot& t = f.hot[pos];
-  try {
-    const CorrelationScope correlation(m_correlation.get(), m_path, t.node->id());
-    t.loop->loopFinish(*c.loop, f.outputs(t));
-  } catch (const std::exception& e) {
-    clearFrame(c);
-    try {
-      rethrowWithContext(f, t, e);
-    } catch (...) {
-      fail(f, std::current_exception(), false);
-      throw;
-    }
-  }
-  const std::int64_t t0 = c.t0;
-  clearFrame(c);
-  NodeEvent event = eventFor(f, pos);
-  if (m_options.timing) {
-    event.t0 = t0;
-    event.t1 = nowNs();
-    addTiming(f.timing, pos, event.t1 - event.t0);
-  }
-  ++f.pc;
-  if (!m_observers.empty()) {
-    notifyObservers(
-        m_observers, m_inCallbacks, true, [&](ExecutionObserver& o) { o.afterNode(*this, event); },
-        [&](std::exception_ptr e) { fail(f, e, true); });
-  }
-  if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan().freeSlots.data());
 }
 
 void VM::returnFromFrame() {

@@ -301,8 +301,8 @@ class TestScan : public QObject {
         [](const std::vector<VarPtr>& a) {  // x[t-1], x[t], f[t-2], f[t-1]
           return std::vector<VarPtr>{a[2] + a[3] * a[1], a[0] * 2.0};
         },
-        {ScanSequence(x, {-1, 0})}, {ScanOutputInfo(f01, {-2, -1}), ScanOutputInfo::none()}, {},
-        {}, 3, {.label = "saved"});
+        {ScanSequence(x, {-1, 0})}, {ScanOutputInfo(f01, {-2, -1}), ScanOutputInfo::none()}, {}, {},
+        3, {.label = "saved"});
     io::TsgDocument doc;
     doc.original = std::make_unique<FunctionGraph>(std::vector<VarPtr>{x, f01}, out);
     const std::string text = io::writeTsg(doc);
