@@ -371,6 +371,16 @@ class TestScan : public QObject {
     QCOMPARE(vm.depth(), std::size_t{0});
     QCOMPARE(e.run(), VM::Status::Finished);
     QVERIFY(closeTo(e.finish()[0], Tensor::fromDoubles(DType::Float64, {3}, {2, 4, 6})));
+    // step() over the Scan node runs the whole loop.
+    Execution e2 = f.begin(args);
+    while (vm.schedule()[vm.pc()]->op().name() != "Scan") QVERIFY(vm.step());
+    const std::size_t at = vm.pc();
+    QVERIFY(vm.step());
+    QCOMPARE(vm.depth(), std::size_t{0});
+    QCOMPARE(vm.pc(), at + 1);
+    QVERIFY(vm.value(vm.schedule()[at]->outputRef(0)) != nullptr);
+    QCOMPARE(vm.value(vm.schedule()[at]->outputRef(0))->shape(), Shape{3});
+    QCOMPARE(e2.run(), VM::Status::Finished);
   }
 };
 
