@@ -12,6 +12,7 @@
 #include "engine/ops/op_test_support.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/subtensor.h"
+#include "engine/tensor/alloc_hook.h"
 #include "engine/vm/vm.h"
 #include "test_main.h"
 
@@ -326,6 +327,36 @@ class TestScan : public QObject {
     props = op.props();
     props["extra"] = 1;
     QVERIFY(has(errorOf([&] { Scan::fromProps(props); }), "unknown prop \"extra\""));
+  }
+
+  void testStackedOutputsAllocatedOnce() {
+    // Note [Scan execution]: the stacked output is one buffer for the whole loop; each step's
+    // body allocates only its own values (here the one add), and the step's row is a copy into
+    // the buffer. A buffer per step would show as twice the allocations.
+    const std::int64_t T = 50, n = 1000;
+    auto x = fvar("x", {T, n});
+    auto s0 = fvar("s0", {n});
+    VarPtr s = scan([](const std::vector<VarPtr>& a) { return std::vector<VarPtr>{a[1] + a[0]}; },
+                    {x}, {s0})[0];
+    Function f = compile({x, s0}, {s});
+    const std::vector<Tensor> args{randomTensor(DType::Float64, {T, n}, 3),
+                                   randomTensor(DType::Float64, {n}, 4)};
+    f(args);
+    AllocationCounters c;
+    Tensor out;
+    {
+      ScopedAllocationCounters hook(&c);
+      out = f(args)[0];
+    }
+    QVERIFY2(c.allocations <= T + 8, std::to_string(c.allocations).c_str());
+    QVERIFY2(c.allocatedBytes <= 2 * (T + 1) * n * 8 + 64 * 1024,
+             std::to_string(c.allocatedBytes).c_str());
+    QCOMPARE(out.shape(), (Shape{T, n}));
+    QVERIFY(closeTo(out.select(0, 0), [&] {
+      Tensor r = args[1].clone();
+      for (std::int64_t k = 0; k < n; ++k) r.set({k}, r.at({k}) + args[0].at({0, k}));
+      return r;
+    }()));
   }
 
   void testIterationsInTheVm() {
