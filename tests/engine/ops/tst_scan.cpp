@@ -329,6 +329,26 @@ class TestScan : public QObject {
     QVERIFY(has(errorOf([&] { Scan::fromProps(props); }), "unknown prop \"extra\""));
   }
 
+  void testNestedScans() {
+    // The outer loop's body is a loop: row sums of x by an inner running sum, then a running
+    // total of those; every mode, frames nested two deep in the VM.
+    auto x = fvar("x", {3, 4});
+    auto t0 = fvar("t0", {});
+    VarPtr total = scan(
+        [](const std::vector<VarPtr>& a) {  // x[t] (a row), total[t-1]
+          VarPtr zero = a[1] * 0.0;
+          VarPtr run =
+              scan([](const std::vector<VarPtr>& b) { return std::vector<VarPtr>{b[1] + b[0]}; },
+                   {a[0]}, {zero}, {}, {}, -1, {.label = "inner"})[0];
+          return std::vector<VarPtr>{a[1] + select(run, 0, -1)};
+        },
+        {x}, {t0}, {}, {}, -1, {.label = "outer"})[0];
+    const Tensor xv =
+        Tensor::fromDoubles(DType::Float64, {3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    for (const auto& got : runAll({x, t0}, {total}, {xv, Tensor::scalar(DType::Float64, 100)}))
+      QVERIFY(closeTo(got[0], Tensor::fromDoubles(DType::Float64, {3}, {110, 136, 178})));
+  }
+
   void testStackedOutputsAllocatedOnce() {
     // Note [Scan execution]: the stacked output is one buffer for the whole loop; each step's
     // body allocates only its own values (here the one add), and the step's row is a copy into
