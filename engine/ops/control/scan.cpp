@@ -208,6 +208,20 @@ int Scan::initRows(int o) const {
   return taps.empty() ? 0 : -*std::min_element(taps.begin(), taps.end());
 }
 
+int Scan::nodeInputOfInner(std::size_t inner) const {
+  std::size_t p = 0;
+  for (std::size_t i = 0; i < m_layout.seqTaps.size(); ++i) {
+    p += m_layout.seqTaps[i].size();
+    if (inner < p) return 1 + static_cast<int>(i);
+  }
+  for (int o = 0; o < nOutputs(); ++o) {
+    p += m_layout.outTaps[static_cast<std::size_t>(o)].size();
+    if (inner < p) return initInput(o);
+  }
+  const std::size_t k = inner - p;
+  return k < static_cast<std::size_t>(m_layout.nNonSeqs) ? nonSeqInput(static_cast<int>(k)) : -1;
+}
+
 bool Scan::initIsState(int o) const {
   return m_layout.outTaps[static_cast<std::size_t>(o)] == std::vector<int>{-1};
 }

@@ -144,6 +144,9 @@ class Scan final : public Op, public LoopBody {
   int initInput(int o) const { return m_initInput[static_cast<std::size_t>(o)]; }
   int nonSeqInput(int k) const { return 1 + nSequences() + m_nRecurrent + k; }
   int nRecurrent() const { return m_nRecurrent; }
+  // The node input an inner input stands for (a sequence for its taps, an initial value for its
+  // output's states, a non-sequence); the body has no input for nSteps (node input 0).
+  int nodeInputOfInner(std::size_t inner) const;
   // -min(taps): the initial rows a recurrent output needs (1 for taps {-1}, given unstacked).
   int initRows(int o) const;
   // Whether the initial value is one state (taps {-1}) rather than stacked leading rows.
