@@ -61,6 +61,10 @@ struct NodeProfile {
   std::string scope;          // its scope path ("encoder/layer1/attn"), "" for none
   // The nodes this node's frame runs (an OpFromGraph or IfElse node): its time is inclusive.
   bool hasInnerGraph = false;
+  // A loop node (a Scan, Note [Loop frames] in engine/vm/vm.h): the time of each iteration
+  // (index k), averaged over the measured runs that reached it; its body's nodes appear once each,
+  // their calls and time summed over the iterations. Empty for other nodes.
+  std::vector<double> iterationSeconds;
   std::vector<engine::Shape> inputShapes;  // as last measured
   std::vector<OutputInfo> outputs;
 

@@ -54,7 +54,8 @@ json nodeJson(const NodeProfile& n) {
             {"bytesWritten", n.cost.bytesWritten},
             {"known", n.cost.known}}},
           {"gpuSeconds", n.gpuSeconds},
-          {"gpuKernels", n.gpuKernels}};
+          {"gpuKernels", n.gpuKernels},
+          {"iterationSeconds", n.iterationSeconds}};
 }
 
 }  // namespace
@@ -309,6 +310,13 @@ NodeProfile node(const json& v, const Path& at) {
   n.gpuSeconds = seconds(member(v, at, "gpuSeconds"), at / "gpuSeconds");
   n.gpuKernels =
       integer(member(v, at, "gpuKernels"), at / "gpuKernels", 0, "a kernel count (integer >= 0)");
+  // A loop node's per-iteration times (absent in files written before loops).
+  if (v.contains("iterationSeconds")) {
+    const Path ip = at / "iterationSeconds";
+    const json& its = array(v["iterationSeconds"], ip, "an array of seconds per iteration");
+    for (std::size_t i = 0; i < its.size(); ++i)
+      n.iterationSeconds.push_back(seconds(its[i], ip[i]));
+  }
   return n;
 }
 

@@ -39,6 +39,11 @@ struct Profiler::Slot {
   std::vector<engine::Shape> outputShapes;
   std::vector<engine::DType> outputDtypes;
   std::vector<std::int64_t> outputBytes;
+  // A loop node (Note [Loop frames] in engine/vm/vm.h): per iteration, its body's time in the
+  // current run, and summed over the measured runs with the number of runs that reached it.
+  std::vector<std::int64_t> runIterationNs;
+  std::vector<double> iterationSum;
+  std::vector<std::int64_t> iterationRuns;
 };
 
 // The per-run part of a slot, what every node call touches: one cache line per node, in an array
@@ -211,6 +216,9 @@ void Profiler::reset() {
   for (Slot& s : m_slots) {
     s.calls = s.allocated = s.freed = 0;
     s.samples.clear();
+    s.runIterationNs.clear();
+    s.iterationSum.clear();
+    s.iterationRuns.clear();
   }
   for (Hot& h : m_hot) {
     h.runNs = h.runCalls = h.runAllocated = h.runFreed = 0;
@@ -311,6 +319,15 @@ void Profiler::afterNodeImpl(VM&, const NodeEvent& event) {
   if (open.slot < 0) return;
   Hot& h = m_hot[static_cast<std::size_t>(open.slot)];
   if (h.node != &event.node) return;  // unbalanced events (attached mid-run): ignored
+  // A node of a loop's body: its time goes to the loop's iteration too (the caller node is the
+  // innermost open one).
+  if (!event.iterations.empty() && event.iterations.back() >= 0 && !m_open.empty() &&
+      m_open.back().slot >= 0) {
+    Slot& loop = m_slots[static_cast<std::size_t>(m_open.back().slot)];
+    const auto k = static_cast<std::size_t>(event.iterations.back());
+    if (loop.runIterationNs.size() <= k) loop.runIterationNs.resize(k + 1, 0);
+    loop.runIterationNs[k] += t1 - t0;
+  }
   if (h.runCalls++ == 0) m_touched.push_back(open.slot);
   h.runNs += t1 - t0;
   std::int64_t live = 0;
@@ -428,6 +445,18 @@ void Profiler::onFinishImpl(VM&) {
     s.allocated += h.runAllocated;
     s.freed += h.runFreed;
     h.runNs = h.runCalls = h.runAllocated = h.runFreed = 0;
+    if (!s.runIterationNs.empty()) {
+      const std::size_t n = s.runIterationNs.size();
+      if (s.iterationSum.size() < n) {
+        s.iterationSum.resize(n, 0);
+        s.iterationRuns.resize(n, 0);
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        s.iterationSum[i] += static_cast<double>(s.runIterationNs[i]) * 1e-9;
+        ++s.iterationRuns[i];
+      }
+      s.runIterationNs.clear();
+    }
   }
   m_touched.clear();
   m_runs.push_back(
@@ -537,6 +566,8 @@ Profile Profiler::snapshotOf(const Program& program) const {
     }
     n.calls = s.calls;
     n.time = TimeStats::of(s.samples);
+    for (std::size_t i = 0; i < s.iterationSum.size(); ++i)
+      n.iterationSeconds.push_back(s.iterationSum[i] / static_cast<double>(s.iterationRuns[i]));
     if (s.calls > 0) {
       n.allocatedBytes = s.allocated / s.calls;
       n.freedBytes = s.freed / s.calls;

@@ -258,6 +258,41 @@ std::string applyTable(const Profile& p, const Tables& t, std::size_t limit) {
   return text;
 }
 
+// Note [Loop frames]: a loop node's body time per iteration (averaged over the measured runs); its
+// body's nodes appear in the Apply table once each, summed over the iterations.
+std::string loopTable(const Profile& p, std::size_t limit) {
+  std::string text;
+  for (const NodeProfile& node : p.nodes) {
+    if (node.iterationSeconds.empty()) continue;
+    const auto& its = node.iterationSeconds;
+    double total = 0, lo = its[0], hi = its[0];
+    for (double v : its) {
+      total += v;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    text += "\nIterations of " + node.op + " (node " + nodeName(node) +
+            "): " + std::to_string(its.size()) + " iterations, body time " + formatSeconds(total) +
+            ", per iteration mean " + formatSeconds(total / double(its.size())) + ", min " +
+            formatSeconds(lo) + ", max " + formatSeconds(hi) + "\n";
+    TextTable table({"iteration", "body time", "% of loop"});
+    double rest = 0;
+    for (std::size_t k = 0; k < its.size(); ++k) {
+      if (k >= limit) {
+        rest += its[k];
+        continue;
+      }
+      table.add(
+          {std::to_string(k), formatSeconds(its[k]), formatShare(total > 0 ? its[k] / total : 0)});
+    }
+    text += table.str();
+    if (its.size() > limit)
+      text += "  ... " + std::to_string(its.size() - limit) + " more iterations, " +
+              formatSeconds(rest) + "\n";
+  }
+  return text;
+}
+
 std::string scopeTable(const Tables& t, std::size_t limit) {
   std::string text =
       "\nScopes (inclusive: the scope and every scope under it; exclusive: its own nodes only)\n";
@@ -376,6 +411,7 @@ std::string reportText(const Profile& profile, const ReportOptions& options) {
   text += groupTable("Class", t.classes, t.timeInNodes, options.rows);
   text += groupTable("Ops (equal props: one row)", t.ops, t.timeInNodes, options.rows);
   text += applyTable(profile, t, options.rows);
+  text += loopTable(profile, options.rows);
   text += scopeTable(t, options.rows);
   if (options.memory) text += memoryText(profile, options.memoryRows);
   if (options.rewrites) text += rewriteText(profile, options.rows);

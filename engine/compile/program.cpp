@@ -2,6 +2,7 @@
 
 #include "engine/graph/errors.h"
 #include "engine/graph/inner_graphs.h"
+#include "engine/graph/loop_body.h"
 #include "engine/graph/op.h"
 #include "engine/ops/debug/breakpoint.h"
 
@@ -164,8 +165,12 @@ std::shared_ptr<const Program> linkProgram(const FunctionGraph& graph, std::vect
                                                           .device = options.device,
                                                           .kernels = options.kernels,
                                                           .linkInner = {}});
-          if (child->inputSlots().size() != node->inputs().size() ||
-              child->outputSlots().size() != static_cast<std::size_t>(node->nOutputs()))
+          // Note [Loop frames]: a loop's body takes one step's inputs, not the node's.
+          const bool loop = dynamic_cast<const LoopBody*>(&node->op()) != nullptr;
+          const std::size_t wantIn = loop ? inner->inputs().size() : node->inputs().size();
+          const std::size_t wantOut =
+              loop ? inner->outputs().size() : static_cast<std::size_t>(node->nOutputs());
+          if (child->inputSlots().size() != wantIn || child->outputSlots().size() != wantOut)
             throw GraphError("linkProgram: the inner graph of " + node->op().str() + " (node " +
                              std::to_string(node->id()) + ") has " +
                              std::to_string(child->inputSlots().size()) + " inputs and " +

@@ -56,6 +56,20 @@ std::string_view targetName(BreakpointSpec::Target target) {
 
 BreakpointSpec parseBreakSpec(std::string_view text) {
   BreakpointSpec spec;
+  // Note [Loop breakpoints]: a trailing "[iteration==K]".
+  constexpr std::string_view kIteration = "[iteration==";
+  if (const std::size_t at = text.rfind(kIteration);
+      at != std::string_view::npos && !text.empty() && text.back() == ']') {
+    const std::string_view k =
+        text.substr(at + kIteration.size(), text.size() - 1 - at - kIteration.size());
+    std::int64_t n = -1;
+    const auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), n);
+    if (k.empty() || ec != std::errc() || ptr != k.data() + k.size() || n < 0)
+      refuse(text, "expected an iteration filter [iteration==K] with K >= 0 at the end, found '" +
+                       std::string(text.substr(at)) + "'");
+    spec.iteration = n;
+    text = text.substr(0, at);
+  }
   const std::size_t colon = text.find(':');
   if (colon == std::string_view::npos)
     refuse(text, "expected TARGET:KEY with a target node:, var:, op: or scope:, found no ':'");
@@ -149,6 +163,7 @@ std::string toString(const BreakCondition& c) {
 std::string toString(const BreakpointSpec& spec) {
   std::string s = std::string(targetName(spec.target)) + ":" + spec.key + toString(spec.condition);
   if (spec.hitCount != 1) s += "#" + std::to_string(spec.hitCount);
+  if (spec.iteration >= 0) s += "[iteration==" + std::to_string(spec.iteration) + "]";
   return s;
 }
 

@@ -10,6 +10,7 @@
 //   scope:encoder/attn (a prefix of the node's scope, on '/' boundaries)
 //   ... followed by an optional condition: @nan @inf @max>K @min<K @norm>K @changed>K
 //   ... and an optional hit count:         #N  (break on the Nth hit and after)
+//   ... and an optional iteration filter:  [iteration==K]  (Note [Loop breakpoints])
 //
 //   BreakpointSpec s = parseBreakSpec("scope:layer3@max>1e4#2");
 //   toString(s) == "scope:layer3@max>10000#2";
@@ -21,6 +22,11 @@
 // condition that applies to none of the outputs a breakpoint resolves to is refused when the
 // breakpoint is added. @changed>K compares with the value the same output had when its node ran
 // in the previous execution (the first execution never breaks on it).
+//
+// Note [Loop breakpoints]: with an iteration filter (iteration >= 0) a breakpoint only counts a
+// hit when its node runs in iteration K of the innermost loop frame around it (a Scan's body,
+// NodeEvent::iteration()); "node:9/4@nan[iteration==7]" pauses after node 4 of Scan node 9's
+// body in iteration 7 when that output holds a NaN.
 
 #include "engine/debug/value_stats.h"
 
@@ -45,7 +51,8 @@ struct BreakpointSpec {
   BreakCondition condition;
   int hitCount = 1;  // break on the Nth hit and after
   bool enabled = true;
-  bool temporary = false;  // tbreak: deleted after it hits
+  bool temporary = false;       // tbreak: deleted after it hits
+  std::int64_t iteration = -1;  // Note [Loop breakpoints]; -1: every iteration
   friend bool operator==(const BreakpointSpec&, const BreakpointSpec&) = default;
 };
 

@@ -2,6 +2,7 @@
 // (Note [Session thread], Note [Session phases] in debug_session.h).
 #include "engine/debug/debug_session_impl.h"
 #include "engine/graph/apply.h"
+#include "engine/graph/loop_body.h"
 #include "engine/graph/op.h"
 #include "engine/ops/debug/breakpoint.h"
 
@@ -94,6 +95,8 @@ SessionState DebugSession::Impl::snapshot(PauseKind reason) const {
     v.callerNodeId = info.callerNodeId;
     if (k > 0) v.callerOp = vm.frame(k - 1).program->schedule()[info.callerPosition]->op().str();
     v.pc = info.pc;
+    v.iteration = info.iteration;
+    v.iterations = info.iterations;
     v.scheduleSize = info.program->schedule().size();
     v.program = info.program;
     if (info.pc < v.scheduleSize) {
@@ -265,6 +268,10 @@ SessionState DebugSession::Impl::drive(const char* command, const std::function<
                vm.pauseReason() == VM::PauseReason::Breakpoint) {
       reason = PauseKind::Step;  // a step, or runToNode's break position
       details.message = "step";
+    } else if (vm.pauseReason() == VM::PauseReason::Observer && !iterationTarget.empty()) {
+      reason = PauseKind::Step;  // runToIteration arrived
+      details.message = iterationTarget;
+      iterationTarget.clear();
     } else {
       reason = PauseKind::Interrupted;  // interrupt(), or another observer's pause request
       details.message = interrupted ? "interrupted" : "paused by an observer's request";
@@ -420,6 +427,63 @@ std::future<SessionState> DebugSession::runToNode(std::int64_t nodeId) {
       }
     } clear{s.vm, *target->node, had};
     return s.drive("runToNode", [](VM& vm) { vm.run(); });
+  });
+}
+
+namespace {
+// Note [Loop frames]: pauses before the first node of a loop's body in one iteration.
+class IterationTarget final : public ExecutionObserver {
+ public:
+  IterationTarget(std::int64_t node, std::int64_t iteration, bool& arrived)
+      : m_node(node), m_iteration(iteration), m_arrived(arrived) {}
+  bool pauseBefore(const VM&, const NodeEvent& e) override {
+    if (e.position != 0 || e.framePath.empty() || e.framePath.back() != m_node ||
+        e.iterations.empty() || e.iterations.back() != m_iteration)
+      return false;
+    m_arrived = true;
+    return true;
+  }
+
+ private:
+  std::int64_t m_node, m_iteration;
+  bool& m_arrived;
+};
+}  // namespace
+
+std::future<SessionState> DebugSession::runToIteration(std::int64_t nodeId,
+                                                       std::int64_t iteration) {
+  Impl& s = *m_impl;
+  return s.submit<SessionState>([&s, nodeId, iteration]() {
+    if (s.phase != SessionPhase::Ready && s.phase != SessionPhase::Paused)
+      refuseInPhase("runToIteration", s.phase, "a ready or paused execution (start() first)");
+    if (iteration < 0)
+      throw std::invalid_argument("runToIteration: iteration " + std::to_string(iteration) +
+                                  "; expected an iteration >= 0");
+    const Apply* target = nullptr;
+    for (const ProgramNode& n : s.allNodes)
+      if (n.node->id() == nodeId) {
+        target = n.node;
+        break;
+      }
+    if (!target)
+      throw std::invalid_argument("runToIteration: no node " + std::to_string(nodeId) +
+                                  " in the optimized graph or its inner graphs");
+    if (!dynamic_cast<const LoopBody*>(&target->op()))
+      throw std::invalid_argument("runToIteration: node " + std::to_string(nodeId) + " (" +
+                                  target->op().str() + ") is not a loop (a Scan)");
+    bool arrived = false;
+    auto observer = std::make_shared<IterationTarget>(nodeId, iteration, arrived);
+    s.vm.addObserver(observer);
+    struct Remove {
+      VM& vm;
+      const ExecutionObserver& o;
+      ~Remove() { vm.removeObserver(o); }
+    } remove{s.vm, *observer};
+    s.iterationTarget = "iteration " + std::to_string(iteration) + " of " + target->op().str() +
+                        " (node " + std::to_string(nodeId) + ")";
+    SessionState st = s.drive("runToIteration", [](VM& vm) { vm.run(); });
+    s.iterationTarget.clear();
+    return st;
   });
 }
 

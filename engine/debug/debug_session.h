@@ -120,6 +120,10 @@ struct FrameView {
   std::int64_t nextNodeId = -1;    // -1 at the end of the schedule
   std::string nextNodeOp;
   std::size_t scheduleSize = 0;
+  // Note [Loop frames] (engine/vm/vm.h): the iteration this frame runs and the loop's step count
+  // when its caller is a loop (a Scan); -1 and 0 otherwise.
+  std::int64_t iteration = -1;
+  std::int64_t iterations = 0;
   // The frame's linked program (its schedule() for a listing around pc); immutable, owned by the
   // Function, so it may be read on any thread while the Function lives.
   const Program* program = nullptr;
@@ -183,6 +187,12 @@ class DebugSession {
   // Until just before node `nodeId` (of the outer graph or an inner one) runs; a breakpoint or
   // another pause on the way stops first. Refused for an unknown node or one that already ran.
   std::future<SessionState> runToNode(std::int64_t nodeId);
+  // Until just before the body of loop node `nodeId` (a Scan, of the outer graph or an inner
+  // one) starts iteration `iteration`: the innermost frame is then that loop's, at pc 0, with
+  // FrameView::iteration == iteration. A breakpoint or another pause on the way stops first; a
+  // loop with fewer steps finishes without pausing there. Refused for an unknown node, a node
+  // that is not a loop, or a negative iteration.
+  std::future<SessionState> runToIteration(std::int64_t nodeId, std::int64_t iteration);
   // Starts again with the same arguments and the same shared values (the random state included)
   // as the last start(): the same values again. Also after finish() applied updates (they are
   // undone first). Ready, nothing ran. The argument tensors of start() are held, not copied:

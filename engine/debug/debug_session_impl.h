@@ -98,6 +98,9 @@ struct DebugSession::Impl {
   std::mutex driveMutex;  // driving changes under it, so interrupt() never reaches a later run
   bool driving = false;
   std::atomic<bool> interruptRequested{false};
+  // runToIteration's target while it drives ("iteration 7 of Scan{rnn} (node 9)"): an observer
+  // pause then ends as a step with this message.
+  std::string iterationTarget;
 
   // ---- worker-only ----
   std::optional<Execution> execution;

@@ -551,6 +551,7 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
       }
     }
     link.node = nodeRef(e->node, e->framePath);
+    link.node.iterations.assign(e->iterations.begin(), e->iterations.end());
     // Which inputs already held bad values (Note [Root-cause chain]).
     for (int i = 0; i < e->node.nInputs(); ++i) {
       const Variable& in = *e->node.input(i);
@@ -577,6 +578,7 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
       src->link.node.scope = in.scope();
       src->link.node.site = siteText(in.site());
       src->link.node.frames.assign(e->framePath.begin(), e->framePath.end());
+      src->link.node.iterations.assign(e->iterations.begin(), e->iterations.end());
       src->link.variable = in.displayName();
       src->link.counts = src->detail.counts;
       const std::int64_t f = src->detail.firstOf(src->kinds, &src->link.firstKind);

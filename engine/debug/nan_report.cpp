@@ -120,7 +120,12 @@ std::string NodeRef::describe() const {
   if (!gradientOf.empty()) out += ": " + gradientOf;
   if (!frames.empty()) {
     out += " in frame";
-    for (std::int64_t f : frames) out += " " + std::to_string(f);
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+      out += " " + std::to_string(frames[k]);
+      // Note [Loop frames]: the iteration of a loop's frame.
+      if (k < iterations.size() && iterations[k] >= 0)
+        out += " (iteration " + std::to_string(iterations[k]) + ")";
+    }
   }
   return out;
 }
@@ -133,6 +138,9 @@ json NodeRef::toJson() const {
   }
   if (!gradientOf.empty()) out["gradient_of"] = gradientOf;
   if (!rewrittenFrom.empty()) out["rewritten_from"] = rewrittenFrom;
+  bool loop = false;
+  for (std::int64_t k : iterations) loop = loop || k >= 0;
+  if (loop) out["iterations"] = iterations;
   return out;
 }
 

@@ -60,6 +60,9 @@ struct NodeRef {
   std::string scope;                 // "layer3/fc"
   std::string site;                  // "model.cpp:88 (build)", or "model.onnx: node 'Log_3'"
   std::vector<std::int64_t> frames;  // outer node ids of the frames it ran in (NodeEvent)
+  // One per frames entry: the loop iteration of that frame (NodeEvent::iterations), -1 when the
+  // frame is not a loop's; describe() names it ("in iteration 7 of Scan{rnn} node 9").
+  std::vector<std::int64_t> iterations;
   // Set when the node stands for a node of the original graph that a rewrite fused: the
   // Composite that ran ("Composite{tanh(log(i0))} node 41") and the original node's id.
   std::string fusedInto;

@@ -198,6 +198,8 @@ void BreakpointObserver::afterNode(VM& vm, const NodeEvent& event) {
   if (it == m_table.end()) return;
   for (int id : it->second) {
     Breakpoint& bp = m_session.breakpoints.at(id);
+    // Note [Loop breakpoints]: only in the iteration asked for.
+    if (bp.info.spec.iteration >= 0 && event.iteration() != bp.info.spec.iteration) continue;
     const BreakCondition& c = bp.info.spec.condition;
     bool holds = false;
     for (int o : bp.outputs.at(&event.node)) {

@@ -103,6 +103,7 @@ void registerStandardRewrites(RewriteDb& db) {
   registerMergeRewrites(db);
   registerShapeRewrites(db);
   registerInlineOpFromGraphRewrites(db);
+  registerScanRewrites(db);
   registerCanonicalizeRewrites(db);
   registerStabilizeRewrites(db);
   registerSpecializeRewrites(db);

@@ -85,5 +85,7 @@ void registerFusionRewrites(RewriteDb& db);        // rules/standard_rewrites.cp
 void registerInplaceRewrites(RewriteDb& db);       // rules/standard_rewrites.cpp: inplace phase
 void registerInlineOpFromGraphRewrites(
     RewriteDb& db);  // rules/inline_op_from_graph.cpp (canonicalize)
+// rules/scan_rewrites.cpp: Scan's loop-invariant code motion, unused outputs, merge (canonicalize)
+void registerScanRewrites(RewriteDb& db);
 
 }  // namespace tscope::engine

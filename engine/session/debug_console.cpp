@@ -130,6 +130,7 @@ std::string formatPause(DebugSession& session, const SessionState& st) {
        << (f.callerNodeId < 0 ? std::string("<graph>")
                               : "node " + std::to_string(f.callerNodeId) + " " + f.callerOp)
        << "  pc " << f.pc << "/" << f.scheduleSize;
+    if (f.iteration >= 0) os << "  iteration " << f.iteration << "/" << f.iterations;
     if (f.nextNodeId >= 0) os << ", next: node " << f.nextNodeId << " " << f.nextNodeOp;
     os << "\n";
   }
@@ -176,6 +177,7 @@ std::string DebugConsole::helpText() {
          "  next, n                 one node, over inner graphs\n"
          "  stepi [N]               N nodes (default 1), into inner graphs\n"
          "  finish                  run until the frame returns\n"
+         "  iter NODE K             run to the start of iteration K of loop NODE (a Scan)\n"
          "  where, bt               the frame stack           frame N, up, down   select a frame\n"
          "  print VAR[SLICE], p     statistics and values (VAR: name, #ID or node:ID[.K])\n"
          "  set VAR = EDIT          EDIT: FILE.npy | zeros | fill K | scale K | nan@I,J | inf@I,J\n"
@@ -310,6 +312,18 @@ void DebugConsole::dispatch(const std::string& cmd, std::string_view rest) {
     std::int64_t id = parseCount(node.starts_with("node:") ? node.substr(5) : node, "a node id");
     ensureStarted();
     show(m_session.runToNode(id).get());
+  } else if (cmd == "iter") {
+    // Note [Loop frames]: "iter NODE K" runs to the start of iteration K of loop node NODE.
+    const std::string args(trim(rest));
+    const std::size_t space = args.find(' ');
+    if (space == std::string::npos)
+      throw std::invalid_argument("expected `iter NODE K` (a loop node and an iteration)");
+    const std::string node = args.substr(0, space);
+    const std::int64_t id =
+        parseCount(node.starts_with("node:") ? node.substr(5) : node, "a node id");
+    const std::int64_t k = parseCount(trim(args.substr(space + 1)), "an iteration");
+    ensureStarted();
+    show(m_session.runToIteration(id, k).get());
   } else if (cmd == "where" || cmd == "bt" || cmd == "backtrace") {
     noArgs();
     const SessionState st = m_session.state();
@@ -323,6 +337,7 @@ void DebugConsole::dispatch(const std::string& cmd, std::string_view rest) {
             << (f.callerNodeId < 0 ? std::string("<graph>")
                                    : "node " + std::to_string(f.callerNodeId) + " " + f.callerOp)
             << "  pc " << f.pc << "/" << f.scheduleSize;
+      if (f.iteration >= 0) m_out << "  iteration " << f.iteration << "/" << f.iterations;
       if (f.nextNodeId >= 0) m_out << ", next: node " << f.nextNodeId << " " << f.nextNodeOp;
       m_out << "\n";
     }

@@ -41,9 +41,19 @@ struct NodeEvent {
   std::span<const Tensor* const> inputs;   // one per node input
   std::span<const Tensor* const> outputs;  // one per node output
   std::int64_t t0 = 0, t1 = 0;             // Note [Node events]
+  // One per framePath entry: the iteration of that frame when its caller is a loop (a Scan runs
+  // its body once per step, Note [Loop frames] in engine/vm/vm.h), else -1. Empty at the top
+  // level.
+  std::span<const std::int64_t> iterations = {};
 
   // Nesting depth: 0 for the top level.
   std::size_t depth() const { return framePath.size(); }
+  // The iteration of the innermost loop frame this node runs in, -1 when none.
+  std::int64_t iteration() const {
+    for (std::size_t k = iterations.size(); k-- > 0;)
+      if (iterations[k] >= 0) return iterations[k];
+    return -1;
+  }
 };
 
 class ExecutionObserver {

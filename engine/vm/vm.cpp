@@ -7,6 +7,7 @@
 #include "engine/vm/cancel.h"
 #include "engine/vm/clock.h"
 #include "engine/vm/correlation.h"
+#include "engine/vm/vm_helpers.h"
 #include "engine/vm/vm_internal.h"
 
 #include <algorithm>
@@ -17,68 +18,7 @@ namespace tscope::engine {
 namespace {
 
 using vmclock::nowNs;  // Note [VM clock]
-
-// Runs the observers' callbacks with the VM marked as inside them, so addObserver/removeObserver
-// from a callback are deferred (Note [VM states], "Threads").
-struct CallbackScope {
-  explicit CallbackScope(bool& flag) : m_flag(flag), m_previous(flag) { flag = true; }
-  ~CallbackScope() { m_flag = m_previous; }
-  bool& m_flag;
-  bool m_previous;
-};
-
-// The kernel the linker chose for a node (its op's perform when none), with a failure turned
-// into an ExecutionError by `contextualize` (VM::rethrowWithContext). Templates over the VM's
-// private Frame and Hot, which they deduce.
-template <class Frame, class Hot, class Contextualize>
-inline void invokeKernel(const Frame& f, const Hot& t, Contextualize&& contextualize) {
-  try {
-    if (t.fn)
-      t.fn(*t.op, *t.node, f.inputs(t), f.outputs(t));
-    else
-      t.op->perform(*t.node, f.inputs(t), f.outputs(t));
-  } catch (const ExecutionError&) {
-    throw;
-  } catch (const ExecutionCancelled&) {
-    throw;
-  } catch (const std::exception& e) {
-    contextualize(e);
-  }
-}
-
-// One more call of the node at `position` that took `ns` (VM::timings()).
-template <class Timing>
-inline void addTiming(Timing* timings, std::size_t position, std::int64_t ns) {
-  if (!timings) return;
-  Timing& t = timings[position];
-  t.lastNs = ns;
-  t.totalNs += ns;
-  ++t.calls;
-}
-
-// Calls `call(observer)` for every observer, first to last (beforeNode) or last to first
-// (afterNode, Note [Node events]), marked as inside the callbacks; `onThrow` fails the run before
-// the exception goes on.
-template <class Observers, class Call, class OnThrow>
-inline void notifyObservers(const Observers& observers, bool& inCallbacks, bool reverse,
-                            Call&& call, OnThrow&& onThrow) {
-  CallbackScope scope(inCallbacks);
-  try {
-    if (reverse)
-      for (std::size_t k = observers.size(); k-- > 0;) call(*observers[k]);
-    else
-      for (std::size_t k = 0; k < observers.size(); ++k) call(*observers[k]);
-  } catch (...) {
-    onThrow(std::current_exception());
-    throw;
-  }
-}
-
-// The slots the plan frees after a node (Note [Storage plan]).
-template <class Frame, class Hot>
-inline void freeAfter(Frame& f, const Hot& t, const std::uint32_t* freeSlots) {
-  for (std::uint32_t k = 0; k < t.nFree; ++k) f.storage[freeSlots[t.freeBegin + k]] = Tensor();
-}
+using namespace vm_detail;
 
 }  // namespace
 
@@ -104,7 +44,12 @@ VM::FrameInfo VM::frame(std::size_t index) const {
     throw std::out_of_range("VM::frame: frame " + std::to_string(index) + " of " +
                             std::to_string(m_stack.size()));
   const Frame& f = *m_stack[index];
-  return {f.program, f.pc, f.callerNodeId, f.callerPosition};
+  return {f.program,
+          f.pc,
+          f.callerNodeId,
+          f.callerPosition,
+          f.loop ? f.iteration : -1,
+          f.loop ? f.loop->steps : 0};
 }
 
 VM::Frame& VM::frameFor(const Program& program) {
@@ -128,6 +73,8 @@ void VM::clearFrame(Frame& f) {
   for (std::uint32_t s : f.program->inputSlots()) f.storage[s] = Tensor();
   f.caller = nullptr;
   f.pc = 0;
+  f.loop.reset();
+  f.iteration = -1;
 }
 
 namespace {
@@ -185,6 +132,7 @@ void VM::start(std::span<const Tensor> inputValues) {
     m_stack.pop_back();
   }
   m_path.clear();
+  m_iterations.clear();
   Frame& f = *m_root;
   const auto inputSlots = p.inputSlots();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -255,8 +203,14 @@ void VM::start(std::span<const Tensor> inputValues) {
 
 NodeEvent VM::eventFor(const Frame& f, std::size_t position) const {
   const Hot& t = f.hot[position];
-  return NodeEvent{
-      std::span<const std::int64_t>(m_path), position, *t.node, f.inputs(t), f.outputs(t), 0, 0};
+  return NodeEvent{std::span<const std::int64_t>(m_path),
+                   position,
+                   *t.node,
+                   f.inputs(t),
+                   f.outputs(t),
+                   0,
+                   0,
+                   std::span<const std::int64_t>(m_iterations)};
 }
 
 void VM::rethrowWithContext(const Frame& f, const Hot& t, const std::exception& e) const {
@@ -265,6 +219,7 @@ void VM::rethrowWithContext(const Frame& f, const Hot& t, const std::exception& 
     const Frame& inner = *m_stack[k];
     const Hot& call = inner.caller->hot[inner.callerPosition];
     msg += " in " + call.op->str() + " (node " + std::to_string(call.node->id()) + ")";
+    if (inner.loop) msg += " iteration " + std::to_string(inner.iteration);
   }
   if (!t.node->site().empty()) msg += ", created at " + t.node->site().str();
   msg += ", failed: ";
@@ -462,6 +417,35 @@ void VM::enterFrame(Frame& f) {
     }
   }
   Frame& c = frameFor(*f.program->children()[static_cast<std::size_t>(t.child) + body]);
+  if (t.loop) {
+    // Note [Loop frames]: the op checks its inputs and allocates its outputs once.
+    try {
+      const CorrelationScope correlation(m_correlation.get(), m_path, t.node->id());
+      c.loop = t.loop->loopBegin(*t.node, f.inputs(t));
+    } catch (const std::exception& e) {
+      try {
+        rethrowWithContext(f, t, e);
+      } catch (...) {
+        fail(f, std::current_exception(), false);
+        throw;
+      }
+    }
+    c.iteration = 0;
+    c.callerNodeId = t.node->id();
+    c.callerPosition = pos;
+    c.t0 = m_options.timing ? nowNs() : 0;
+    if (c.loop->steps <= 0) {
+      finishLoop(f, c);
+      return;
+    }
+    c.pc = 0;
+    c.caller = &f;
+    m_stack.push_back(&c);
+    m_path.push_back(t.node->id());
+    m_iterations.push_back(0);
+    beginIteration(f, c);
+    return;
+  }
   const auto inputSlots = c.program->inputSlots();
   for (std::size_t i = 0; i < inputSlots.size(); ++i) c.storage[inputSlots[i]] = *f.ptrs[t.in + i];
   c.pc = 0;
@@ -471,6 +455,7 @@ void VM::enterFrame(Frame& f) {
   c.t0 = m_options.timing ? nowNs() : 0;
   m_stack.push_back(&c);
   m_path.push_back(t.node->id());
+  m_iterations.push_back(-1);
 }
 
 void VM::returnFromFrame() {
@@ -478,6 +463,42 @@ void VM::returnFromFrame() {
   Frame& f = *c.caller;
   const std::size_t pos = c.callerPosition;
   const Hot& t = f.hot[pos];
+  if (t.loop && c.loop) {
+    // Note [Loop frames]: the iteration's outputs go to the op; the next iteration starts in the
+    // same frame, or the loop is over.
+    try {
+      const CorrelationScope correlation(
+          m_correlation.get(), std::span<const std::int64_t>(m_path).first(m_path.size() - 1),
+          t.node->id());
+      t.loop->loopCollect(*c.loop, c.iteration, c.loopOut);
+    } catch (const std::exception& e) {
+      const std::int64_t k = c.iteration;
+      clearFrame(c);
+      m_stack.pop_back();
+      m_path.pop_back();
+      m_iterations.pop_back();
+      try {
+        rethrowWithContext(f, t, loopFailure(e, k));
+      } catch (...) {
+        fail(f, std::current_exception(), false);
+        throw;
+      }
+    }
+    if (++c.iteration < c.loop->steps) {
+      const StoragePlan& plan = c.program->plan();
+      for (std::size_t s = 0; s < c.storage.size(); ++s)
+        if (plan.producer[s] >= 0) c.storage[s] = Tensor();
+      c.pc = 0;
+      m_iterations.back() = c.iteration;
+      beginIteration(f, c);
+      return;
+    }
+    m_stack.pop_back();
+    m_path.pop_back();
+    m_iterations.pop_back();
+    finishLoop(f, c);
+    return;
+  }
   const auto outputSlots = c.program->outputSlots();
   // Note [Correlation]: a copied output is the caller node's work (m_path still names its frame).
   const CorrelationScope correlation(m_correlation.get(),
@@ -498,6 +519,7 @@ void VM::returnFromFrame() {
   clearFrame(c);
   m_stack.pop_back();
   m_path.pop_back();
+  m_iterations.pop_back();
   NodeEvent event = eventFor(f, pos);
   if (m_options.timing) {
     event.t0 = t0;

@@ -32,6 +32,15 @@
 // run() runs until the end, a pause or a failure. Observers see inner nodes with their frame
 // path (Note [Node events] in observer.h).
 //
+// Note [Loop frames]: a node whose op is a loop (LoopBody, engine/graph/loop_body.h: a Scan)
+// enters its child program once per iteration, in the same frame: the op computes the inner
+// inputs of iteration k from the node's inputs and what the earlier iterations gave, and collects
+// each iteration's outputs into buffers it allocated once for the whole loop. The frame keeps its
+// place on the stack between iterations (FrameInfo::iteration, NodeEvent::iterations), so step()
+// runs the loop whole, stepInto() enters iteration 0, and at the end of an iteration stepInto()
+// moves to the next one; stepOut() runs to the end of the loop. The caller node's beforeNode
+// comes before iteration 0 and its afterNode after the last; a loop of zero steps enters no frame.
+//
 // Note [Retain policy]: by default a slot is freed after its last reader (StoragePlan). With
 // Retain::All (the debugger) every slot keeps its value until the next start(), and a node that
 // overwrites an input in place writes into a copy instead, so every retained value stays what it
@@ -195,11 +204,18 @@ class VM {
     std::size_t pc = 0;              // next node to run in this frame
     std::int64_t callerNodeId = -1;  // the outer node this frame runs for (-1 for frame 0)
     std::size_t callerPosition = 0;  // its position in the frame below
+    // Note [Loop frames]: the iteration running in this frame and the loop's step count; -1 and 0
+    // for a frame whose caller is not a loop.
+    std::int64_t iteration = -1;
+    std::int64_t iterations = 0;
   };
   std::size_t depth() const { return m_stack.size() - 1; }
   FrameInfo frame(std::size_t index) const;
   // The caller node ids of frames 1..depth().
   const std::vector<std::int64_t>& framePath() const { return m_path; }
+  // One per framePath() entry: the iteration of that frame (Note [Loop frames]), -1 when its
+  // caller is not a loop.
+  const std::vector<std::int64_t>& frameIterations() const { return m_iterations; }
 
   // The value of a variable, looked up from the innermost frame outwards; null when it is not
   // computed yet in this execution, was freed after its last use, or belongs to no active frame.
@@ -241,6 +257,10 @@ class VM {
   void runNode(Frame& f);
   void enterFrame(Frame& f);
   void returnFromFrame();
+  // Note [Loop frames]: sets the inner inputs of iteration c.iteration (a failure of the op fails
+  // the VM and is rethrown); finishLoop hands the collected outputs to the caller node.
+  void beginIteration(Frame& f, Frame& c);
+  void finishLoop(Frame& f, Frame& c);
   void finishRun();
   void pause(PauseReason reason);
   void stopRun();
@@ -258,6 +278,7 @@ class VM {
   std::unordered_map<const Program*, std::unique_ptr<Frame>> m_children;
   std::vector<Frame*> m_stack;
   std::vector<std::int64_t> m_path;
+  std::vector<std::int64_t> m_iterations;  // one per m_path entry
   std::unordered_set<const Apply*> m_breaks;
   std::unordered_map<const Program*, std::vector<NodeTiming>> m_timings;
   std::vector<std::shared_ptr<ExecutionObserver>> m_observers;

@@ -1,6 +1,10 @@
 #pragma once
 // The VM's per-frame state (internal to engine/vm): vm.cpp runs it, vm_state.cpp reads it.
+#include "engine/graph/loop_body.h"
+#include "engine/graph/op.h"
 #include "engine/vm/vm.h"
+
+#include <memory>
 
 namespace tscope::engine {
 
@@ -14,6 +18,7 @@ struct VM::Hot {
   std::int32_t child;
   std::uint32_t nChildren;
   bool breakOp;
+  const LoopBody* loop;  // Note [Loop frames]: the op, when it is a loop
 };
 
 struct VM::Frame {
@@ -29,12 +34,20 @@ struct VM::Frame {
   NodeTiming* timing = nullptr;
   // Note [Overwrite spares] in vm.cpp: one per StoragePlan::overwrittenInputs entry.
   std::vector<Tensor> overwriteSpares;
+  // Note [Loop frames]: while a loop runs in this frame, its state and the iteration; the inner
+  // input and output slots handed to the op.
+  std::unique_ptr<LoopState> loop;
+  std::int64_t iteration = -1;
+  std::vector<Tensor*> loopIn;
+  std::vector<const Tensor*> loopOut;
 
   explicit Frame(const Program& p) : program(&p) {
     storage = p.constants();
     const auto operands = p.operandSlots();
     ptrs.resize(operands.size());
     for (std::size_t k = 0; k < operands.size(); ++k) ptrs[k] = &storage[operands[k]];
+    for (std::uint32_t slot : p.inputSlots()) loopIn.push_back(&storage[slot]);
+    for (std::uint32_t slot : p.outputSlots()) loopOut.push_back(&storage[slot]);
     const StoragePlan& plan = p.plan();
     hot.reserve(p.nodes().size());
     std::uint32_t d = 0;
@@ -57,6 +70,7 @@ struct VM::Frame {
       h.child = n.child;
       h.nChildren = n.nChildren;
       h.breakOp = n.breakOp;
+      h.loop = n.child >= 0 ? dynamic_cast<const LoopBody*>(n.op) : nullptr;
       hot.push_back(h);
     }
   }

@@ -6,6 +6,7 @@
 #include "engine/io/tsg.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/control/ifelse.h"
+#include "engine/ops/control/scan.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "view_model_test_support.h"
 
@@ -249,6 +250,38 @@ class TestViewGroups : public QObject {
     // Revealing a node inside a branch opens the IfElse group and the branch.
     const GroupState revealed = model->revealed(thenY, GroupState());
     QVERIFY(revealed.isExpanded(path) && revealed.isExpanded(path + "/then"));
+  }
+
+  // A Scan is drawn yellow (d3viz's colour) and expands into its body; each outer input feeds the
+  // body's input boxes it stands for (x its slice, h0 the state, w the non-sequence; nSteps none).
+  void testScanShowsItsBody() {
+    auto x = Variable::create(TensorType(DType::Float32, {5, 3}), "x");
+    auto h0 = Variable::create(kVector, "h0");
+    auto w = Variable::create(kVector, "w");
+    VarPtr y = named(scan(
+                         [](const std::vector<VarPtr>& a) {  // x[t], h0[t-1], w
+                           return std::vector<VarPtr>{named(tanh(a[0] * a[2] + a[1]), "step")};
+                         },
+                         {x}, {h0}, {w}, {}, -1, {.label = "rnn"})[0],
+                     "y");
+    auto model = ViewModel::build(graphOf({x, h0, w}, {y}));
+    const Apply* node = model->graph().outputs()[0]->owner();
+    QCOMPARE(node->op().name(), std::string("Scan"));
+    const int g = model->groupByPath("#" + QString::number(node->id()));
+    QVERIFY2(g > 0, qPrintable(groupPaths(*model).join(", ")));
+    QCOMPARE(model->groups()[g].name, QString("Scan{rnn}"));
+    QCOMPARE(model->nodes()[model->nodeOfApply(node->id())].fill, QColor("yellow"));
+    auto feeds = [&](const char* outer) {
+      QStringList names;
+      for (int e : model->outEdges(boxNamed(*model, outer)))
+        names << model->nodes()[model->edges()[e].to].label;
+      names.sort();
+      return names.join(",");
+    };
+    QVERIFY2(feeds("x").contains("x[t]"), qPrintable(feeds("x")));
+    QVERIFY2(feeds("h0").contains("h0[t-1]"), qPrintable(feeds("h0")));
+    QVERIFY2(!feeds("h0").contains("x[t]"), qPrintable(feeds("h0")));
+    QVERIFY2(feeds("w").contains("w"), qPrintable(feeds("w")));
   }
 
   void testOpFromGraphAppliedTwiceAndNested() {

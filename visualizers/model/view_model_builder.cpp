@@ -3,6 +3,7 @@
 #include "engine/graph/inner_graphs.h"
 #include "engine/graph/op.h"
 #include "engine/ops/control/ifelse.h"
+#include "engine/ops/control/scan.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "visualizers/model/palette.h"
 #include "visualizers/model/view_labels.h"
@@ -175,7 +176,9 @@ void ViewModelBuilder::addBodies(Instance& in, const Apply& node,
   const QString path = parentPath + QLatin1Char('#') + QString::number(node.id());
   const int group = newGroup(GroupKind::OpFromGraph, ofgName(node.op()), path, parentGroup);
   ViewNode view = applyView(in, node, group);
-  if (!m_heatColours) view.fill = palette::collapsedGroupFill(GroupKind::OpFromGraph);
+  // A Scan keeps d3viz's yellow when collapsed (its op family's colour).
+  const auto* scanOp = dynamic_cast<const engine::Scan*>(&node.op());
+  if (!m_heatColours && !scanOp) view.fill = palette::collapsedGroupFill(GroupKind::OpFromGraph);
   const int viewNode = addNode(std::move(view));
   in.applyNode[&node] = viewNode;
   {
@@ -197,9 +200,14 @@ void ViewModelBuilder::addBodies(Instance& in, const Apply& node,
             : newGroup(GroupKind::Scope, bodyName(node.op(), b, inner.size()),
                        path + QLatin1Char('/') + bodyName(node.op(), b, inner.size()), group);
     addGraph(body);
+    // Inner input i stands for node input i, except in a Scan's body (one step's slices, states
+    // and non-sequences, Note [Scan layout]).
     const auto& inputs = inner[b]->inputs();
-    for (std::size_t i = 0; i < inputs.size() && i < drawn.inputs.size(); ++i)
-      drawn.inputs[i].push_back(body.box.at(inputs[i].get()));
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const int n = scanOp ? scanOp->nodeInputOfInner(i) : static_cast<int>(i);
+      if (n >= 0 && static_cast<std::size_t>(n) < drawn.inputs.size())
+        drawn.inputs[static_cast<std::size_t>(n)].push_back(body.box.at(inputs[i].get()));
+    }
     const auto& outputs = inner[b]->outputs();
     for (std::size_t k = 0; k < outputs.size() && k < drawn.outputs.size(); ++k)
       drawn.outputs[k].push_back(body.box.at(outputs[k].get()));

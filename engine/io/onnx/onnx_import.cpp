@@ -547,6 +547,10 @@ void Importer::convertNode(const onnx::NodeProto& node, int index) {
   std::vector<VarPtr> outputs;
   if (defaultDomain && node.op_type() == "If") {
     outputs = convertIf(node, index, inputs);
+  } else if (defaultDomain && node.op_type() == "Scan") {
+    outputs = convertScan(node, index, inputs);
+  } else if (defaultDomain && node.op_type() == "Loop") {
+    outputs = convertLoop(node, index, inputs);
   } else if (!fn) {
     std::string why = defaultDomain
                           ? "the ONNX op " + safeText(node.op_type()) + " (opset " +

@@ -36,6 +36,14 @@ class Importer {
   // name, then cut into the IfElse's branches.
   std::vector<VarPtr> convertIf(const onnx::NodeProto& node, int index,
                                 const std::vector<VarPtr>& inputs);
+  // ONNX Scan and Loop onto Scan (onnx_import_loop.cpp, Note [ONNX loops]); convertBody converts
+  // a body graph with its inputs bound to `bound` and returns its outputs.
+  std::vector<VarPtr> convertScan(const onnx::NodeProto& node, int index,
+                                  const std::vector<VarPtr>& inputs);
+  std::vector<VarPtr> convertLoop(const onnx::NodeProto& node, int index,
+                                  const std::vector<VarPtr>& inputs);
+  std::vector<VarPtr> convertBody(const onnx::GraphProto& g, const std::string& where,
+                                  const std::vector<VarPtr>& bound);
   // A node whose converter threw OnnxRuntimeValue, as an OnnxRuntimeNode (onnx_runtime_node.h);
   // rethrows `why` when the node's output types cannot be told.
   std::vector<VarPtr> convertDeferred(const onnx::NodeProto& node, int index,

@@ -6,6 +6,7 @@
 #include "engine/graph/traversal.h"
 #include "engine/io/graph_json.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/control/scan.h"
 #include "engine/ops/debug/breakpoint.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/register_ops.h"
@@ -406,6 +407,7 @@ VarPtr ifelse(const VarPtr& cond, const VarPtr& thenOutput, const VarPtr& elseOu
 
 void registerControlOps(OpRegistry& registry) {
   registry.add("IfElse", &IfElse::fromProps);
+  registerScanOps(registry);
 }
 
 }  // namespace tscope::engine

@@ -147,11 +147,16 @@ QVariant CallStackModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::UserRole) return static_cast<qulonglong>(f);
   if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
   switch (index.column()) {
-    case Frame:
-      return frame.callerNodeId < 0 ? tr("outer graph")
-                                    : tr("%1 (node %2)")
-                                          .arg(QString::fromStdString(frame.callerOp))
-                                          .arg(frame.callerNodeId);
+    case Frame: {
+      QString text = frame.callerNodeId < 0 ? tr("outer graph")
+                                            : tr("%1 (node %2)")
+                                                  .arg(QString::fromStdString(frame.callerOp))
+                                                  .arg(frame.callerNodeId);
+      // Note [Loop frames]: a loop's frame shows the iteration it runs.
+      if (frame.iteration >= 0)
+        text += tr(", iteration %1 of %2").arg(frame.iteration).arg(frame.iterations);
+      return text;
+    }
     case Next:
       return frame.nextNodeId < 0 ? tr("(end)")
                                   : tr("%1 (node %2)")

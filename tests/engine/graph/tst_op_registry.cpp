@@ -4,6 +4,7 @@
 #include "engine/graph/op_registry.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/control/ifelse.h"
+#include "engine/ops/control/scan.h"
 #include "engine/ops/elemwise/scalar_op.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/register_ops.h"
@@ -215,6 +216,15 @@ void TestOpRegistry::testRegistryRoundTrip_data() {
     auto c = Variable::create(TensorType(DType::Bool, {}), "c");
     const VarPtr chosen = ifelse(c, x * 2.0, tanh(x));
     QTest::newRow("IfElse") << "IfElse" << chosen->owner()->op().props();
+    // Scan: the body graph, sequence taps, several recurrent taps, an output without recurrence.
+    auto f0 = Variable::create(TensorType(DType::Float32, {2, 4}), "f0");
+    const std::vector<VarPtr> looped = scan(
+        [](const std::vector<VarPtr>& a) {
+          return std::vector<VarPtr>{a[2] + a[3] * a[0], tanh(a[1])};
+        },
+        {ScanSequence(x, {-1, 1})}, {ScanOutputInfo(f0, {-2, -1}), ScanOutputInfo::none()}, {}, {},
+        3, {.label = "loop"});
+    QTest::newRow("Scan") << "Scan" << looped[0]->owner()->op().props();
   }
   QTest::newRow("BreakPoint") << "BreakPoint" << json{{"name", "spike"}, {"monitored", 2}};
   // Issue 25's ops (ONNX conformance).
@@ -304,6 +314,7 @@ void TestOpRegistry::testRegistryCoversEveryOp() {
                                      "TopK",
                                      "OpFromGraph",
                                      "IfElse",
+                                     "Scan",
                                      "BreakPoint",
                                      "UnaryMath",
                                      "NonMaxSuppression",
