@@ -309,7 +309,7 @@ void GraphPane::setModel(std::shared_ptr<const vis::ViewModel> model,
     emit historyChanged();
     return;
   }
-  d.state = state ? *state : d.model->defaultState();
+  d.state = state ? *state : d.model->defaultState(400, d.parameterMode());
   d.indexFuture = QtConcurrent::run([model = d.model] { return SearchIndex::build(*model); });
   d.fitOnLayout = true;
   d.pushHistory();
@@ -378,6 +378,10 @@ void GraphPane::selectNode(int node) {
     d.selectOrDefer(-1, true);
     return;
   }
+  // A hidden parameter is shown by its first reader.
+  if (const int host = d.model->badgeHost(node);
+      host >= 0 && d.parameterMode() == vis::ParameterMode::Hidden)
+    node = host;
   vis::LevelItem visible = d.model->visibleItem(node, d.state, d.parameterMode());
   if (visible.kind == vis::LevelItem::Kind::Node) {
     d.selectOrDefer(node, true);

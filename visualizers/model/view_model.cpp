@@ -162,11 +162,14 @@ GroupState ViewModel::revealed(int node, GroupState state) const {
   return state;
 }
 
-GroupState ViewModel::defaultState(int budget) const {
+GroupState ViewModel::defaultState(int budget, ParameterMode parameters) const {
   // The items an expanded group shows in place of its one collapsed item.
-  auto shownItems = [this](int group) {
+  auto shownItems = [this, parameters](int group) {
     const Group& g = m_groups[static_cast<std::size_t>(group)];
-    return static_cast<int>(g.nodes.size() + g.children.size()) - (g.ofgViewNode >= 0 ? 1 : 0);
+    int items = static_cast<int>(g.nodes.size() + g.children.size()) - (g.ofgViewNode >= 0 ? 1 : 0);
+    if (parameters != ParameterMode::Boxes)
+      for (int node : g.nodes) items -= m_nodes[static_cast<std::size_t>(node)].parameter ? 1 : 0;
+    return items;
   };
   GroupState state;
   int shown = shownItems(0);

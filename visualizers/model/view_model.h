@@ -192,7 +192,8 @@ class ViewModel {
   // `state` plus every group on the way to `node` expanded (search and "reveal" use it).
   GroupState revealed(int node, GroupState state) const;
   // Expands groups breadth first while the number of shown items stays within `budget`.
-  GroupState defaultState(int budget = 400) const;
+  // Parameters count as items under Boxes only.
+  GroupState defaultState(int budget = 400, ParameterMode parameters = ParameterMode::Boxes) const;
   GroupState allExpanded() const;
 
   // The graph of one expanded group under `state`: its direct member nodes, its child groups
