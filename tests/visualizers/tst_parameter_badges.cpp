@@ -3,6 +3,7 @@
 // inside the reader with the d3viz colour as its mark; hovering a row adds the value's statistics
 // to its tooltip; a click on a row selects the parameter; Hidden draws neither; DOT, SVG and PNG
 // show the rows as the window does.
+#include "engine/ops/basic.h"
 #include "gui_test_main.h"
 #include "scene_test_support.h"
 #include "view_model_test_support.h"
@@ -29,8 +30,8 @@ const TensorType kVector(DType::Float32, {3});
 // root (its 2.0 a scalar constant).
 std::shared_ptr<const FunctionGraph> layerGraph() {
   auto x = Variable::create(kVector, "x");
-  auto w = SharedVariable::create(Tensor::full(DType::Float32, {3}, 0.5), "w");
-  auto b = Constant::create(Tensor::fromDoubles(DType::Float32, {3}, {1, 2, 3}), "b");
+  VarPtr w = SharedVariable::create(Tensor::full(DType::Float32, {3}, 0.5), "w");
+  VarPtr b = Constant::create(Tensor::fromDoubles(DType::Float32, {3}, {1, 2, 3}), "b");
   VarPtr h;
   {
     NameScope layer("layer1");

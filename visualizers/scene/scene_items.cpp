@@ -122,6 +122,7 @@ void ShapeItem::refreshDecoration() {
   if (d && !d->tooltip.isEmpty())
     tip += (tip.isEmpty() ? QString() : QStringLiteral("\n")) + d->tooltip;
   setToolTip(tip);
+  m_statsReady = false;  // a badge row adds its statistics again at the next hover
   refreshContentFlag();
   update();
 }
