@@ -49,12 +49,16 @@ namespace {
 
 using GraphSource = std::function<std::shared_ptr<const engine::FunctionGraph>()>;
 
-// --only TEXT: only the figures whose graph name contains TEXT (and no scene figures).
+// --only TEXT: only the figures whose graph name contains TEXT, or one of the '|'-separated TEXTs
+// (and no scene figures).
 QByteArray g_only;
 // --shots DIR: a picture of each graph after its first paint (fitted, and at zoom 0.5 at the top).
 QString g_shots;
 bool selected(const char* name) {
-  return g_only.isEmpty() || QByteArray(name).contains(g_only);
+  if (g_only.isEmpty()) return true;
+  for (const QByteArray& part : g_only.split('|'))  // --only "a|b": either
+    if (!part.isEmpty() && QByteArray(name).contains(part)) return true;
+  return false;
 }
 
 struct Bench {

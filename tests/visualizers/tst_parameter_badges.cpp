@@ -110,6 +110,31 @@ class TestParameterBadges : public QObject {
     QVERIFY(measureLayout(*badges).edgeLength < measureLayout(*boxes).edgeLength);
   }
 
+  void metricsCountCrossingsAndLength() {
+    // Two straight edges forming an X cross once; a third meeting one of them at its end does
+    // not cross it; lengths add up; the fit scale is the smaller of the two ratios.
+    SceneLayout layout;
+    auto edge = [](QPointF a, QPointF b) {
+      PlacedEdge e;
+      e.path.moveTo(a);
+      e.path.lineTo(b);
+      e.arrowTip = b;
+      e.arrowBase = a + (b - a) * 0.9;
+      return e;
+    };
+    layout.edges.push_back(edge({0, 0}, {100, 100}));
+    layout.edges.push_back(edge({100, 0}, {0, 100}));
+    layout.edges.push_back(edge({100, 100}, {100, 200}));  // from the first edge's end
+    layout.edges.push_back(edge({25, 0}, {25, 300}));      // vertical: crosses both diagonals
+    layout.bounds = QRectF(0, 0, 100, 300);
+    const LayoutMetrics m = measureLayout(layout);
+    QCOMPARE(m.edges, 4);
+    QCOMPARE(m.crossings, 3LL);  // the X, and the vertical through each diagonal
+    QVERIFY(std::abs(m.edgeLength - (2 * std::sqrt(2.0) * 100 + 100 + 300)) < 1e-6);
+    QCOMPARE(m.fitScale(QSizeF(1000, 600)), 2.0);
+    QCOMPARE(LayoutMetrics{}.fitScale(QSizeF(10, 10)), 0.0);
+  }
+
   void sceneDrawsRowsWithTheirMarks() {
     GraphScene scene;
     scene.setContent(m_model, layoutIn(ParameterMode::Badges));
