@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace tscope::gui {
 
@@ -34,7 +35,8 @@ struct WindowOptions {
   QStringList docks;     // docks to show and raise ("inspector", "history", "log")
   int historyStep = -1;  // rewrite-log row to select in the history dock
   QSize size;
-  double zoom = 0;          // > 0: the zoom factor once laid out
+  double zoom = 0;                               // > 0: the zoom factor once laid out
+  std::optional<vis::ParameterMode> parameters;  // --parameters: View > Parameters
   QString debug;            // "run" or "nan-guard": the debugger runs once the file is open
   QStringList debugBreaks;  // breakpoints set before that run
   QStringList profileView;  // --profile-view KEY=VALUE (ProfileUi::applyOptions)
@@ -46,6 +48,7 @@ void fail(const QString& message) {
 
 // Applies the options that need a loaded document; returns false with a message when one is wrong.
 bool applyDocumentOptions(MainWindow& window, const WindowOptions& options, QString& error) {
+  if (options.parameters) window.setParameterMode(*options.parameters);
   if (options.sideBySide) {
     if (!window.document()->optimizedModel) {
       error = QStringLiteral(
@@ -257,8 +260,13 @@ int runApplication(QApplication& app) {
       "run|nan-guard|nan-collect");
   const QCommandLineOption debugBreak(
       "debug-break", "A breakpoint for --debug (node:ID, var:NAME, ...; repeatable).", "SPEC");
+  const QCommandLineOption parameters(
+      "parameters",
+      "Draw parameters (shared variables, constants) as boxes, as badges inside the nodes that "
+      "read them, or not at all (View > Parameters; remembered for the file).",
+      "boxes|badges|hidden");
   parser.addOptions({screenshot, timeout, sideBySide, expand, select, dock, historyStep, size, zoom,
-                     debug, debugBreak, profileView});
+                     debug, debugBreak, profileView, parameters});
   parser.process(app);  // --help / --version / unknown options print and exit
 
   WindowOptions options;
@@ -327,6 +335,14 @@ int runApplication(QApplication& app) {
       return 2;
     }
     options.zoom = percent / 100;
+  }
+  if (parser.isSet(parameters)) {
+    options.parameters = vis::parameterModeFromName(parser.value(parameters));
+    if (!options.parameters) {
+      fail(QStringLiteral("--parameters expects boxes, badges or hidden, found '%1'")
+               .arg(parser.value(parameters)));
+      return 2;
+    }
   }
   const QStringList files = parser.positionalArguments();
   if (!options.screenshot.isEmpty() && files.isEmpty()) {

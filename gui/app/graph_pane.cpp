@@ -39,6 +39,7 @@ struct GraphPane::Impl {
 
   std::shared_ptr<const vis::ViewModel> model;
   vis::GroupState state;
+  std::optional<vis::ParameterMode> parameters;      // null: the model's default
   std::shared_ptr<const vis::SceneLayout> layout;    // the one on screen
   std::shared_ptr<const vis::SceneLayout> building;  // handed to the view, its items coming
   quint64 job = 0;                                   // the layout awaited; 0 when none
@@ -59,6 +60,10 @@ struct GraphPane::Impl {
   int historyPos = -1;
 
   vis::GraphScene* scene() const { return view->graphScene(); }
+  vis::ParameterMode parameterMode() const {
+    if (parameters) return *parameters;
+    return model ? model->defaultParameterMode() : vis::ParameterMode::Boxes;
+  }
 
   void requestLayout(const QString& anchorGroup) {
     if (job) service->cancel(job);
@@ -67,6 +72,7 @@ struct GraphPane::Impl {
     anchor = anchorGroup;
     vis::LayoutOptions options;
     options.font = scene()->font();
+    options.parameters = parameterMode();
     job = service->request(model, state, options, channel);
     emit q->layoutStarted();
   }
@@ -186,8 +192,18 @@ struct GraphPane::Impl {
 
   // Selects a node now when it is shown by the layout on screen and no other layout is awaited,
   // else after the next layout.
+  // Whether the layout on screen draws `node`: its own shape, or a badge row in a reader.
+  bool placed(int node) const {
+    if (layout->placedNode(node) >= 0) return true;
+    if (layout->parameters != vis::ParameterMode::Badges || !model) return false;
+    if (!model->nodes()[static_cast<std::size_t>(node)].parameter) return false;
+    for (int e : model->outEdges(node))
+      if (layout->placedNode(model->edges()[static_cast<std::size_t>(e)].to) >= 0) return true;
+    return false;
+  }
+
   void selectOrDefer(int node, bool recordHistory) {
-    if (node >= 0 && (job || building || !layout || layout->placedNode(node) < 0)) {
+    if (node >= 0 && (job || building || !layout || !placed(node))) {
       pendingSelect = node;
       if (recordHistory) pushEntry({node, state});
       return;
@@ -293,7 +309,7 @@ void GraphPane::setModel(std::shared_ptr<const vis::ViewModel> model,
     emit historyChanged();
     return;
   }
-  d.state = state ? *state : d.model->defaultState();
+  d.state = state ? *state : d.model->defaultState(400, d.parameterMode());
   d.indexFuture = QtConcurrent::run([model = d.model] { return SearchIndex::build(*model); });
   d.fitOnLayout = true;
   d.pushHistory();
@@ -330,6 +346,24 @@ void GraphPane::collapseAll() {
   if (m_impl->model) setGroupState(vis::GroupState());
 }
 
+void GraphPane::setParameterMode(std::optional<vis::ParameterMode> mode) {
+  Impl& d = *m_impl;
+  const vis::ParameterMode before = d.parameterMode();
+  d.parameters = mode;
+  if (d.model && d.parameterMode() != before) {
+    d.pendingSelect = d.selected;  // the selected node's new shape is selected again
+    d.requestLayout(QString());
+  }
+}
+
+vis::ParameterMode GraphPane::parameterMode() const {
+  return m_impl->parameterMode();
+}
+
+bool GraphPane::hasParameterModeSet() const {
+  return m_impl->parameters.has_value();
+}
+
 vis::GraphView* GraphPane::view() const {
   return m_impl->view;
 }
@@ -344,7 +378,11 @@ void GraphPane::selectNode(int node) {
     d.selectOrDefer(-1, true);
     return;
   }
-  vis::LevelItem visible = d.model->visibleItem(node, d.state);
+  // A hidden parameter is shown by its first reader.
+  if (const int host = d.model->badgeHost(node);
+      host >= 0 && d.parameterMode() == vis::ParameterMode::Hidden)
+    node = host;
+  vis::LevelItem visible = d.model->visibleItem(node, d.state, d.parameterMode());
   if (visible.kind == vis::LevelItem::Kind::Node) {
     d.selectOrDefer(node, true);
     return;

@@ -33,6 +33,13 @@ class GraphPane : public QWidget {
   void expandAll();
   void collapseAll();
 
+  // How parameters are drawn (Note [Parameters] in visualizers/model/view_model.h). Null: the
+  // model's default (badges above ViewModel::kBadgesAbove parameters, else boxes). A change lays
+  // the graph out again, keeping the group state and the selection.
+  void setParameterMode(std::optional<vis::ParameterMode> mode);
+  vis::ParameterMode parameterMode() const;  // the one in effect (Boxes without a model)
+  bool hasParameterModeSet() const;
+
   vis::GraphView* view() const;
   int selectedNode() const;
   // Selects a node, expanding the groups that hide it, and centres the view on it.

@@ -288,6 +288,7 @@ void MainWindow::createActions() {
             box->setAttribute(Qt::WA_DeleteOnClose);
             box->open();
           });
+  createParameterActions();
   for (QAction* a : std::as_const(m_actions))
     QMainWindow::addAction(a);  // shortcuts work without menus
 }
@@ -325,6 +326,11 @@ void MainWindow::createMenus() {
   view->addSeparator();
   for (const char* name : {"actionSideBySide", "actionMinimap", "actionLegend"})
     view->addAction(m_actions[name]);
+  QMenu* parameters = view->addMenu(tr("&Parameters"));
+  parameters->setObjectName(QStringLiteral("menuParameters"));
+  for (const char* name :
+       {"actionParametersBoxes", "actionParametersBadges", "actionParametersHidden"})
+    parameters->addAction(m_actions[name]);
   view->addSeparator();
   view->addAction(m_actions["actionBack"]);
   view->addAction(m_actions["actionForward"]);
@@ -499,6 +505,7 @@ void MainWindow::updateActions() {
   sideBySide->setEnabled(open && m_document->optimizedModel);
   const QSignalBlocker blocker(sideBySide);
   sideBySide->setChecked(isSideBySide());
+  updateParameterActions();
 }
 
 void MainWindow::appendLog(const QString& line) {

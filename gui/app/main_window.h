@@ -14,6 +14,7 @@
 // main_window_document.cpp (loading, panes, side by side, rewrite history, export).
 
 #include "gui/app/document.h"
+#include "visualizers/model/view_model.h"
 
 #include <QHash>
 #include <QMainWindow>
@@ -137,6 +138,10 @@ class MainWindow : public QMainWindow {
 
   // Group states are stored under this settings key per file and graph role.
   static QString groupStateKey(const QString& path, const QString& role);
+  // View > Parameters (boxes | badges | hidden) is stored under this key per file.
+  static QString parameterModeKey(const QString& path);
+  // View > Parameters: draws parameters this way in every pane and remembers it for the file.
+  void setParameterMode(vis::ParameterMode mode);
 
  signals:
   void documentLoaded(QString path);  // also after replaceDocument
@@ -163,6 +168,11 @@ class MainWindow : public QMainWindow {
   void appendLog(const QString& line);
   QAction* makeAction(const QString& name, const QString& text, const QString& icon,
                       const QKeySequence& shortcut = {});
+  // main_window_view.cpp
+  void createParameterActions();
+  void updateParameterActions();
+  void applyStoredParameterMode();  // the file's stored mode, else each model's default
+  std::vector<GraphPane*> windowPanes() const;
   // main_window_document.cpp
   GraphPane* createPane();
   void connectPane(GraphPane* pane);

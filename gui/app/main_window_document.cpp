@@ -265,6 +265,7 @@ void MainWindow::showDocument(std::shared_ptr<const Document> document) {
   if (!document->info.warnings.empty() || !document->info.opaqueOps.empty())
     dock("logDock")->show();
 
+  applyStoredParameterMode();
   setPaneModel(m_originalPane, QStringLiteral("original"), document->originalModel);
   if (document->optimizedModel) {
     m_tabs->addTab(m_optimizedPane, tr("Optimized"));

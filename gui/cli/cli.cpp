@@ -338,7 +338,7 @@ int runExport(const QCommandLineParser& p, const std::string& file, std::string&
     throw std::invalid_argument("--graph expects original or optimized, found '" + which + "'");
   const bool picture = format->write == &writeGraphPicture;
   if (!picture) {
-    for (const char* option : {"expand", "heatmap", "scale"})
+    for (const char* option : {"expand", "heatmap", "scale", "parameters"})
       if (p.isSet(option))
         throw std::invalid_argument("--" + std::string(option) +
                                     " applies to drawings (.svg, .png, .dot), not to " +

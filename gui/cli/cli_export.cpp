@@ -77,6 +77,11 @@ void addPictureOptions(QCommandLineParser& p) {
       "heatmap", "Drawings: colour the nodes by the time the file's profile measured."));
   p.addOption(QCommandLineOption(
       "scale", "PNG: pixels per point (default 1; 2 for high-DPI screens).", "S"));
+  p.addOption(QCommandLineOption(
+      "parameters",
+      "Drawings: parameters (shared variables, constants) as boxes, as badges inside the nodes "
+      "that read them, or hidden; default: badges above 50 parameters, else boxes.",
+      "boxes|badges|hidden"));
 }
 
 std::string writeGraphPicture(const QCommandLineParser& p, engine::io::TsgDocument& doc,
@@ -91,6 +96,13 @@ std::string writeGraphPicture(const QCommandLineParser& p, engine::io::TsgDocume
       throw std::invalid_argument("--scale expects a number in (0, 16], found '" +
                                   p.value("scale").toStdString() + "'");
   }
+  std::optional<vis::ParameterMode> parameters;
+  if (p.isSet("parameters")) {
+    parameters = vis::parameterModeFromName(p.value("parameters"));
+    if (!parameters)
+      throw std::invalid_argument("--parameters expects boxes, badges or hidden, found '" +
+                                  p.value("parameters").toStdString() + "'");
+  }
   const std::string file = p.positionalArguments().value(0).toStdString();
   std::map<std::int64_t, vis::HeatEntry> heat;
   if (p.isSet("heatmap")) heat = heatFromProfiles(doc.profiles, which, file);
@@ -101,6 +113,7 @@ std::string writeGraphPicture(const QCommandLineParser& p, engine::io::TsgDocume
 
   vis::LayoutOptions options;
   options.font = QGuiApplication::font();
+  options.parameters = parameters.value_or(model->defaultParameterMode());
   vis::LayoutService service;
   const auto layout = service.layoutNow(model, state, options);
   const QString out = QString::fromStdString(path.string());

@@ -13,11 +13,17 @@
 //   a picture of each after its first paint)
 // --expand-more also opens every group of the 20,000-node graph (one ~50,000-item scene) and, in
 // each ONNX model, collapses all and opens the largest group.
+// Readability (issue 24): for the ResNet-18 and transformer fixtures, and with --models DIR for
+// DIR/resnet18.onnx and DIR/transformer.onnx (tests/bench/make_bench_models.py), each in three
+// variants: "boxes, old placement" (parameters as boxes, scope-less nodes at the root: before
+// issue 24), "boxes" (placement by use) and "badges"; per variant its first paint, edge crossings
+// and summed edge length, in scene points and in pixels when fitted to the window.
 
 #include "bench/synthetic_graphs.h"
 #include "engine/session/graph_file.h"
 #include "gui/app/event_loop_probe.h"
 #include "gui/app/graph_pane.h"
+#include "visualizers/layout/layout_metrics.h"
 #include "visualizers/scene_test_support.h"
 
 #include <QApplication>
@@ -43,12 +49,16 @@ namespace {
 
 using GraphSource = std::function<std::shared_ptr<const engine::FunctionGraph>()>;
 
-// --only TEXT: only the figures whose graph name contains TEXT (and no scene figures).
+// --only TEXT: only the figures whose graph name contains TEXT, or one of the '|'-separated TEXTs
+// (and no scene figures).
 QByteArray g_only;
 // --shots DIR: a picture of each graph after its first paint (fitted, and at zoom 0.5 at the top).
 QString g_shots;
 bool selected(const char* name) {
-  return g_only.isEmpty() || QByteArray(name).contains(g_only);
+  if (g_only.isEmpty()) return true;
+  for (const QByteArray& part : g_only.split('|'))  // --only "a|b": either
+    if (!part.isEmpty() && QByteArray(name).contains(part)) return true;
+  return false;
 }
 
 struct Bench {
@@ -100,11 +110,21 @@ bool waitLayout(GraphPane* pane, int timeoutMs = 120000) {
   return waitForSignal(pane, &GraphPane::layoutFinished, timeoutMs);
 }
 
+// How a first paint draws its graph: the model's build options and the pane's parameter mode
+// (null: the model's default).
+struct Variant {
+  vis::BuildOptions build;
+  std::optional<vis::ParameterMode> parameters;
+};
+
 // Model build (worker) + layout + items + first paint. Returns the model shown, or null.
 std::shared_ptr<const vis::ViewModel> firstPaint(Bench& b, const char* name,
-                                                 const GraphSource& source) {
+                                                 const GraphSource& source,
+                                                 const Variant& variant = {}) {
   if (!selected(name)) return nullptr;
   auto graph = source();  // building or reading the graph is not part of the figure
+  b.pane->setModel(nullptr);
+  b.pane->setParameterMode(variant.parameters);
   EventLoopProbe probe;
   int shown = 0;
   QMetaObject::Connection counts = QObject::connect(b.pane, &GraphPane::layoutFinished,
@@ -113,8 +133,8 @@ std::shared_ptr<const vis::ViewModel> firstPaint(Bench& b, const char* name,
   b.clock.start();
   b.layoutReadyMs = 0;
   double modelMs = 0;
-  QtConcurrent::run([graph] {
-    return vis::ViewModel::build(graph);
+  QtConcurrent::run([graph, options = variant.build] {
+    return vis::ViewModel::build(graph, {}, false, options);
   }).then(b.window, [&b, &modelMs](std::shared_ptr<const vis::ViewModel> model) {
     modelMs = ms(b.clock);
     b.pane->setModel(std::move(model));
@@ -133,8 +153,10 @@ std::shared_ptr<const vis::ViewModel> firstPaint(Bench& b, const char* name,
   probe.stop();
   if (!g_shots.isEmpty()) {
     const QString base = g_shots + QLatin1Char('/') + QString::fromLatin1(name).replace(' ', '_');
-    b.pane->grab().save(base + QStringLiteral("_fit.png"));
     vis::GraphView* view = b.pane->view();
+    view->zoomToFit();
+    spin(200);
+    b.pane->grab().save(base + QStringLiteral("_fit.png"));
     const QRectF all = view->scene()->sceneRect();
     view->setZoom(0.5);
     view->centerOn(QPointF(all.center().x(), all.top() + view->viewport()->height()));
@@ -324,10 +346,62 @@ void sceneFigures(int applies, int columns) {
   }
 }
 
-std::shared_ptr<const engine::FunctionGraph> onnxGraph(const char* file) {
-  auto doc = engine::session::openGraphFile(std::filesystem::path(TSCOPE_TEST_DATA_DIR) /
-                                            "onnx/models" / file);
+std::shared_ptr<const engine::FunctionGraph> onnxGraph(const std::filesystem::path& file) {
+  auto doc = engine::session::openGraphFile(file);
   return std::shared_ptr<const engine::FunctionGraph>(std::move(doc.original));
+}
+
+std::shared_ptr<const engine::FunctionGraph> onnxFixture(const char* file) {
+  return onnxGraph(std::filesystem::path(TSCOPE_TEST_DATA_DIR) / "onnx/models" / file);
+}
+
+// The readability figures of one model (issue 24): first paint, crossings and edge length of each
+// variant, the before/after ratio of the fitted edge length.
+void readability(Bench& b, const QString& name, const std::filesystem::path& file) {
+  if (!selected(qPrintable(name))) return;
+  std::shared_ptr<const engine::FunctionGraph> graph;
+  try {
+    graph = onnxGraph(file);
+  } catch (const std::exception& e) {
+    std::printf("  %s: cannot open %s: %s\n", qPrintable(name), file.c_str(), e.what());
+    return;
+  }
+  struct Row {
+    const char* what;
+    Variant variant;
+  };
+  const Row rows[] = {
+      {"boxes, old placement", {{.placeByUse = false}, vis::ParameterMode::Boxes}},
+      {"boxes", {{}, vis::ParameterMode::Boxes}},
+      {"badges", {{}, vis::ParameterMode::Badges}},
+  };
+  double before = 0;
+  for (const Row& row : rows) {
+    const QString label = name + QStringLiteral(", ") + QString::fromLatin1(row.what);
+    b.service->clearCache();  // each variant lays out from scratch: first paints compare fairly
+    const auto model = firstPaint(
+        b, qPrintable(label), [graph] { return graph; }, row.variant);
+    if (!model) continue;
+    const auto layout = b.pane->view()->graphScene()->sceneLayout();
+    const vis::LayoutMetrics m = vis::measureLayout(*layout);
+    const double scale = m.fitScale(QSizeF(b.pane->view()->viewport()->size()));
+    const double fitted = m.edgeLength * scale;
+    if (before == 0) before = fitted;
+    printRow(qPrintable(QStringLiteral("  crossings, %1").arg(label)), double(m.crossings), "", 0,
+             nullptr,
+             QStringLiteral("[%1 edges; %2 parameters, default %3]")
+                 .arg(m.edges)
+                 .arg(model->parameterCount())
+                 .arg(vis::parameterModeName(model->defaultParameterMode())));
+    printRow(qPrintable(QStringLiteral("  edge length fitted, %1").arg(label)), fitted, "px", 0,
+             nullptr,
+             QStringLiteral("[%1 pt in a %2 x %3 pt drawing, fit scale %4; %5 of before]")
+                 .arg(m.edgeLength, 0, 'f', 0)
+                 .arg(m.bounds.width(), 0, 'f', 0)
+                 .arg(m.bounds.height(), 0, 'f', 0)
+                 .arg(scale, 0, 'f', 3)
+                 .arg(before > 0 ? fitted / before : 0, 0, 'f', 2));
+  }
 }
 
 }  // namespace
@@ -339,6 +413,7 @@ int main(int argc, char** argv) {
   int runs = 1;
   bool withOnnx = true;
   bool expandMore = false;
+  QString modelsDir;
   for (int i = 1; i < argc; ++i) {
     if (QByteArray(argv[i]) == "--runs" && i + 1 < argc)
       runs = std::max(1, std::atoi(argv[++i]));
@@ -350,10 +425,12 @@ int main(int argc, char** argv) {
       g_only = argv[++i];
     else if (QByteArray(argv[i]) == "--shots" && i + 1 < argc)
       g_shots = QString::fromLocal8Bit(argv[++i]);
+    else if (QByteArray(argv[i]) == "--models" && i + 1 < argc)
+      modelsDir = QString::fromLocal8Bit(argv[++i]);
     else {
       std::fprintf(stderr,
                    "bench_gui: unknown argument '%s' (expected --runs N, --no-onnx, "
-                   "--expand-more, --only TEXT, --shots DIR)\n",
+                   "--expand-more, --only TEXT, --shots DIR, --models DIR)\n",
                    argv[i]);
       return 2;
     }
@@ -400,8 +477,17 @@ int main(int argc, char** argv) {
 #ifdef TSCOPE_HAVE_ONNX
     if (withOnnx) {
       for (const char* file : {"resnet18.onnx", "transformer_encoder.onnx"}) {
-        if (firstPaint(b, file, [file] { return onnxGraph(file); }) && expandMore)
+        if (firstPaint(b, file, [file] { return onnxFixture(file); }) && expandMore)
           expandGroup(b, file);
+      }
+      const std::filesystem::path fixtures =
+          std::filesystem::path(TSCOPE_TEST_DATA_DIR) / "onnx/models";
+      readability(b, QStringLiteral("resnet18 fixture"), fixtures / "resnet18.onnx");
+      readability(b, QStringLiteral("transformer fixture"), fixtures / "transformer_encoder.onnx");
+      if (!modelsDir.isEmpty()) {
+        const std::filesystem::path dir = modelsDir.toStdString();
+        readability(b, QStringLiteral("resnet18 full"), dir / "resnet18.onnx");
+        readability(b, QStringLiteral("transformer full"), dir / "transformer.onnx");
       }
     }
 #else

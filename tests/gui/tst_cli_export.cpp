@@ -242,6 +242,39 @@ class TestCliExport : public QObject {
     QVERIFY(clusters(out) > 0);
   }
 
+  // --parameters: badges (DOT: table labels with the d3viz colours, no parameter edges), boxes,
+  // and the default by count (the ResNet-18 fixture has 45 parameters: boxes); a bad mode and
+  // --parameters for .onnx are refused.
+  void parameterModes() {
+#ifndef TSCOPE_HAVE_ONNX
+    QSKIP("this build has no ONNX support");
+#endif
+    QTemporaryDir dir;
+    const std::string out = dir.filePath("g.dot").toStdString();
+    Result badges =
+        cli({"export", resnet18(), "-o", out, "--expand", "all", "--parameters", "badges"});
+    QVERIFY2(badges.code == 0, badges.err.c_str());
+    const QString withBadges = readText(out);
+    QVERIFY(withBadges.contains("<TABLE"));
+    QVERIFY(withBadges.contains(vis::palette::variableColor(vis::VariableRole::Shared).name()));
+    Result boxes =
+        cli({"export", resnet18(), "-o", out, "--expand", "all", "--parameters", "boxes"});
+    QVERIFY2(boxes.code == 0, boxes.err.c_str());
+    const QString withBoxes = readText(out);
+    QVERIFY(!withBoxes.contains("<TABLE"));
+    QVERIFY(withBoxes.count(" -> ") > withBadges.count(" -> "));  // the parameters' edges
+    Result byDefault = cli({"export", resnet18(), "-o", out, "--expand", "all"});
+    QVERIFY2(byDefault.code == 0, byDefault.err.c_str());
+    QCOMPARE(readText(out), withBoxes);
+    Result bad = cli({"export", resnet18(), "-o", out, "--parameters", "badge"});
+    QCOMPARE(bad.code, int(gui::kExitUsage));
+    QVERIFY2(contains(bad.err, "--parameters expects boxes, badges or hidden"), bad.err.c_str());
+    Result onnx = cli({"export", resnet18(), "-o", dir.filePath("g.onnx").toStdString(),
+                       "--parameters", "boxes"});
+    QCOMPARE(onnx.code, int(gui::kExitUsage));
+    QVERIFY2(contains(onnx.err, "--parameters applies to drawings"), onnx.err.c_str());
+  }
+
   void refusesBadDrawingOptions() {
     QTemporaryDir dir;
     const std::string svg = dir.filePath("g.svg").toStdString();

@@ -40,6 +40,23 @@ QSizeF ItemSizes::node(const ViewNode& node) const {
   return {std::max(30.0, text.width() + 16), text.height() + 10};
 }
 
+QSizeF ItemSizes::badgedNode(const ViewNode& node, const std::vector<QString>& rows) const {
+  const QSizeF text = textBox(m_metrics, node.label);
+  double width = text.width() + 16;
+  for (const QString& row : rows)
+    width = std::max(width, m_small.horizontalAdvance(row) + kBadgeMark + 16);
+  return {std::ceil(std::max(48.0, width)),
+          std::ceil(text.height() + 10 + double(rows.size()) * badgeRowHeight() + 3)};
+}
+
+std::vector<QRectF> ItemSizes::badgeRows(const QRectF& rect, int count) const {
+  std::vector<QRectF> rows;
+  const double h = badgeRowHeight();
+  for (int i = 0; i < count; ++i)
+    rows.emplace_back(rect.left() + 3, rect.bottom() - 3 - (count - i) * h, rect.width() - 6, h);
+  return rows;
+}
+
 QSizeF ItemSizes::collapsedGroup(const Group& group) const {
   const QSizeF name = textBox(m_metrics, group.name);
   const QSizeF note = textBox(m_small, QStringLiteral("%1 nodes").arg(group.totalNodes));

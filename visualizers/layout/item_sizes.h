@@ -8,7 +8,10 @@
 
 #include <QFont>
 #include <QFontMetricsF>
+#include <QRectF>
 #include <QSizeF>
+
+#include <vector>
 
 namespace tscope::vis::layout {
 
@@ -16,7 +19,14 @@ class ItemSizes {
  public:
   explicit ItemSizes(const QFont& font);
 
-  QSizeF node(const ViewNode& node) const;          // ellipse for an Apply, box for a variable
+  QSizeF node(const ViewNode& node) const;  // ellipse for an Apply, box for a variable
+  // An Apply with parameter badges (Note [Parameters]): a box with the label on top and one row
+  // per badge under it (a colour mark, then the badge text in the small font).
+  QSizeF badgedNode(const ViewNode& node, const std::vector<QString>& rows) const;
+  // The rows' rects inside a badged node's `rect`, top to bottom; the label goes above the first.
+  std::vector<QRectF> badgeRows(const QRectF& rect, int count) const;
+  double badgeRowHeight() const { return m_small.height() + 4; }
+  static constexpr double kBadgeMark = 8;           // the side of a row's colour mark
   QSizeF collapsedGroup(const Group& group) const;  // name + "N nodes"
   // An expanded group drawn as a cluster around its own layout of size `inner`.
   QSizeF expandedGroup(const Group& group, QSizeF inner) const;

@@ -33,6 +33,7 @@ class Assembler {
     scene->m_groupIndex.assign(m_model.groups().size(), -1);
     place(*scene, root, QPointF(0, 0), 0);
     scene->bounds = QRectF(QPointF(0, 0), m_levels[std::size_t(root)].layout->size);
+    scene->parameters = m_options.parameters;
     return scene;
   }
 
@@ -41,7 +42,7 @@ class Assembler {
   int build(int group) {
     if (m_cancelled.load(std::memory_order_relaxed)) throw LayoutCancelled();
     BuiltLevel level;
-    level.graph = m_model.levelGraph(group, m_state);
+    level.graph = m_model.levelGraph(group, m_state, m_options.parameters);
     level.childLevel.assign(level.graph.items.size(), -1);
     for (std::size_t i = 0; i < level.graph.items.size(); ++i)
       if (level.graph.items[i].kind == LevelItem::Kind::ExpandedGroup)
@@ -69,6 +70,15 @@ class Assembler {
       switch (item.kind) {
         case LevelItem::Kind::Node: {
           const ViewNode& viewNode = m_model.nodes()[std::size_t(item.index)];
+          const std::vector<int>& badges = m_model.parameterEdges(item.index);
+          if (m_options.parameters == ParameterMode::Badges && !badges.empty()) {
+            std::vector<QString> rows;
+            for (int e : badges)
+              rows.push_back(
+                  m_model.nodes()[std::size_t(m_model.edges()[std::size_t(e)].from)].badge);
+            size = m_sizes.badgedNode(viewNode, rows);
+            break;  // a box: edges end at its border
+          }
           size = m_sizes.node(viewNode);
           if (viewNode.kind == NodeKind::Apply) node.shape = LevelNodeSpec::Shape::Ellipse;
           break;

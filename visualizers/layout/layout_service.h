@@ -25,6 +25,8 @@ struct LayoutOptions {
   // in graphviz_level.cpp) so a 2,000-node flat graph lays out in about half a second.
   int fastAbove = 600;
   bool edgeLabels = true;
+  // How parameters are drawn (Note [Parameters] in view_model.h).
+  ParameterMode parameters = ParameterMode::Boxes;
 };
 
 struct LayoutStats {

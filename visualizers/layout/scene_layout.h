@@ -57,6 +57,9 @@ struct SceneLayout {
   std::vector<PlacedPort> ports;
   std::vector<PlacedEdge> edges;
   QRectF bounds;
+  // How parameters are drawn (LayoutOptions::parameters): under Badges, a PlacedNode whose
+  // ViewModel::parameterEdges is not empty is a box with one row per edge.
+  ParameterMode parameters = ParameterMode::Boxes;
   // Lookups (index into the vectors above; -1 when not shown).
   int placedNode(int node) const;
   int placedGroup(int group) const;

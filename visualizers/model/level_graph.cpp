@@ -24,7 +24,13 @@ std::uint64_t pairKey(int from, int to) {
 
 // Cost: O(nodes + edges of the group's subtree × nesting depth); the rest of the graph is not
 // visited.
-LevelGraph ViewModel::levelGraph(int group, const GroupState& state) const {
+LevelGraph ViewModel::levelGraph(int group, const GroupState& state,
+                                 ParameterMode parameters) const {
+  // Badges and Hidden: parameters are no items and their edges no edges (Note [Parameters]).
+  const bool skipParameters = parameters != ParameterMode::Boxes;
+  auto skipped = [&](int node) {
+    return skipParameters && m_nodes[static_cast<std::size_t>(node)].parameter;
+  };
   LevelGraph level;
   level.group = group;
   const Group& home = m_groups.at(static_cast<std::size_t>(group));
@@ -32,7 +38,7 @@ LevelGraph ViewModel::levelGraph(int group, const GroupState& state) const {
   std::unordered_map<int, int> nodeItem;   // direct member node -> item
   std::unordered_map<int, int> groupItem;  // child group -> item
   for (int node : home.nodes) {
-    if (node == home.ofgViewNode) continue;  // drawn only for the collapsed group
+    if (node == home.ofgViewNode || skipped(node)) continue;  // the OFG node: the collapsed group
     nodeItem.emplace(node, static_cast<int>(level.items.size()));
     level.items.push_back({LevelItem::Kind::Node, node, QStringLiteral("n%1").arg(node)});
   }
@@ -73,6 +79,7 @@ LevelGraph ViewModel::levelGraph(int group, const GroupState& state) const {
          ++it)  // popped in order
       stack.emplace_back(*it, top >= 0 ? top : groupItem.at(*it));
     for (int node : current.nodes) {
+      if (skipped(node)) continue;
       const int from = top >= 0 ? top : (node == home.ofgViewNode ? -1 : nodeItem.at(node));
       if (from < 0) continue;  // the OpFromGraph node of this group has no edges
       for (int e : m_out[static_cast<std::size_t>(node)]) {
@@ -88,7 +95,7 @@ LevelGraph ViewModel::levelGraph(int group, const GroupState& state) const {
       }
       for (int e : m_in[static_cast<std::size_t>(node)]) {
         const int source = m_edges[static_cast<std::size_t>(e)].from;
-        if (itemOf(source) >= 0) continue;  // seen from its source's side
+        if (skipped(source) || itemOf(source) >= 0) continue;  // seen from its source's side
         port(inPorts, inPortSlot, source);
         raw.push_back({{Ref::InPort, source}, {Ref::Item, from}, e});
       }

@@ -90,6 +90,13 @@ QString variableLabel(const engine::Variable& var) {
   return shortType(var.type());
 }
 
+QString badgeText(const engine::Variable& var) {
+  constexpr int kMaxBadgeName = 28;
+  std::vector<std::int64_t> shape(var.type().shape().begin(), var.type().shape().end());
+  return elided(variableLabel(var), kMaxBadgeName) + QStringLiteral("  ") + shortType(var.type()) +
+         QLatin1Char(' ') + shapeText(shape);
+}
+
 QString edgeLabel(const engine::Variable& value, int position, int count) {
   const QString type = shortType(value.type());
   return count > 1 ? QString::number(position) + QLatin1Char(' ') + type : type;

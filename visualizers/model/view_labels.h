@@ -32,6 +32,9 @@ QString variableLabel(const engine::Variable& var);
 // edge from an Apply to its output box, prefixed with the output index when it has several).
 QString edgeLabel(const engine::Variable& value, int position, int count);
 
+// A parameter's badge row (Note [Parameters]): "name  ftensor4 (64, 3, 7, 7)", the name elided.
+QString badgeText(const engine::Variable& var);
+
 QString applyTooltip(const engine::Apply& node, const HeatEntry* heat);
 QString variableTooltip(const engine::Variable& var, VariableRole role, bool graphOutput);
 

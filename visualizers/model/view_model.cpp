@@ -23,6 +23,24 @@ QString roleText(VariableRole role) {
   return {};
 }
 
+QString parameterModeName(ParameterMode mode) {
+  switch (mode) {
+    case ParameterMode::Boxes:
+      return QStringLiteral("boxes");
+    case ParameterMode::Badges:
+      return QStringLiteral("badges");
+    case ParameterMode::Hidden:
+      return QStringLiteral("hidden");
+  }
+  return {};
+}
+
+std::optional<ParameterMode> parameterModeFromName(const QString& name) {
+  for (ParameterMode mode : {ParameterMode::Boxes, ParameterMode::Badges, ParameterMode::Hidden})
+    if (name == parameterModeName(mode)) return mode;
+  return std::nullopt;
+}
+
 // --- GroupState ----------------------------------------------------------------------------------
 
 void GroupState::setExpanded(const QString& path, bool expanded) {
@@ -49,8 +67,19 @@ GroupState GroupState::fromStringList(const QStringList& paths) {
 
 std::shared_ptr<const ViewModel> ViewModel::build(
     std::shared_ptr<const engine::FunctionGraph> graph, std::map<std::int64_t, HeatEntry> heat,
-    bool heatColours) {
-  return ViewModelBuilder(std::move(graph), std::move(heat), heatColours).build();
+    bool heatColours, BuildOptions options) {
+  return ViewModelBuilder(std::move(graph), std::move(heat), heatColours, options).build();
+}
+
+const std::vector<int>& ViewModel::parameterEdges(int node) const {
+  return m_parameterEdges.at(static_cast<std::size_t>(node));
+}
+
+int ViewModel::badgeHost(int node) const {
+  const ViewNode& view = m_nodes.at(static_cast<std::size_t>(node));
+  if (!view.parameter) return -1;
+  const std::vector<int>& out = outEdges(node);
+  return out.empty() ? -1 : m_edges[static_cast<std::size_t>(out.front())].to;
 }
 
 const std::vector<int>& ViewModel::inEdges(int node) const {
@@ -103,7 +132,10 @@ bool ViewModel::isAncestor(int ancestorGroup, int group) const {
   return false;
 }
 
-LevelItem ViewModel::visibleItem(int node, const GroupState& state) const {
+LevelItem ViewModel::visibleItem(int node, const GroupState& state,
+                                 ParameterMode parameters) const {
+  if (parameters != ParameterMode::Boxes)
+    if (const int host = badgeHost(node); host >= 0) node = host;
   const int home = m_nodes.at(static_cast<std::size_t>(node)).group;
   int outermostCollapsed = -1;
   for (int g = home; g > 0; g = m_groups[static_cast<std::size_t>(g)].parent)
@@ -118,6 +150,9 @@ LevelItem ViewModel::visibleItem(int node, const GroupState& state) const {
 }
 
 GroupState ViewModel::revealed(int node, GroupState state) const {
+  // A parameter's group holds all its readers: opening the way to its first reader shows it in
+  // every mode.
+  if (const int host = badgeHost(node); host >= 0) node = host;
   int g = m_nodes.at(static_cast<std::size_t>(node)).group;
   // An OpFromGraph node is shown by its collapsed group: open the way to it, not the group.
   if (m_groups[static_cast<std::size_t>(g)].ofgViewNode == node)
@@ -127,11 +162,14 @@ GroupState ViewModel::revealed(int node, GroupState state) const {
   return state;
 }
 
-GroupState ViewModel::defaultState(int budget) const {
+GroupState ViewModel::defaultState(int budget, ParameterMode parameters) const {
   // The items an expanded group shows in place of its one collapsed item.
-  auto shownItems = [this](int group) {
+  auto shownItems = [this, parameters](int group) {
     const Group& g = m_groups[static_cast<std::size_t>(group)];
-    return static_cast<int>(g.nodes.size() + g.children.size()) - (g.ofgViewNode >= 0 ? 1 : 0);
+    int items = static_cast<int>(g.nodes.size() + g.children.size()) - (g.ofgViewNode >= 0 ? 1 : 0);
+    if (parameters != ParameterMode::Boxes)
+      for (int node : g.nodes) items -= m_nodes[static_cast<std::size_t>(node)].parameter ? 1 : 0;
+    return items;
   };
   GroupState state;
   int shown = shownItems(0);

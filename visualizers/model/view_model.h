@@ -21,6 +21,11 @@
 // boxes; the outer edges go to and from those boxes). A group's path is its stable key, used by
 // GroupState and saved per file: the scope path for a Scope group, "<parent path>#<apply id>" for
 // an OpFromGraph group ("#12", "layer1#40"). Groups nest to any depth.
+//
+// Parameters (Note [Parameters]): a constant or shared variable whose every use is an input of an
+// Apply drawn as a node is a parameter. The view draws parameters as boxes with edges (d3viz),
+// as badges (rows inside each reader's shape, no edge) or not at all: ParameterMode, a view option
+// passed with the GroupState (levelGraph, LayoutOptions), so one model serves every mode.
 
 #include "engine/graph/function_graph.h"
 #include "engine/graph/rewrite_recorder.h"
@@ -33,6 +38,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace tscope::vis {
@@ -41,6 +47,12 @@ enum class NodeKind : std::uint8_t { Apply, Variable };
 enum class VariableRole : std::uint8_t { Input, Constant, Shared, Output, UnusedOutput };
 enum class EdgeKind : std::uint8_t { Plain, View, Destroy };
 enum class GroupKind : std::uint8_t { Root, Scope, OpFromGraph };
+enum class ParameterMode : std::uint8_t { Boxes, Badges, Hidden };
+
+// "boxes", "badges", "hidden" (menus, settings, the command line); parsing gives nullopt for
+// anything else.
+QString parameterModeName(ParameterMode mode);
+std::optional<ParameterMode> parameterModeFromName(const QString& name);
 
 // What a variable role is called wherever the window names it (tooltips, the inspector, the
 // legend): "graph input", "constant", "shared variable", "graph output", "unused output".
@@ -57,6 +69,9 @@ struct ViewNode {
   QString label;                                 // may hold '\n'
   QString tooltip;                               // type, shape, scope, creation site
   QColor fill;
+  // Parameters only (Note [Parameters]): the text of its badge row, "name  ftensor4 (64, 3, 7, 7)".
+  bool parameter = false;
+  QString badge;
 };
 
 struct ViewEdge {
@@ -119,14 +134,25 @@ struct HeatEntry {
   double share = 0;  // of the call time, 0..1
 };
 
+struct BuildOptions {
+  // Note [Placement by use]: scope-less nodes go to the innermost group holding their inputs and
+  // readers. false: the placement before issue 24 (they stay at the root), for before/after
+  // figures.
+  bool placeByUse = true;
+};
+
 class ViewModel {
  public:
+  // Graphs with more parameters than this show them as badges by default.
+  static constexpr int kBadgesAbove = 50;
+
   // Builds the model of `graph` (kept alive by the model). `heat` (optional) maps Apply ids to
   // measured time; with heatColours, Apply fills are heat colours (palette.h) instead of family
   // colours and tooltips say "Time: X ms / Y %".
   static std::shared_ptr<const ViewModel> build(std::shared_ptr<const engine::FunctionGraph> graph,
                                                 std::map<std::int64_t, HeatEntry> heat = {},
-                                                bool heatColours = false);
+                                                bool heatColours = false,
+                                                BuildOptions options = {});
 
   const engine::FunctionGraph& graph() const { return *m_graph; }
   const std::shared_ptr<const engine::FunctionGraph>& graphPtr() const { return m_graph; }
@@ -146,21 +172,36 @@ class ViewModel {
   int nodeShowing(std::int64_t variableId) const;
   int groupByPath(const QString& path) const;  // -1 when absent
 
+  // Parameters (Note [Parameters]): how many there are; Badges above kBadgesAbove, else Boxes.
+  int parameterCount() const { return m_parameterCount; }
+  ParameterMode defaultParameterMode() const {
+    return m_parameterCount > kBadgesAbove ? ParameterMode::Badges : ParameterMode::Boxes;
+  }
+  // The edges from parameters into `node`, in input order: its badge rows (empty for most nodes).
+  const std::vector<int>& parameterEdges(int node) const;
+  // The node a parameter's first badge is drawn in under Badges: its first reader; else -1.
+  int badgeHost(int node) const;
+
   bool isAncestor(int ancestorGroup, int group) const;
   // The innermost shown group or node standing for `node` under `state`: the node itself when all
   // its groups are expanded, else its outermost collapsed group, as a LevelItem (Node or
   // CollapsedGroup).
-  LevelItem visibleItem(int node, const GroupState& state) const;
+  // A parameter under Badges or Hidden stands for its first reader (`parameters`).
+  LevelItem visibleItem(int node, const GroupState& state,
+                        ParameterMode parameters = ParameterMode::Boxes) const;
   // `state` plus every group on the way to `node` expanded (search and "reveal" use it).
   GroupState revealed(int node, GroupState state) const;
   // Expands groups breadth first while the number of shown items stays within `budget`.
-  GroupState defaultState(int budget = 400) const;
+  // Parameters count as items under Boxes only.
+  GroupState defaultState(int budget = 400, ParameterMode parameters = ParameterMode::Boxes) const;
   GroupState allExpanded() const;
 
   // The graph of one expanded group under `state`: its direct member nodes, its child groups
   // (collapsed or expanded), ports for values entering or leaving the group from outside, and the
   // edges among them (ViewModel edges lifted to the items that show their ends, merged per pair).
-  LevelGraph levelGraph(int group, const GroupState& state) const;
+  // Under Badges and Hidden, parameters and their edges are left out.
+  LevelGraph levelGraph(int group, const GroupState& state,
+                        ParameterMode parameters = ParameterMode::Boxes) const;
 
  private:
   ViewModel() = default;
@@ -173,6 +214,8 @@ class ViewModel {
   std::map<std::int64_t, int> m_applyNode, m_variableNode;
   std::map<QString, int> m_groupByPath;
   std::map<std::int64_t, HeatEntry> m_heat;
+  std::vector<std::vector<int>> m_parameterEdges;  // by node; empty for most
+  int m_parameterCount = 0;
 };
 
 }  // namespace tscope::vis

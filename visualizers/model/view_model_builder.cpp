@@ -64,8 +64,9 @@ std::vector<bool> listedInputs(const std::map<int, std::vector<int>>& map, int n
 }  // namespace
 
 ViewModelBuilder::ViewModelBuilder(std::shared_ptr<const FunctionGraph> graph,
-                                   std::map<std::int64_t, HeatEntry> heat, bool heatColours)
-    : m_model(new ViewModel()), m_heatColours(heatColours) {
+                                   std::map<std::int64_t, HeatEntry> heat, bool heatColours,
+                                   BuildOptions options)
+    : m_model(new ViewModel()), m_heatColours(heatColours), m_options(options) {
   if (!graph) throw std::invalid_argument("ViewModel::build: expected a graph, found null");
   m_model->m_graph = std::move(graph);
   for (const auto& [id, entry] : heat) m_maxShare = std::max(m_maxShare, entry.share);
@@ -77,8 +78,10 @@ std::shared_ptr<const ViewModel> ViewModelBuilder::build() {
   Instance outer;
   outer.fg = m_model->m_graph.get();
   addGraph(outer);
+  if (m_options.placeByUse) placeScopeless(outer);
   placeFreeBoxes(outer);
   finish();
+  markParameters();
   return m_model;
 }
 
@@ -350,6 +353,93 @@ void ViewModelBuilder::placeFreeBoxes(const Instance& in) {
     }
     view.group = std::max(group, 0);
   }
+}
+
+// Note [Placement by use]: PyTorch's exporter leaves some nodes without a scope: the Identity it
+// puts on an initializer read by several nodes, Transposes of weights, shape arithmetic. At the
+// root they sit far from the layer that uses them, each with an edge across the drawing. So a
+// scope-less node (with no inner graph) is drawn in the innermost group holding everything it
+// touches: its readers (a graph output counts as the root) and the inputs whose place is fixed
+// (a graph input: the root; a scoped node or box: its group). Inputs placed by use themselves (an
+// unscoped constant, shared variable or scope-less node) do not count: they follow their readers,
+// this node among them. Nodes are visited readers first (reverse topological order), so a chain
+// of Identities follows the layer at its end. Free boxes are placed afterwards by the same rule
+// (placeFreeBoxes). Only the view groups this way: the node's scope stays empty, and its tooltip
+// and the inspector show no scope.
+int ViewModelBuilder::placementGroup(const Instance& in, const Apply& node) const {
+  auto body = in.bodies.find(&node);
+  if (body != in.bodies.end())
+    return m_model->m_groups[static_cast<std::size_t>(body->second.group)].parent;
+  return m_model->m_nodes[static_cast<std::size_t>(in.applyNode.at(&node))].group;
+}
+
+void ViewModelBuilder::placeScopeless(const Instance& in) {
+  const FunctionGraph& fg = *in.fg;
+  const std::vector<Apply*> order = fg.toposort();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Apply& node = **it;
+    if (!node.scope().empty() || in.bodies.count(&node)) continue;
+    int group = -1;
+    auto meet = [&](int g) { group = group < 0 ? g : commonAncestor(group, g); };
+    for (int k = 0; k < node.nOutputs(); ++k)
+      for (const engine::Client& client : fg.clients(node.outputRef(k)))
+        meet(client.node ? placementGroup(in, *client.node) : 0);
+    for (const engine::VarPtr& input : node.inputs()) {
+      if (const Apply* owner = input->owner()) {
+        if (!owner->scope().empty() || in.bodies.count(owner)) meet(placementGroup(in, *owner));
+      } else if (freeRole(*input) == VariableRole::Input) {
+        meet(0);
+      } else if (!input->scope().empty()) {
+        meet(scopeGroup(input->scope()));
+      }
+    }
+    if (group <= 0) continue;  // stays at the root
+    const int self = in.applyNode.at(&node);
+    m_model->m_nodes[static_cast<std::size_t>(self)].group = group;
+    // Its unused outputs' boxes go with it.
+    for (int k = 0; k < node.nOutputs(); ++k) {
+      auto box = in.box.find(&node.outputRef(k));
+      if (box == in.box.end()) continue;
+      ViewNode& view = m_model->m_nodes[static_cast<std::size_t>(box->second)];
+      if (view.role == VariableRole::UnusedOutput) view.group = group;
+    }
+  }
+}
+
+// Note [Parameters]: a constant or shared variable box (of the outer graph or a body) is a
+// parameter when it is no graph output and every edge leaving it ends at an Apply drawn as a node
+// (not at a body's input box). Under ParameterMode::Badges each such edge becomes a row inside its
+// reader's shape: ViewModel::parameterEdges lists them per reader, in input order.
+void ViewModelBuilder::markParameters() {
+  ViewModel& m = *m_model;
+  m.m_parameterEdges.assign(m.m_nodes.size(), {});
+  for (std::size_t i = 0; i < m.m_nodes.size(); ++i) {
+    ViewNode& view = m.m_nodes[i];
+    if (view.kind != NodeKind::Variable ||
+        (view.role != VariableRole::Constant && view.role != VariableRole::Shared))
+      continue;
+    const auto& outputs = view.graph->outputs();
+    if (std::any_of(outputs.begin(), outputs.end(),
+                    [&](const engine::VarPtr& out) { return out.get() == view.variable; }))
+      continue;
+    const std::vector<int>& out = m.m_out[i];
+    if (out.empty() || !std::all_of(out.begin(), out.end(), [&](int e) {
+          return m.m_nodes[static_cast<std::size_t>(m.m_edges[static_cast<std::size_t>(e)].to)]
+                     .kind == NodeKind::Apply;
+        }))
+      continue;
+    view.parameter = true;
+    view.badge = labels::badgeText(*view.variable);
+    ++m.m_parameterCount;
+    for (int e : out)
+      m.m_parameterEdges[static_cast<std::size_t>(m.m_edges[static_cast<std::size_t>(e)].to)]
+          .push_back(e);
+  }
+  for (std::vector<int>& edges : m.m_parameterEdges)
+    std::sort(edges.begin(), edges.end(), [&](int a, int b) {
+      return m.m_edges[static_cast<std::size_t>(a)].inputIndex <
+             m.m_edges[static_cast<std::size_t>(b)].inputIndex;
+    });
 }
 
 void ViewModelBuilder::finish() {

@@ -14,7 +14,8 @@ namespace tscope::vis {
 class ViewModelBuilder {
  public:
   ViewModelBuilder(std::shared_ptr<const engine::FunctionGraph> graph,
-                   std::map<std::int64_t, HeatEntry> heat, bool heatColours);
+                   std::map<std::int64_t, HeatEntry> heat, bool heatColours,
+                   BuildOptions options = {});
   std::shared_ptr<const ViewModel> build();
 
  private:
@@ -58,11 +59,18 @@ class ViewModelBuilder {
   int newGroup(GroupKind kind, QString name, QString path, int parent);
   int commonAncestor(int a, int b) const;
   void placeFreeBoxes(const Instance& in);
+  // Note [Placement by use]
+  void placeScopeless(const Instance& in);
+  // The group an Apply counts as for placement: its own, or for a node with bodies the group
+  // holding its body group.
+  int placementGroup(const Instance& in, const engine::Apply& node) const;
   void finish();
+  void markParameters();
 
   std::shared_ptr<ViewModel> m_model;
   double m_maxShare = 0;
   bool m_heatColours = false;
+  BuildOptions m_options;
   std::vector<int> m_depth;  // per group
   std::unordered_map<std::string, int> m_scopeGroups;
 };

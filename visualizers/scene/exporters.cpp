@@ -32,6 +32,30 @@ QString quoted(const QString& text) {
   return QLatin1Char('"') + out + QLatin1Char('"');
 }
 
+// Text for an HTML-like dot label: markup characters escaped, line breaks as <BR/>.
+QString htmlText(const QString& text) {
+  QString out = text.toHtmlEscaped();
+  out.replace(QLatin1Char('\n'), QLatin1String("<BR/>"));
+  return out;
+}
+
+// A node with parameter badges (Note [Parameters] in view_model.h) as dot draws it: a table, the
+// node's label on top, then one row per badge (its colour mark, its text).
+QString badgedLabel(const ViewModel& model, const ViewNode& node, const std::vector<int>& rows) {
+  QString label = QStringLiteral(
+                      "<<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"1\" "
+                      "CELLPADDING=\"1\"><TR><TD COLSPAN=\"2\">%1</TD></TR>")
+                      .arg(htmlText(node.label));
+  for (int e : rows) {
+    const ViewNode& parameter = model.nodes()[std::size_t(model.edges()[std::size_t(e)].from)];
+    label += QStringLiteral(
+                 "<TR><TD BGCOLOR=\"%1\" WIDTH=\"8\" HEIGHT=\"8\"></TD>"
+                 "<TD ALIGN=\"LEFT\" BGCOLOR=\"white\"><FONT POINT-SIZE=\"8\">%2</FONT></TD></TR>")
+                 .arg(parameter.fill.name(), htmlText(parameter.badge));
+  }
+  return label + QStringLiteral("</TABLE>>");
+}
+
 QString num(double v) {
   return QString::number(v, 'f', 2);
 }
@@ -149,6 +173,14 @@ class DotWriter {
     if (id.startsWith(QLatin1Char('n'))) {
       const ViewNode& vn = m_model.nodes()[std::size_t(index)];
       const QRectF& rect = m_layout.nodes[std::size_t(m_layout.placedNode(index))].rect;
+      const std::vector<int>& badges = m_model.parameterEdges(index);
+      if (m_layout.parameters == ParameterMode::Badges && !badges.empty()) {
+        attrs =
+            QStringLiteral("label=%1, shape=box, style=\"filled,rounded\", fillcolor=\"%2\", %3")
+                .arg(badgedLabel(m_model, vn, badges), vn.fill.name(), m_frame.nodeGeometry(rect));
+        m_out += indent + id + QStringLiteral(" [") + attrs + QStringLiteral("];\n");
+        return;
+      }
       attrs =
           QStringLiteral("label=%1, shape=%2, fillcolor=\"%3\", %4")
               .arg(quoted(vn.label),

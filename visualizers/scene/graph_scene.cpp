@@ -150,6 +150,7 @@ void GraphScene::switchTo(std::shared_ptr<const SceneContent> content, bool now)
   m_items = items;
   m_model = items->content->model;
   m_layout = items->content->layout;
+  items->style.model = m_model.get();
   const SceneContent& c = *items->content;
   items->clusters.assign(c.clusters.size(), nullptr);
   items->shapes.assign(c.shapes.size(), nullptr);

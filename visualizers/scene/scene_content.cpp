@@ -1,6 +1,7 @@
 #include "visualizers/scene/scene_content.h"
 
 #include "engine/graph/op.h"
+#include "visualizers/layout/item_sizes.h"
 #include "visualizers/model/palette.h"
 
 #include <QFontMetricsF>
@@ -36,6 +37,10 @@ std::vector<LegendRow> legendRows(const ViewModel& model, const SceneLayout& lay
       roles.insert(int(vn.role));
     }
   }
+  if (layout.parameters == ParameterMode::Badges)
+    for (const PlacedNode& pn : layout.nodes)
+      for (int e : model.parameterEdges(pn.node))
+        roles.insert(int(model.nodes()[std::size_t(model.edges()[std::size_t(e)].from)].role));
   for (const PlacedEdge& pe : layout.edges) kinds.insert(int(pe.kind));
   std::vector<Row> rows;
   if (!model.heat().empty())
@@ -148,6 +153,9 @@ std::shared_ptr<const SceneContent> SceneContent::build(std::shared_ptr<const Vi
   c.groupCluster.assign(vm.groups().size(), -1);
   c.shapes.reserve(sl.nodes.size() + sl.groups.size() + sl.ports.size());
 
+  const bool badges = sl.parameters == ParameterMode::Badges;
+  const layout::ItemSizes sizes(font);
+  std::vector<std::pair<int, int>> badgeHosts;  // (shape, placed node) of Records
   for (const PlacedNode& pn : sl.nodes) {
     const ViewNode& vn = vm.nodes()[std::size_t(pn.node)];
     ContentShape& s = c.shapes.emplace_back();
@@ -159,6 +167,11 @@ std::shared_ptr<const SceneContent> SceneContent::build(std::shared_ptr<const Vi
     s.node = pn.node;
     s.selectable = true;
     c.nodeShape[std::size_t(pn.node)] = int(c.shapes.size()) - 1;
+    if (const auto& rows = vm.parameterEdges(pn.node); badges && !rows.empty()) {
+      s.shape = ContentShape::Shape::Record;
+      s.labelRect = pn.rect.adjusted(0, 0, 0, -double(rows.size()) * sizes.badgeRowHeight() - 3);
+      badgeHosts.emplace_back(int(c.shapes.size()) - 1, pn.node);
+    }
   }
   for (const PlacedGroup& pg : sl.groups) {
     const Group& g = vm.groups()[std::size_t(pg.group)];
@@ -213,6 +226,25 @@ std::shared_ptr<const SceneContent> SceneContent::build(std::shared_ptr<const Vi
       port.tooltip = (pp.input ? QStringLiteral("from ") : QStringLiteral("to ")) +
                      vm.nodes()[std::size_t(pp.outsideNode)].label;
     portOf.emplace(std::make_pair(pp.group, pp.outsideNode), int(c.shapes.size()) - 1);
+  }
+  for (const auto& [host, node] : badgeHosts) {
+    const std::vector<int>& rows = vm.parameterEdges(node);
+    const std::vector<QRectF> rects =
+        sizes.badgeRows(c.shapes[std::size_t(host)].rect, int(rows.size()));
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const int parameter = vm.edges()[std::size_t(rows[i])].from;
+      const ViewNode& pv = vm.nodes()[std::size_t(parameter)];
+      ContentShape& row = c.shapes.emplace_back();
+      row.shape = ContentShape::Shape::Badge;
+      row.rect = rects[i];
+      row.fill = QBrush(pv.fill);
+      row.label = pv.badge;
+      row.tooltip = pv.tooltip;
+      row.node = parameter;
+      row.selectable = true;
+      if (c.nodeShape[std::size_t(parameter)] < 0)
+        c.nodeShape[std::size_t(parameter)] = int(c.shapes.size()) - 1;
+    }
   }
 
   // Hover links: an edge lights from the shapes showing its ends and the ports it passes.

@@ -24,9 +24,13 @@
 
 namespace tscope::vis {
 
-// A node, collapsed group box or port.
+// A node, collapsed group box, port or parameter badge row.
+// Under ParameterMode::Badges an Apply with parameters is a Record (a box, its label in
+// labelRect) and each of its parameter inputs a Badge: a row inside it, its own shape (hover shows
+// the value's statistics, a click selects the parameter), drawn with the parameter's colour as
+// its mark (Note [Parameters] in view_model.h).
 struct ContentShape {
-  enum class Shape : std::uint8_t { Ellipse, Box, Group, Port };
+  enum class Shape : std::uint8_t { Ellipse, Box, Group, Port, Record, Badge };
   Shape shape = Shape::Box;
   QRectF rect;
   QBrush fill;
@@ -36,6 +40,7 @@ struct ContentShape {
   QString togglePath;  // the group a double-click toggles (collapsed groups, OpFromGraph nodes)
   bool selectable = false;
   std::vector<int> edges;  // ContentEdge indices it lights when hovered
+  QRectF labelRect;        // where the label goes; empty: the whole rect
 };
 
 // An expanded group: its cluster.
@@ -71,10 +76,12 @@ QFont smallFontOf(const QFont& font);
 struct SceneContent {
   std::shared_ptr<const ViewModel> model;
   std::shared_ptr<const SceneLayout> layout;
-  std::vector<ContentShape> shapes;  // nodes, then collapsed group boxes, then ports
+  std::vector<ContentShape> shapes;  // nodes, then collapsed group boxes, ports, badge rows
   std::vector<ContentCluster> clusters;
   std::vector<ContentEdge> edges;
-  std::vector<int> nodeShape;     // by model node: the shape drawing exactly it (-1: none shown)
+  // By model node: the shape drawing exactly it (-1: none shown); a parameter under Badges: its
+  // first badge row.
+  std::vector<int> nodeShape;
   std::vector<int> groupBox;      // by group: its collapsed box (-1: none)
   std::vector<int> groupCluster;  // by group: its cluster (-1: none)
   std::vector<LegendRow> legend;

@@ -1,6 +1,8 @@
 #include "visualizers/scene/scene_items.h"
 
+#include "visualizers/layout/item_sizes.h"
 #include "visualizers/model/palette.h"
+#include "visualizers/model/value_summary.h"
 #include "visualizers/scene/graph_view.h"
 
 #include <QFontMetricsF>
@@ -71,12 +73,12 @@ namespace {
 // Label text laid out once: '\n' breaks lines (as QPainter::drawText does), lines centred in
 // `width`.
 QStaticText staticText(const QString& text, const QFont& font, double width,
-                       const QTransform& transform) {
+                       const QTransform& transform, Qt::Alignment align = Qt::AlignHCenter) {
   QString lines = text;
   lines.replace(QLatin1Char('\n'), QChar::LineSeparator);
   QStaticText st(lines);
   st.setTextFormat(Qt::PlainText);
-  QTextOption option(Qt::AlignHCenter);
+  QTextOption option(align);
   option.setWrapMode(QTextOption::NoWrap);
   st.setTextOption(option);
   st.setTextWidth(std::max(1.0, width));
@@ -102,7 +104,7 @@ ShapeItem::ShapeItem(const SceneStyle* style, const ContentShape* data, int inde
       m_data(data),
       m_index(index) {
   setAcceptHoverEvents(true);
-  setZValue(data->shape == Shape::Port ? 3 : 2);
+  setZValue(data->shape == Shape::Port ? 3 : data->shape == Shape::Badge ? 2.5 : 2);
   if (data->selectable) setFlag(QGraphicsItem::ItemIsSelectable);
   refreshDecoration();
 }
@@ -120,6 +122,7 @@ void ShapeItem::refreshDecoration() {
   if (d && !d->tooltip.isEmpty())
     tip += (tip.isEmpty() ? QString() : QStringLiteral("\n")) + d->tooltip;
   setToolTip(tip);
+  m_statsReady = false;  // a badge row adds its statistics again at the next hover
   refreshContentFlag();
   update();
 }
@@ -188,6 +191,17 @@ QRectF ShapeItem::boundingRect() const {
   return m_data->rect.adjusted(-kOutline - 32, -kOutline - 8, kOutline + 8, kOutline);
 }
 
+void ShapeItem::ensureStatistics() {
+  if (m_data->shape != Shape::Badge || m_statsReady || m_style->retired) return;
+  m_statsReady = true;
+  const ViewModel* model = m_style->model;
+  if (!model || m_data->node < 0 || std::size_t(m_data->node) >= model->nodes().size()) return;
+  const engine::Variable* var = model->nodes()[std::size_t(m_data->node)].variable;
+  if (!var) return;
+  setToolTip(toolTip() + QStringLiteral("\n") + valueStatistics(*var) +
+             QStringLiteral("\n(click to inspect)"));
+}
+
 QPainterPath ShapeItem::shape() const {
   QPainterPath path;
   if (m_data->shape == Shape::Ellipse || m_data->shape == Shape::Port)
@@ -199,8 +213,16 @@ QPainterPath ShapeItem::shape() const {
 
 void ShapeItem::prepareText(const QTransform& transform) {
   m_textReady = true;
-  QRectF labelRect = m_data->rect;
+  QRectF labelRect = m_data->labelRect.isEmpty() ? m_data->rect : m_data->labelRect;
   if (m_data->shape == Shape::Group) labelRect.adjust(kMarkerSize + 4, 0, 0, 0);
+  if (m_data->shape == Shape::Badge) {
+    // A row: the mark, then the text in the small font, left-aligned.
+    labelRect.adjust(layout::ItemSizes::kBadgeMark + 6, 0, 0, 0);
+    m_labelText =
+        staticText(m_data->label, m_style->smallFont, labelRect.width(), transform, Qt::AlignLeft);
+    m_labelPos = centredIn(m_labelText, labelRect);
+    return;
+  }
   if (!m_data->note.isEmpty()) {
     const double noteHeight = m_style->smallHeight;
     m_noteText = staticText(m_data->note, m_style->smallFont, labelRect.width(), transform);
@@ -248,6 +270,26 @@ void ShapeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option,
     case Shape::Group:
       painter->drawRoundedRect(rect, kRadius, kRadius);
       break;
+    case Shape::Record:
+      // The op's colour on top, the rows on white below (Note [Parameters]).
+      painter->drawRoundedRect(rect, kRadius / 2, kRadius / 2);
+      if (!m_data->labelRect.isEmpty()) {
+        painter->setPen(Qt::NoPen);
+        painter->setBrush(Qt::white);
+        painter->drawRect(QRectF(rect.left() + 1, m_data->labelRect.bottom(), rect.width() - 2,
+                                 rect.bottom() - m_data->labelRect.bottom() - 1));
+      }
+      break;
+    case Shape::Badge: {
+      painter->setPen(m_hovered ? m_style->hoverPen : QPen(QColor(200, 200, 200), 0.6));
+      painter->setBrush(m_hovered ? QBrush(QColor(255, 255, 225)) : QBrush(Qt::white));
+      painter->drawRect(rect);
+      const double side = layout::ItemSizes::kBadgeMark;
+      painter->setPen(m_style->nodePen);
+      painter->setBrush(fillBrush);
+      painter->drawRect(QRectF(rect.left() + 3, rect.center().y() - side / 2, side, side));
+      break;
+    }
   }
   const bool selected = isSelected();
   if (selected || (m_highlighted && m_style->highlightOn)) {
@@ -288,7 +330,7 @@ void ShapeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option,
     painter->drawStaticText(m_notePos, m_noteText);
   }
   if (!m_data->label.isEmpty()) {
-    painter->setFont(m_style->font);
+    painter->setFont(shape == Shape::Badge ? m_style->smallFont : m_style->font);
     painter->drawStaticText(m_labelPos, m_labelText);
   }
 }
@@ -326,6 +368,7 @@ QVariant ShapeItem::itemChange(GraphicsItemChange change, const QVariant& value)
 }
 
 void ShapeItem::hoverEnterEvent(QGraphicsSceneHoverEvent*) {
+  ensureStatistics();  // before the tooltip's help event
   setHovered(true);
 }
 void ShapeItem::hoverLeaveEvent(QGraphicsSceneHoverEvent*) {

@@ -47,6 +47,7 @@ struct SceneStyle {
   bool retired = false;
   // The merged decoration layers of the scene's content (Note [Decoration layers]); null: none.
   const MergedDecorations* decorations = nullptr;
+  const ViewModel* model = nullptr;  // the content's model (badge rows read their values)
   SceneStyle();
   void setFont(const QFont& font);
 };
@@ -91,6 +92,9 @@ class ShapeItem : public QGraphicsItem {
   // The merged decoration drawn on it (null when none); refreshDecoration after a change.
   const NodeDecoration* decoration() const;
   void refreshDecoration();
+  // A badge row: adds the parameter's value statistics to its tooltip (done at the first hover,
+  // so no value is read before someone asks).
+  void ensureStatistics();
   // Lays out its text now, for painting with `transform` (the view's, without translation),
   // rather than at its first paint with text (Note [Text before the first paint] in
   // graph_scene.cpp).
@@ -115,6 +119,7 @@ class ShapeItem : public QGraphicsItem {
   QPointF m_labelPos, m_notePos;
   bool m_textReady = false;
   bool m_hovered = false, m_highlighted = false;
+  bool m_statsReady = false;
 };
 
 // An expanded group: a shaded rounded rectangle with a title bar ("−" and the name). Only the title
