@@ -13,6 +13,8 @@
 #   profile_heat_map.png     a fast_run profile as a heat map, groups coloured inclusively, legend
 #   profile_timeline.png     the timeline and memory chart with a time range selected
 #   profile_diff.png         diff mode: the fast_run profile against mode none (blue faster)
+#   params_*_{before,after}_{fit,zoom}.png  with TSCOPE_BENCH_MODELS=DIR: the full-size ResNet-18
+#                            and transformer with parameters as boxes (before issue 24) and badges
 # Runs under xvfb-run when it is installed (a real X server: fonts and antialiasing as users see
 # them), else on Qt's offscreen platform. Settings come from a fresh temporary directory, so the
 # user's window layout and group states do not leak into the pictures.
@@ -103,4 +105,22 @@ shot profile_timeline "$profiled" --profile-view expand=none --profile-view dock
   --profile-view range=0.2:0.6
 shot profile_diff "$profiled" --profile-view expand=none --profile-view docks=profile \
   --profile-view "compare=$profiled_none"
+# Parameters before and after issue 24 (docs/gui.md, "Parameters"): the full-size models of
+# tests/bench/make_bench_models.py, when TSCOPE_BENCH_MODELS names their folder, drawn by bench_gui
+# (the only place the old placement is still built) fitted and at 50 % at the top.
+if [[ -n "${TSCOPE_BENCH_MODELS:-}" ]]; then
+  cmake --build "$build_dir" --target bench_gui >/dev/null
+  mkdir -p "$work/params"
+  QT_QPA_PLATFORM=offscreen "$build_dir/tests/bench/bench_gui" --only full \
+    --models "$TSCOPE_BENCH_MODELS" --shots "$work/params" >/dev/null
+  for model in resnet18 transformer; do
+    for view in fit top; do
+      name="$view"
+      [[ "$view" == top ]] && name=zoom
+      cp "$work/params/${model}_full,_boxes,_old_placement_${view}.png" \
+        "$out/params_${model}_before_${name}.png"
+      cp "$work/params/${model}_full,_badges_${view}.png" "$out/params_${model}_after_${name}.png"
+    done
+  done
+fi
 echo "screenshots: $(ls "$out"/*.png | wc -l) images in $out"

@@ -148,6 +148,20 @@ class TestParameterMode : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(window.inspector()->node(), w, kTimeout);
     QVERIFY(!pane->view()->graphScene()->nodeRect(w).isEmpty());  // drawn by its row
     QCOMPARE(shownMode(pane), vis::ParameterMode::Badges);
+    // A click on another parameter's row selects it, and the inspector shows it.
+    const int b = boxNamed(*model, "b3");
+    QVERIFY(b >= 0);
+    vis::GraphView* view = pane->view();
+    view->setZoom(1.0);
+    const QRectF row = view->graphScene()->nodeRect(b);
+    QVERIFY(!row.isEmpty());
+    view->centerOn(row.center());
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {},
+                      view->mapFromScene(row.center() + QPointF(row.width() / 4, 0)));
+    QTRY_COMPARE_WITH_TIMEOUT(pane->selectedNode(), b, kTimeout);
+    QTRY_COMPARE_WITH_TIMEOUT(window.inspector()->node(), b, kTimeout);
+    pane->selectNode(w);
+    QTRY_COMPARE_WITH_TIMEOUT(pane->selectedNode(), w, kTimeout);
     // Switching to boxes keeps it selected: now its box.
     window.setParameterMode(vis::ParameterMode::Boxes);
     QTRY_COMPARE_WITH_TIMEOUT(shownMode(pane), vis::ParameterMode::Boxes, kTimeout);

@@ -7,6 +7,7 @@
 // The units under test and their helpers.
 #include "engine/ops/basic.h"
 #include "engine/ops/graph/op_from_graph.h"
+#include "engine/ops/shape/dimshuffle.h"
 #include "view_model_test_support.h"
 
 #include <algorithm>
@@ -270,6 +271,53 @@ class TestParameterPlacement : public QObject {
     QCOMPARE(model->badgeHost(boxNamed(*model, "x")), -1);
   }
 
+  void testFoldedApplies() {
+    // A node computed from parameters alone and read by nodes (a weight's transpose, a chain of
+    // Identities on a constant) is a parameter too: one row in its reader, named after its first
+    // input, with that input's colour and value; a transpose of a graph input is not. Only the
+    // constants and shared variables count.
+    auto x = Variable::create(TensorType(DType::Float32, {3, 3}), "x");
+    VarPtr w = SharedVariable::create(Tensor::full(DType::Float32, {3, 3}, 1), "w");
+    VarPtr b = Constant::create(Tensor::full(DType::Float32, {3, 3}, 2), "b");
+    VarPtr wt = named(transpose(w), "wt");
+    VarPtr bi = named(identity(identity(b)), "bi");
+    VarPtr h;
+    {
+      NameScope layer("layer1");
+      h = named(transpose(x) * wt + bi, "h");
+    }
+    auto model = ViewModel::build(graphOf({x, w}, {h}));
+    QCOMPARE(model->parameterCount(), 2);
+    const int wtNode = applyNamed(*model, "wt"), biNode = applyNamed(*model, "bi");
+    QVERIFY(model->nodes()[std::size_t(wtNode)].parameter);
+    QVERIFY(model->nodes()[std::size_t(biNode)].parameter);
+    QVERIFY(model->parameterEdges(wtNode).empty());  // no rows of its own
+    int xt = -1;
+    for (int e : model->outEdges(boxNamed(*model, "x"))) xt = model->edges()[std::size_t(e)].to;
+    QVERIFY(!model->nodes()[std::size_t(xt)].parameter);  // reads a graph input
+    const int mul = model->badgeHost(wtNode);
+    QVERIFY(mul >= 0);
+    QCOMPARE(int(model->parameterEdges(mul).size()), 1);
+    const ViewNode& row = model->nodes()[std::size_t(wtNode)];
+    QVERIFY2(row.badge.startsWith("w  DimShuffle{1,0}  fmatrix (3, 3)"), qPrintable(row.badge));
+    QCOMPARE(row.badgeMark, QColor("yellowgreen"));
+    QCOMPARE(row.badgeRole, VariableRole::Shared);
+    QCOMPARE(row.badgeValue, model->nodes()[std::size_t(boxNamed(*model, "w"))].variable);
+    const ViewNode& chain = model->nodes()[std::size_t(biNode)];
+    QVERIFY2(chain.badge.startsWith("b  "), qPrintable(chain.badge));
+    QCOMPARE(chain.badgeMark, QColor("springgreen"));
+    // Under badges the level holds neither the folded nodes nor the parameters.
+    const LevelGraph level = model->levelGraph(model->groupByPath("layer1"), model->allExpanded(),
+                                               ParameterMode::Badges);
+    for (const LevelItem& item : level.items)
+      if (item.kind == LevelItem::Kind::Node)
+        QVERIFY(!model->nodes()[std::size_t(item.index)].parameter);
+    const LevelGraph root = model->levelGraph(0, model->allExpanded(), ParameterMode::Badges);
+    for (const LevelItem& item : root.items)
+      if (item.kind == LevelItem::Kind::Node)
+        QVERIFY(!model->nodes()[std::size_t(item.index)].parameter);
+  }
+
   void testDefaultModeThreshold() {
     // Badges by default above kBadgesAbove parameters, boxes up to it.
     for (int count : {ViewModel::kBadgesAbove, ViewModel::kBadgesAbove + 1}) {
@@ -348,7 +396,7 @@ class TestParameterPlacement : public QObject {
       int rootParameters = 0, oldRootParameters = 0, initializerNodes = 0;
       for (std::size_t i = 0; i < model->nodes().size(); ++i) {
         const ViewNode& node = model->nodes()[i];
-        if (node.parameter) {
+        if (node.parameter && node.variable) {
           if (node.variable->scope().empty()) QCOMPARE(node.group, readersGroup(*model, int(i)));
           rootParameters += node.group == 0;
           oldRootParameters += old->nodes()[i].group == 0;

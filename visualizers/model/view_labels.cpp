@@ -97,6 +97,14 @@ QString badgeText(const engine::Variable& var) {
          QLatin1Char(' ') + shapeText(shape);
 }
 
+QString foldedBadgeText(const engine::Apply& node, const QString& name) {
+  constexpr int kMaxBadgeName = 28, kMaxBadgeOp = 24;
+  const engine::TensorType& type = node.outputRef(0).type();
+  return elided(name, kMaxBadgeName) + QStringLiteral("  ") +
+         elided(qs(node.op().str()), kMaxBadgeOp) + QStringLiteral("  ") + shortType(type) +
+         QLatin1Char(' ') + shapeText(type.shape());
+}
+
 QString edgeLabel(const engine::Variable& value, int position, int count) {
   const QString type = shortType(value.type());
   return count > 1 ? QString::number(position) + QLatin1Char(' ') + type : type;

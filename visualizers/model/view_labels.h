@@ -34,6 +34,9 @@ QString edgeLabel(const engine::Variable& value, int position, int count);
 
 // A parameter's badge row (Note [Parameters]): "name  ftensor4 (64, 3, 7, 7)", the name elided.
 QString badgeText(const engine::Variable& var);
+// The row of an Apply folded into its readers: "conv1.bias  DimShuffle{x,0,x,x}  ftensor4 (1, 64,
+// 1, 1)", named after its first parameter input.
+QString foldedBadgeText(const engine::Apply& node, const QString& name);
 
 QString applyTooltip(const engine::Apply& node, const HeatEntry* heat);
 QString variableTooltip(const engine::Variable& var, VariableRole role, bool graphOutput);

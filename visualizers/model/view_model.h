@@ -23,7 +23,9 @@
 // an OpFromGraph group ("#12", "layer1#40"). Groups nest to any depth.
 //
 // Parameters (Note [Parameters]): a constant or shared variable whose every use is an input of an
-// Apply drawn as a node is a parameter. The view draws parameters as boxes with edges (d3viz),
+// Apply drawn as a node is a parameter, and so is an Apply computed from parameters alone (the
+// Transpose of a weight, the broadcast of a bias, PyTorch's Identity on an initializer) whose
+// every use is too. The view draws parameters as boxes with edges (d3viz),
 // as badges (rows inside each reader's shape, no edge) or not at all: ParameterMode, a view option
 // passed with the GroupState (levelGraph, LayoutOptions), so one model serves every mode.
 
@@ -69,9 +71,14 @@ struct ViewNode {
   QString label;                                 // may hold '\n'
   QString tooltip;                               // type, shape, scope, creation site
   QColor fill;
-  // Parameters only (Note [Parameters]): the text of its badge row, "name  ftensor4 (64, 3, 7, 7)".
+  // Parameters only (Note [Parameters]): the text of its badge row, "name  ftensor4 (64, 3, 7, 7)",
+  // its mark's colour and role (a folded Apply: its first parameter input's), the value whose
+  // statistics its row shows, and the name its readers' rows start with.
   bool parameter = false;
-  QString badge;
+  QString badge, badgeName;
+  QColor badgeMark;
+  VariableRole badgeRole = VariableRole::Constant;
+  const engine::Variable* badgeValue = nullptr;
 };
 
 struct ViewEdge {
@@ -172,7 +179,8 @@ class ViewModel {
   int nodeShowing(std::int64_t variableId) const;
   int groupByPath(const QString& path) const;  // -1 when absent
 
-  // Parameters (Note [Parameters]): how many there are; Badges above kBadgesAbove, else Boxes.
+  // Parameters (Note [Parameters]): how many shared variables and constants are (folded Applies
+  // not counted); Badges above kBadgesAbove, else Boxes.
   int parameterCount() const { return m_parameterCount; }
   ParameterMode defaultParameterMode() const {
     return m_parameterCount > kBadgesAbove ? ParameterMode::Badges : ParameterMode::Boxes;

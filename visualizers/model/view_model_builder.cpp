@@ -408,38 +408,60 @@ void ViewModelBuilder::placeScopeless(const Instance& in) {
 
 // Note [Parameters]: a constant or shared variable box (of the outer graph or a body) is a
 // parameter when it is no graph output and every edge leaving it ends at an Apply drawn as a node
-// (not at a body's input box). Under ParameterMode::Badges each such edge becomes a row inside its
-// reader's shape: ViewModel::parameterEdges lists them per reader, in input order.
+// (not at a body's input box). An Apply whose every input is a parameter and every use an input
+// of another Apply (a weight's DimShuffle{1,0}, a bias's DimShuffle{x,0,x,x}, an Identity on an
+// initializer, chains of them) is folded into its readers as a parameter too: under Badges its
+// row ("conv1.bias  DimShuffle{x,0,x,x}  ftensor4 (1, 64, 1, 1)") stands for it and its inputs,
+// as Netron draws a weight with the node that uses it. Under ParameterMode::Badges each edge from
+// a parameter to a node that is not one becomes a row inside that node's shape:
+// ViewModel::parameterEdges lists them per reader, in input order. Nodes are visited in index
+// order, which puts every node after its producers within its graph.
 void ViewModelBuilder::markParameters() {
   ViewModel& m = *m_model;
   m.m_parameterEdges.assign(m.m_nodes.size(), {});
+  auto node = [&](int index) -> ViewNode& { return m.m_nodes[static_cast<std::size_t>(index)]; };
+  auto edge = [&](int e) -> const ViewEdge& { return m.m_edges[static_cast<std::size_t>(e)]; };
   for (std::size_t i = 0; i < m.m_nodes.size(); ++i) {
     ViewNode& view = m.m_nodes[i];
-    if (view.kind != NodeKind::Variable ||
-        (view.role != VariableRole::Constant && view.role != VariableRole::Shared))
-      continue;
-    const auto& outputs = view.graph->outputs();
-    if (std::any_of(outputs.begin(), outputs.end(),
-                    [&](const engine::VarPtr& out) { return out.get() == view.variable; }))
-      continue;
     const std::vector<int>& out = m.m_out[i];
     if (out.empty() || !std::all_of(out.begin(), out.end(), [&](int e) {
-          return m.m_nodes[static_cast<std::size_t>(m.m_edges[static_cast<std::size_t>(e)].to)]
-                     .kind == NodeKind::Apply;
+          return node(edge(e).to).kind == NodeKind::Apply;
         }))
       continue;
+    if (view.kind == NodeKind::Variable) {
+      if (view.role != VariableRole::Constant && view.role != VariableRole::Shared) continue;
+      const auto& outputs = view.graph->outputs();
+      if (std::any_of(outputs.begin(), outputs.end(),
+                      [&](const engine::VarPtr& o) { return o.get() == view.variable; }))
+        continue;
+      view.badge = labels::badgeText(*view.variable);
+      view.badgeName = labels::variableLabel(*view.variable);
+      view.badgeMark = view.fill;
+      view.badgeRole = view.role;
+      view.badgeValue = view.variable;
+      ++m.m_parameterCount;
+    } else {
+      const std::vector<int>& in = m.m_in[i];
+      if (in.empty() || !view.apply ||
+          !std::all_of(in.begin(), in.end(), [&](int e) { return node(edge(e).from).parameter; }))
+        continue;
+      const int firstInput = *std::min_element(in.begin(), in.end(), [&](int a, int b) {
+        return edge(a).inputIndex < edge(b).inputIndex;
+      });
+      const ViewNode& first = node(edge(firstInput).from);
+      view.badgeName = first.badgeName;
+      view.badgeMark = first.badgeMark;
+      view.badgeRole = first.badgeRole;
+      view.badgeValue = first.badgeValue;
+      view.badge = labels::foldedBadgeText(*view.apply, view.badgeName);
+    }
     view.parameter = true;
-    view.badge = labels::badgeText(*view.variable);
-    ++m.m_parameterCount;
-    for (int e : out)
-      m.m_parameterEdges[static_cast<std::size_t>(m.m_edges[static_cast<std::size_t>(e)].to)]
-          .push_back(e);
+    for (int e : out) m.m_parameterEdges[static_cast<std::size_t>(edge(e).to)].push_back(e);
+    if (view.kind == NodeKind::Apply) m.m_parameterEdges[i].clear();  // it is no reader: no rows
   }
   for (std::vector<int>& edges : m.m_parameterEdges)
-    std::sort(edges.begin(), edges.end(), [&](int a, int b) {
-      return m.m_edges[static_cast<std::size_t>(a)].inputIndex <
-             m.m_edges[static_cast<std::size_t>(b)].inputIndex;
-    });
+    std::sort(edges.begin(), edges.end(),
+              [&](int a, int b) { return edge(a).inputIndex < edge(b).inputIndex; });
 }
 
 void ViewModelBuilder::finish() {

@@ -51,7 +51,7 @@ QString badgedLabel(const ViewModel& model, const ViewNode& node, const std::vec
     label += QStringLiteral(
                  "<TR><TD BGCOLOR=\"%1\" WIDTH=\"8\" HEIGHT=\"8\"></TD>"
                  "<TD ALIGN=\"LEFT\" BGCOLOR=\"white\"><FONT POINT-SIZE=\"8\">%2</FONT></TD></TR>")
-                 .arg(parameter.fill.name(), htmlText(parameter.badge));
+                 .arg(parameter.badgeMark.name(), htmlText(parameter.badge));
   }
   return label + QStringLiteral("</TABLE>>");
 }

@@ -40,7 +40,7 @@ std::vector<LegendRow> legendRows(const ViewModel& model, const SceneLayout& lay
   if (layout.parameters == ParameterMode::Badges)
     for (const PlacedNode& pn : layout.nodes)
       for (int e : model.parameterEdges(pn.node))
-        roles.insert(int(model.nodes()[std::size_t(model.edges()[std::size_t(e)].from)].role));
+        roles.insert(int(model.nodes()[std::size_t(model.edges()[std::size_t(e)].from)].badgeRole));
   for (const PlacedEdge& pe : layout.edges) kinds.insert(int(pe.kind));
   std::vector<Row> rows;
   if (!model.heat().empty())
@@ -237,7 +237,7 @@ std::shared_ptr<const SceneContent> SceneContent::build(std::shared_ptr<const Vi
       ContentShape& row = c.shapes.emplace_back();
       row.shape = ContentShape::Shape::Badge;
       row.rect = rects[i];
-      row.fill = QBrush(pv.fill);
+      row.fill = QBrush(pv.badgeMark);
       row.label = pv.badge;
       row.tooltip = pv.tooltip;
       row.node = parameter;

@@ -196,7 +196,8 @@ void ShapeItem::ensureStatistics() {
   m_statsReady = true;
   const ViewModel* model = m_style->model;
   if (!model || m_data->node < 0 || std::size_t(m_data->node) >= model->nodes().size()) return;
-  const engine::Variable* var = model->nodes()[std::size_t(m_data->node)].variable;
+  // A folded Apply's row shows its first parameter input's value (Note [Parameters]).
+  const engine::Variable* var = model->nodes()[std::size_t(m_data->node)].badgeValue;
   if (!var) return;
   setToolTip(toolTip() + QStringLiteral("\n") + valueStatistics(*var) +
              QStringLiteral("\n(click to inspect)"));
