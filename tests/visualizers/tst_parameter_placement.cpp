@@ -208,6 +208,24 @@ class TestParameterPlacement : public QObject {
       QCOMPARE(groupPathOf(*model, applyNamed(*model, name)), QString(""));
   }
 
+  void testScopelessNodeOfARootValueStays() {
+    // transpose(t) with t computed at the root and read only inside layer1/inner: its input does
+    // not lie in the group, so it stays at the root (the rule: inputs and readers).
+    auto x = Variable::create(TensorType(DType::Float32, {3, 3}), "x");
+    VarPtr t = named(tanh(x), "t");
+    VarPtr v = named(transpose(t), "v");
+    VarPtr y;
+    {
+      NameScope layer("layer1");
+      NameScope inner("inner");
+      y = named(exp(v), "y");
+    }
+    auto model = ViewModel::build(graphOf({x}, {y}));
+    QCOMPARE(groupPathOf(*model, applyNamed(*model, "v")), QString(""));
+    QCOMPARE(groupPathOf(*model, applyNamed(*model, "t")), QString(""));
+    QCOMPARE(groupPathOf(*model, applyNamed(*model, "y")), QString("layer1/inner"));
+  }
+
   void testUnusedOutputFollowsItsNode() {
     // A scope-less two-output node on w read in layer1: it moves there, and the box of its unused
     // second output goes with it.

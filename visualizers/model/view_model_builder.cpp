@@ -361,8 +361,10 @@ void ViewModelBuilder::placeFreeBoxes(const Instance& in) {
 // scope-less node (with no inner graph) is drawn in the innermost group holding everything it
 // touches: its readers (a graph output counts as the root) and the inputs whose place is fixed
 // (a graph input: the root; a scoped node or box: its group). Inputs placed by use themselves (an
-// unscoped constant, shared variable or scope-less node) do not count: they follow their readers,
-// this node among them. Nodes are visited readers first (reverse topological order), so a chain
+// unscoped constant, shared variable or scope-less node) do not count at first: they follow their
+// readers, this node among them; a scope-less input that stays outside after all (computed at the
+// root) brings the node back out, so a node moves only when its inputs and readers all lie in
+// the group. Nodes are visited readers first (reverse topological order), so a chain
 // of Identities follows the layer at its end. Free boxes are placed afterwards by the same rule
 // (placeFreeBoxes). Only the view groups this way: the node's scope stays empty, and its tooltip
 // and the inspector show no scope.
@@ -394,15 +396,45 @@ void ViewModelBuilder::placeScopeless(const Instance& in) {
       }
     }
     if (group <= 0) continue;  // stays at the root
-    const int self = in.applyNode.at(&node);
-    m_model->m_nodes[static_cast<std::size_t>(self)].group = group;
-    // Its unused outputs' boxes go with it.
-    for (int k = 0; k < node.nOutputs(); ++k) {
-      auto box = in.box.find(&node.outputRef(k));
-      if (box == in.box.end()) continue;
-      ViewNode& view = m_model->m_nodes[static_cast<std::size_t>(box->second)];
-      if (view.role == VariableRole::UnusedOutput) view.group = group;
+    setPlacement(in, node, group);
+  }
+  // A node whose scope-less input stayed outside its group after all (a value computed at the
+  // root, not a parameter) moves out to the group holding that input too: a node is placed in a
+  // group only when its inputs and readers all lie in it. Groups only move outwards, so this
+  // settles; readers first again, each pass in topological order.
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (Apply* n : order) {
+      const Apply& node = *n;
+      if (!node.scope().empty() || in.bodies.count(&node)) continue;
+      const int self = in.applyNode.at(&node);
+      int group = m_model->m_nodes[static_cast<std::size_t>(self)].group;
+      if (group <= 0) continue;
+      const int before = group;
+      for (const engine::VarPtr& input : node.inputs())
+        if (const Apply* owner = input->owner())
+          if (owner->scope().empty() && !in.bodies.count(owner))
+            group = commonAncestor(group, placementGroup(in, *owner));
+      for (int k = 0; k < node.nOutputs(); ++k)
+        for (const engine::Client& client : fg.clients(node.outputRef(k)))
+          group = commonAncestor(group, client.node ? placementGroup(in, *client.node) : 0);
+      if (group != before) {
+        setPlacement(in, node, group);
+        moved = true;
+      }
     }
+  }
+}
+
+void ViewModelBuilder::setPlacement(const Instance& in, const Apply& node, int group) {
+  const int self = in.applyNode.at(&node);
+  m_model->m_nodes[static_cast<std::size_t>(self)].group = group;
+  // Its unused outputs' boxes go with it.
+  for (int k = 0; k < node.nOutputs(); ++k) {
+    auto box = in.box.find(&node.outputRef(k));
+    if (box == in.box.end()) continue;
+    ViewNode& view = m_model->m_nodes[static_cast<std::size_t>(box->second)];
+    if (view.role == VariableRole::UnusedOutput) view.group = group;
   }
 }
 

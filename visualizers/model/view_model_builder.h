@@ -61,6 +61,7 @@ class ViewModelBuilder {
   void placeFreeBoxes(const Instance& in);
   // Note [Placement by use]
   void placeScopeless(const Instance& in);
+  void setPlacement(const Instance& in, const engine::Apply& node, int group);
   // The group an Apply counts as for placement: its own, or for a node with bodies the group
   // holding its body group.
   int placementGroup(const Instance& in, const engine::Apply& node) const;

@@ -11,9 +11,10 @@
 //
 // Note [No oneDNN activations]: oneDNN's relu and clip post-ops turn a NaN into 0 (measured with
 // 2.6.3; so do clip_v2, bounded_relu and the binary max/min post-ops against a zero or a bound,
-// re-measured on brgconv_1x1:avx512_core), which would hide from NanGuard the NaN a model makes. So activations are not oneDNN's:
-// FusedConv2d applies them afterwards with the elementwise row kernels, exactly as Elemwise{relu}
-// and Elemwise{clip} do (NaN kept), in one pass over the output while it is still in cache.
+// re-measured on brgconv_1x1:avx512_core), which would hide from NanGuard the NaN a model makes. So
+// activations are not oneDNN's: FusedConv2d applies them afterwards with the elementwise row
+// kernels, exactly as Elemwise{relu} and Elemwise{clip} do (NaN kept), in one pass over the output
+// while it is still in cache.
 //
 // Note [Packed filters]: oneDNN's fast kernels read the filters in a blocked layout of their own;
 // packing costs about as much as reading every weight once (1.4 ms for ResNet-18's 512x512x3x3,
