@@ -107,9 +107,7 @@ bool dnnlGemmEnabled() {
 bool dnnlGemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
               const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
               float* C, std::int64_t ldc) {
-  // A transposed A (a weight gradient x^T . g) runs a little slower in oneDNN than in OpenBLAS's
-  // kernels (Note [oneDNN products]): BLAS keeps it.
-  if (m <= 0 || n <= 0 || k <= 0 || transA || !enabled()) return false;
+  if (m <= 0 || n <= 0 || k <= 0 || !enabled()) return false;
   if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < 32.0 * 32 * 32)
     return false;
   const Key key{transA, transB, m, n, k, lda, ldb, ldc, alpha, beta};

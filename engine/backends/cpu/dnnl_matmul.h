@@ -11,12 +11,15 @@
 // 214 against 175 GFLOP/s for 128 x 1024 . 1024 x 256. oneDNN also needs no help to find its
 // kernels (cpuid at run time), where OpenBLAS picks generic ones on CPUs it does not know (Note
 // [OpenBLAS kernel choice] in gemm.cpp). The products it leaves to BLAS: tiny ones (under 32^3
-// multiply-adds, where a call's fixed cost dominates), empty ones, those with a transposed A
-// (an MLP's weight gradient x^T . g, 784 x 128 . 128 x 500: OpenBLAS 490 us, oneDNN 515 us), and
-// every product when TSCOPE_DNNL_GEMM=0 is set. Each element of C is a dot product over k computed
-// by one thread whatever the thread count, so results do not depend on it. alpha scales the product
-// and beta adds beta * C (a sum post-op); beta == 0 ignores C's old contents, NaN included, as BLAS
-// does.
+// multiply-adds, where a call's fixed cost dominates), empty ones, and every product when
+// TSCOPE_DNNL_GEMM=0 is set. A transposed A (an MLP's weight gradient x^T . g, 784 x 128 . 128 x
+// 500) is 5 % slower in oneDNN on one thread (515 against 490 us) but goes to oneDNN too: with
+// two threads, products shared between OpenBLAS's thread pool and oneDNN's OpenMP one left each
+// pool's idle threads spinning against the other's, and the MLP's SGD step took 2.69 ms instead
+// of 0.62 ms (bench_vm BM_MlpSgdStep/1, 2 threads; 1.07 ms on one). Each element of C is a dot
+// product over k computed by one thread whatever the thread count, so results do not depend on it.
+// alpha scales the product and beta adds beta * C (a sum post-op); beta == 0 ignores C's old
+// contents, NaN included, as BLAS does.
 
 #include <cstdint>
 
