@@ -668,13 +668,17 @@ std::vector<Tensor> DebugSession::Impl::finishExecution() {
     if (!s.execution || s.vm.status() != VM::Status::Finished ||
         (s.phase != SessionPhase::Finished && s.phase != SessionPhase::Paused))
       refuseInPhase("finish", s.phase, "a finished execution (run() to the end first)");
-    // Note [Restart state]: the values the updates replace.
+    // Note [Restart state]: the values the updates replace. Not after a committed run: its updates
+    // already overwrote them, restart() refuses to repeat it, and holding the buffers would make
+    // the next call's start() copy every parameter it updates in place (Note [Overwritten
+    // inputs] in vm.cpp).
     s.sharedAtStart.clear();
-    for (const VarPtr& in : s.function.graph().inputs())
-      if (in->kind() == Variable::Kind::Shared) {
-        auto* sv = static_cast<SharedVariable*>(in.get());
-        s.sharedAtStart.emplace_back(sv, sv->value());
-      }
+    if (!s.vm.committed())
+      for (const VarPtr& in : s.function.graph().inputs())
+        if (in->kind() == Variable::Kind::Shared) {
+          auto* sv = static_cast<SharedVariable*>(in.get());
+          s.sharedAtStart.emplace_back(sv, sv->value());
+        }
     std::vector<Tensor> outputs = s.execution->finish();
     s.execution.reset();
     s.edits.clear();

@@ -21,6 +21,8 @@
 //              the session idle it runs on the caller's thread, Note [Inline call], and as a
 //              committed run, Note [Committed runs] in vm.h: no hand-off and no copy of W)
 //   call-all   retained, each step one call(args)
+//   plain@call Function::operator() on the call variant's own Function (its session idle):
+//              call - plain@call is the session's cost with the same buffers and parameters
 // Target: session <= 5 % over plain (the issue); see the note's split of the cost.
 
 #include "engine/backends/cpu/gemm.h"
@@ -118,6 +120,9 @@ int main(int argc, char** argv) {
   variants.push_back({"watched", [&] { viaSession(watchedSession, watched.args); }, {}});
   variants.push_back({"call", [&] { viaCall(leanCallSession, leanCall.args); }, {}});
   variants.push_back({"call-all", [&] { viaCall(keptCallSession, keptCall.args); }, {}});
+  // Plain calls on the very Function (buffers, W) the call variant runs through its idle session:
+  // call against this row is the session's own cost, with no difference of memory placement.
+  variants.push_back({"plain@call", [&] { leanCall.step(leanCall.args); }, {}});
   for (Variant& v : variants) timeSteps(3, v.step);  // warm the buffers and the caches
   for (int r = 0; r < rounds; ++r)
     for (Variant& v : variants) v.ms.push_back(timeSteps(steps, v.step));

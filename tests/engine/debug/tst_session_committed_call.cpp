@@ -101,6 +101,11 @@ class TestSessionCommittedCall : public QObject {
     QVERIFY(s.W->value().bitwiseEqual(ref.W->value()));
     QVERIFY(s.b->value().bitwiseEqual(ref.b->value()));
     QCOMPARE(s.W->value().rawData(), wBuffer);  // no private copy
+    // Nor on the next call: the session holds no value of the last one's parameters.
+    stop->at = static_cast<std::size_t>(-1);
+    QVERIFY(get(session.call(s.args)).has_value());
+    QCOMPARE(s.W->value().rawData(), wBuffer);
+    stop->at = at;
     const std::string refused = errorOf(session.restart());
     QVERIFY2(refused.find("in place") != std::string::npos, refused.c_str());
     // A stop before the update is honoured: nothing was written.
