@@ -2,6 +2,7 @@
 
 #include "engine/tensor/alloc_hook.h"
 #include "engine/tensor/big_block_cache.h"
+#include "engine/tensor/device_memory.h"
 #include "engine/tensor/tensor_internal.h"
 
 #include <algorithm>
@@ -143,6 +144,15 @@ void requireDefined(const Tensor& t, const char* where) {
                                 ": expected a defined tensor, found an undefined (default) one");
 }
 
+// Note [Device tensors] (device_memory.h): the host may not dereference device addresses.
+void requireHost(const Tensor& t, const char* where) {
+  requireDefined(t, where);
+  if (t.device() != Device::Cpu)
+    throw std::logic_error(std::string(where) + ": expected a CPU tensor, found one on " +
+                           std::string(deviceName(t.device())) +
+                           " (copy it to the host first: toHost in engine/tensor/device_memory.h)");
+}
+
 int normalizeAxis(int axis, int ndim, const Shape& shape, const char* where) {
   if (axis < -ndim || axis >= ndim)
     throw std::out_of_range(std::string(where) + ": axis " + std::to_string(axis) +
@@ -157,10 +167,20 @@ int normalizeAxis(int axis, int ndim, const Shape& shape, const char* where) {
 // Storage
 
 Storage::Storage(std::size_t nbytes, Device device) : m_nbytes(nbytes), m_device(device) {
-  if (device != Device::Cpu)
-    throw std::runtime_error("Storage: expected a CPU allocation, found a request for " +
-                             std::string(deviceName(device)) +
-                             " memory; the CUDA backend allocates device storage");
+  if (device != Device::Cpu) {
+    // Note [Device tensors] (device_memory.h): the backend's block, held by m_owner; its bytes
+    // are not zero-filled (a device kernel writes them) and the host hook does not count them.
+    DeviceMemory* memory = deviceMemory(device);
+    if (memory == nullptr)
+      throw std::runtime_error("Storage: expected a CPU allocation, found a request for " +
+                               std::string(deviceName(device)) +
+                               " memory with no device memory registered; the CUDA backend "
+                               "allocates device storage (registerCudaBackend)");
+    std::shared_ptr<void> block = memory->allocate(nbytes);
+    m_data = static_cast<std::byte*>(block.get());
+    m_owner = std::move(block);
+    return;
+  }
   m_data = allocateStorage(nbytes);
   // Zeroed up to the alignment, as kernels that read whole vectors may look past the end.
   std::memset(m_data, 0, roundUp(nbytes, kStorageAlignment));
@@ -414,7 +434,7 @@ namespace {
 // The storage element offset of index in t; negative indices count from the end as in numpy.
 std::int64_t elementOffset(const Tensor& t, std::span<const std::int64_t> index,
                            const char* where) {
-  requireDefined(t, where);
+  requireHost(t, where);
   if (static_cast<int>(index.size()) != t.ndim())
     throw std::out_of_range(std::string(where) + ": expected " + std::to_string(t.ndim()) +
                             " indices for shape " + shapeToString(t.shape()) + ", found " +
@@ -450,7 +470,7 @@ void Tensor::set(std::span<const std::int64_t> index, double value) {
 }
 
 std::vector<double> Tensor::toDoubles() const {
-  requireDefined(*this, "Tensor::toDoubles");
+  requireHost(*this, "Tensor::toDoubles");
   std::vector<double> out(static_cast<std::size_t>(numel()));
   const Strides rowMajor = contiguousStrides(m_shape);
   dispatchDType(m_dtype, [&](auto tag) {
@@ -648,7 +668,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::astype(DType dtype) const {
-  requireDefined(*this, "Tensor::astype");
+  requireHost(*this, "Tensor::astype");
   // copyFrom writes every element: no zero fill first (a clone is one pass over memory).
   Tensor out = Tensor::empty(dtype, m_shape);
   out.copyFrom(*this);
@@ -656,8 +676,8 @@ Tensor Tensor::astype(DType dtype) const {
 }
 
 void Tensor::copyFrom(const Tensor& src) {
-  requireDefined(*this, "Tensor::copyFrom (destination)");
-  requireDefined(src, "Tensor::copyFrom (source)");
+  requireHost(*this, "Tensor::copyFrom (destination)");
+  requireHost(src, "Tensor::copyFrom (source)");
   if (src.m_shape != m_shape)
     throw std::invalid_argument("Tensor::copyFrom: expected a source of shape " +
                                 shapeToString(m_shape) + ", found " + shapeToString(src.m_shape));
@@ -680,6 +700,8 @@ void Tensor::copyFrom(const Tensor& src) {
 bool Tensor::bitwiseEqual(const Tensor& other) const {
   if (!defined() || !other.defined()) return defined() == other.defined();
   if (m_dtype != other.m_dtype || m_shape != other.m_shape) return false;
+  requireHost(*this, "Tensor::bitwiseEqual");
+  requireHost(other, "Tensor::bitwiseEqual");
   bool equal = true;
   dispatchDType(m_dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -709,7 +731,7 @@ bool Tensor::allClose(const Tensor& other, double rtol, double atol) const {
 }
 
 std::vector<std::byte> Tensor::toBytes() const {
-  requireDefined(*this, "Tensor::toBytes");
+  requireHost(*this, "Tensor::toBytes");
   const Tensor c = contiguous();
   const auto* begin = static_cast<const std::byte*>(c.rawData());
   return std::vector<std::byte>(begin, begin + c.nbytes());

@@ -132,6 +132,9 @@ class TextPrinter {
 
 std::string Tensor::toString(int edgeItems) const {
   if (!defined()) return "undefined";
+  if (device() != Device::Cpu)
+    return "<" + shapeToString(m_shape) + " " + std::string(dtypeName(m_dtype)) + " on " +
+           std::string(deviceName(device())) + ">";
   if (edgeItems < 1)
     throw std::invalid_argument("Tensor::toString: expected edgeItems >= 1, found " +
                                 std::to_string(edgeItems));

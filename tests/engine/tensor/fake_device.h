@@ -1,0 +1,45 @@
+#pragma once
+// A stand-in for the CUDA backend's device memory in tests that run without a GPU: host memory
+// whose tensors carry the device tag Device::Cuda, and copies that are memcpy and are counted.
+// While a FakeDeviceMemory lives it is the registered memory of Device::Cuda.
+#include "engine/tensor/device_memory.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+namespace tscope::test {
+
+class FakeDeviceMemory final : public engine::DeviceMemory {
+ public:
+  FakeDeviceMemory() : m_previous(engine::deviceMemory(engine::Device::Cuda)) {
+    engine::setDeviceMemory(engine::Device::Cuda, this);
+  }
+  ~FakeDeviceMemory() override { engine::setDeviceMemory(engine::Device::Cuda, m_previous); }
+
+  std::shared_ptr<void> allocate(std::size_t nbytes) override {
+    ++allocations;
+    return std::shared_ptr<void>(std::aligned_alloc(256, (nbytes + 255) / 256 * 256 + 256),
+                                 [](void* q) { std::free(q); });
+  }
+  void copy(void* dst, const void* src, std::size_t nbytes, Copy kind) override {
+    ++copies[static_cast<int>(kind)];
+    std::memcpy(dst, src, nbytes);
+  }
+
+  int allocations = 0;
+  int copies[3] = {0, 0, 0};  // by Copy kind
+
+ private:
+  engine::DeviceMemory* m_previous;
+};
+
+// The host tensor over the same bytes as a fake device tensor (what a fake kernel computes on).
+inline engine::Tensor hostAlias(const engine::Tensor& t) {
+  auto storage = std::make_shared<engine::Storage>(
+      const_cast<std::byte*>(t.storage()->data()), t.storage()->nbytes(),
+      std::shared_ptr<const void>(t.storage()), engine::Storage::External{});
+  return engine::Tensor(std::move(storage), t.dtype(), t.shape(), t.strides(), t.offset());
+}
+
+}  // namespace tscope::test
