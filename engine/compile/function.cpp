@@ -8,6 +8,7 @@
 #include "engine/graph/op.h"
 #include "engine/graph/traversal.h"
 #include "engine/rewrite/rewrite_db.h"
+#include "engine/rewrite/rules/gpu_placement.h"
 #include "engine/vm/vm.h"
 
 #include <algorithm>
@@ -358,6 +359,23 @@ std::shared_ptr<const Program> linkInnerGraph(const Apply& node, const FunctionG
                      linkOptionsFor(options, false));
 }
 
+// The `gpu` phase (Note [GPU placement] in engine/rewrite/rules/gpu_placement.h), after every
+// rewrite: the nodes the device has kernels for move there, with transfers where values cross.
+// Its changes join the rewrite log as the phase "gpu".
+void placeForDevice(FunctionGraph& fg, const CompileOptions& options,
+                    std::vector<RewriteRecord>& log) {
+  const KernelRegistry& kernels = options.kernels ? *options.kernels : defaultKernelRegistry();
+  auto recorder = std::make_shared<RewriteRecorder>();
+  recorder->setPhase("gpu");
+  fg.attachFeature(recorder);
+  placeOnDevice(fg, kernels, options.device);
+  fg.detachFeature(*recorder);
+  for (RewriteRecord& record : recorder->takeRecords()) {
+    record.order = log.size();
+    log.push_back(std::move(record));
+  }
+}
+
 LinkOptions linkOptionsFor(const CompileOptions& options, bool keepBuffers) {
   LinkOptions link;
   link.keepBuffers = keepBuffers;
@@ -481,6 +499,7 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
       }
     }
   }
+  if (options.device != Device::Cpu) placeForDevice(fg, options, impl->rewriteLog);
   ensureDestroyOrderings(fg);
   const auto& gIn = fg.inputs();
   impl->userInputs.assign(gIn.begin(), gIn.begin() + static_cast<std::ptrdiff_t>(inputs.size()));

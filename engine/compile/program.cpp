@@ -148,7 +148,17 @@ std::shared_ptr<const Program> linkProgram(const FunctionGraph& graph, std::vect
     t.nOut = static_cast<std::uint32_t>(node->nOutputs());
     for (int o = 0; o < node->nOutputs(); ++o)
       p.m_operandSlots.push_back(slotOf(node->outputRef(o)));
-    t.kernel = kernels.choose(node->op(), options.device);
+    // Note [Placed nodes]: with a device other than the CPU, a node runs there only when the
+    // placement phase put it there (a value of its is typed for that device: the transfers and
+    // the nodes placed between them); every other node keeps the CPU reference.
+    Device where = Device::Cpu;
+    if (options.device != Device::Cpu) {
+      for (const VarPtr& in : node->inputs())
+        if (in->type().device() == options.device) where = options.device;
+      for (int o = 0; o < node->nOutputs(); ++o)
+        if (node->outputRef(o).type().device() == options.device) where = options.device;
+    }
+    t.kernel = kernels.choose(node->op(), where);
     t.breakOp = isDebugBarrier(node->op());
     p.m_hasBreakOps = p.m_hasBreakOps || t.breakOp;
     const std::vector<const FunctionGraph*> inners = innerGraphsOf(node->op());

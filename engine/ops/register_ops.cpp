@@ -16,6 +16,7 @@
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/dimshuffle.h"
 #include "engine/ops/shape/unique.h"
+#include "engine/ops/transfer/transfer.h"
 
 namespace tscope::engine {
 
@@ -36,6 +37,7 @@ void registerAllOps(OpRegistry& registry) {
   registerReduceOps(registry);
   registerDebugOps(registry);
   registerControlOps(registry);
+  registerTransferOps(registry);
 }
 
 const OpRegistry& defaultOpRegistry() {

@@ -227,6 +227,9 @@ void TestOpRegistry::testRegistryRoundTrip_data() {
     QTest::newRow("Scan") << "Scan" << looped[0]->owner()->op().props();
   }
   QTest::newRow("BreakPoint") << "BreakPoint" << json{{"name", "spike"}, {"monitored", 2}};
+  // Issue 22's transfers (GPU placement).
+  QTest::newRow("GpuFromHost") << "GpuFromHost" << json::object();
+  QTest::newRow("HostFromGpu") << "HostFromGpu" << json::object();
   // Issue 25's ops (ONNX conformance).
   QTest::newRow("UnaryMath") << "UnaryMath" << json{{"fn", "atanh"}};
   QTest::newRow("NonMaxSuppression") << "NonMaxSuppression" << json{{"center_point_box", true}};
@@ -316,6 +319,8 @@ void TestOpRegistry::testRegistryCoversEveryOp() {
                                      "IfElse",
                                      "Scan",
                                      "BreakPoint",
+                                     "GpuFromHost",
+                                     "HostFromGpu",
                                      "UnaryMath",
                                      "NonMaxSuppression",
                                      "Det",

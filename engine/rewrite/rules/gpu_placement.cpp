@@ -1,0 +1,106 @@
+#include "engine/rewrite/rules/gpu_placement.h"
+
+#include "engine/graph/apply.h"
+#include "engine/graph/inner_graphs.h"
+#include "engine/graph/op.h"
+#include "engine/graph/variable.h"
+#include "engine/ops/transfer/transfer.h"
+
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace tscope::engine {
+
+namespace {
+TensorType on(const TensorType& t, Device device) {
+  return TensorType(t.dtype(), t.shape(), device);
+}
+
+// Builds a transfer node directly with its output type, stamped with the reader's scope.
+VarPtr transfer(const VarPtr& v, Device to, const Apply& near) {
+  static const auto toDevice = std::make_shared<GpuFromHost>();
+  static const auto toHost = std::make_shared<HostFromGpu>();
+  OpPtr op = to == Device::Cpu ? OpPtr(toHost) : OpPtr(toDevice);
+  ApplyPtr node = Apply::create(std::move(op), {v}, {on(v->type(), to)}, near.site());
+  node->setScope(near.scope());
+  return node->output(0);
+}
+
+bool placeable(const Apply& node, const KernelRegistry& kernels, Device device,
+               const DeviceSupport& rules) {
+  if (isTransfer(node.op()) || !innerGraphsOf(node.op()).empty()) return false;
+  for (const VarPtr& in : node.inputs())
+    if (in->type().device() != Device::Cpu) return false;  // already placed
+  return rules.supports(kernels, node, device);
+}
+
+std::string ruleKey(std::string_view opName, Device device) {
+  return std::string(opName) + "@" + std::string(deviceName(device));
+}
+}  // namespace
+
+void DeviceSupport::add(std::string opName, Device device, NodeSupportFn supports) {
+  m_rules[ruleKey(opName, device)] = supports;
+}
+
+bool DeviceSupport::supports(const KernelRegistry& kernels, const Apply& node,
+                             Device device) const {
+  const std::string name = node.op().name();
+  if (!kernels.has(name, device)) return false;
+  auto it = m_rules.find(ruleKey(name, device));
+  return it == m_rules.end() || it->second == nullptr || it->second(node);
+}
+
+DeviceSupport& defaultDeviceSupport() {
+  static DeviceSupport rules;
+  return rules;
+}
+
+PlacementSummary placeOnDevice(FunctionGraph& fg, const KernelRegistry& kernels, Device device,
+                               const DeviceSupport* rules) {
+  const DeviceSupport& support = rules ? *rules : defaultDeviceSupport();
+  PlacementSummary summary;
+  std::vector<ApplyPtr> order;
+  for (Apply* node : fg.toposort()) order.push_back(node->shared_from_this());
+  // A host value -> its device twin: a GpuFromHost made for it, or the placed node's output that
+  // the host value is the HostFromGpu of. Per entry: (the host value, the twin); the keys are
+  // kept alive here (a pruned HostFromGpu's address
+  // must not come back as another variable's).
+  std::unordered_map<const Variable*, std::pair<VarPtr, VarPtr>> twin;
+  for (const ApplyPtr& node : order) {
+    if (!placeable(*node, kernels, device, support)) continue;
+    std::vector<VarPtr> inputs;
+    for (const VarPtr& in : node->inputs()) {
+      auto it = twin.find(in.get());
+      if (it == twin.end())
+        it = twin.emplace(in.get(), std::pair{in, transfer(in, device, *node)}).first;
+      inputs.push_back(it->second.second);
+    }
+    std::vector<TensorType> types;
+    for (int o = 0; o < node->nOutputs(); ++o)
+      types.push_back(on(node->outputRef(o).type(), device));
+    ApplyPtr placed =
+        Apply::create(node->opPtr(), std::move(inputs), std::move(types), node->site());
+    placed->setScope(node->scope());
+    placed->setGradientOf(node->gradientOf());
+    std::vector<std::pair<VarPtr, VarPtr>> pairs;
+    for (int o = 0; o < node->nOutputs(); ++o) {
+      VarPtr out = placed->output(o);
+      VarPtr host = transfer(out, Device::Cpu, *node);
+      host->setName(node->outputRef(o).name());
+      twin.emplace(host.get(), std::pair{host, out});
+      pairs.emplace_back(node->output(o), host);
+    }
+    fg.replaceAll(pairs, "gpu_placement");
+    ++summary.deviceNodes;
+  }
+  for (const Apply* node : fg.nodes()) {
+    if (dynamic_cast<const GpuFromHost*>(&node->op())) ++summary.toDevice;
+    if (dynamic_cast<const HostFromGpu*>(&node->op())) ++summary.toHost;
+  }
+  return summary;
+}
+
+}  // namespace tscope::engine

@@ -1,0 +1,252 @@
+// The `gpu` phase (Note [GPU placement]) on a machine without a GPU: placement against a kernel
+// registry that says which ops have device kernels (transfers land exactly where values cross),
+// and whole compiled functions on a fake device (host memory tagged cuda, fake device kernels
+// that compute with perform), whose results must equal the CPU's.
+#include "../tensor/fake_device.h"
+#include "engine/compile/function.h"
+#include "engine/compile/program.h"
+#include "engine/graph/apply.h"
+#include "engine/graph/function_graph.h"
+#include "engine/ops/basic.h"
+#include "engine/ops/blas/dot.h"
+#include "engine/ops/reduce/reduce.h"
+#include "engine/ops/shape/dimshuffle.h"
+#include "engine/ops/transfer/transfer.h"
+#include "engine/rewrite/rules/gpu_placement.h"
+#include "test_main.h"
+
+#include <map>
+
+using namespace tscope::engine;
+using tscope::test::FakeDeviceMemory;
+using tscope::test::hostAlias;
+
+namespace {
+int g_launches = 0;
+
+// A "device kernel": checks its operands are device tensors, computes with perform on host aliases
+// of their bytes, and hands back device tensors.
+void fakeKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                std::span<Tensor* const> outputs) {
+  ++g_launches;
+  std::vector<Tensor> in, out(outputs.size());
+  for (const Tensor* t : inputs) {
+    if (t->device() != Device::Cuda) throw std::logic_error("a device kernel got a host tensor");
+    in.push_back(hostAlias(*t));
+  }
+  std::vector<const Tensor*> inPtrs;
+  for (const Tensor& t : in) inPtrs.push_back(&t);
+  std::vector<Tensor*> outPtrs;
+  for (Tensor& t : out) outPtrs.push_back(&t);
+  op.perform(node, inPtrs, outPtrs);
+  for (std::size_t o = 0; o < outputs.size(); ++o) *outputs[o] = toDevice(out[o], Device::Cuda);
+}
+
+bool float32Only(const Apply& node) {
+  for (const VarPtr& in : node.inputs())
+    if (in->type().dtype() != DType::Float32) return false;
+  return true;
+}
+
+KernelRegistry fakeRegistry(std::initializer_list<const char*> ops) {
+  KernelRegistry r;
+  for (const char* name : ops) r.add(name, Device::Cuda, &fakeKernel, "fake");
+  return r;
+}
+
+std::map<std::string, int> opCounts(const FunctionGraph& fg) {
+  std::map<std::string, int> n;
+  for (const Apply* node : fg.nodes()) ++n[node->op().name()];
+  return n;
+}
+
+const Apply* ownerOp(const VarPtr& v) {
+  return v->owner();
+}
+
+VarPtr f32(std::vector<std::int64_t> shape, const char* name) {
+  return Variable::create(TensorType(DType::Float32, std::move(shape)), name);
+}
+}  // namespace
+
+class TestGpuPlacement : public QObject {
+  Q_OBJECT
+ private slots:
+  void testTransfersLandWhereValuesCross();
+  void testOneTransferPerValue();
+  void testDeviceHostDeviceChain();
+  void testUnsupportedNodesStay();
+  void testNothingPlaceableChangesNothing();
+  void testCompiledOnFakeDeviceMatchesCpu();
+  void testSharedVariableUpdateOnFakeDevice();
+};
+
+void TestGpuPlacement::testTransfersLandWhereValuesCross() {
+  // h = relu(dot(x, W) + b) on the device; y = sum(h, 1) on the CPU (no device kernel for
+  // CAReduce here); h is also an output.
+  const VarPtr x = f32({3, 4}, "x"), W = f32({4, 5}, "W"), b = f32({5}, "b");
+  const VarPtr h = relu(dot(x, W) + b);
+  const VarPtr y = sum(h, {1});
+  FunctionGraph fg({x, W, b}, {h, y});
+  const KernelRegistry kernels = fakeRegistry({"Dot", "Elemwise", "DimShuffle"});
+  DeviceSupport rules;
+  const PlacementSummary s = placeOnDevice(fg, kernels, Device::Cuda, &rules);
+  fg.checkIntegrity();
+  QVERIFY(s.deviceNodes >= 3);           // dot, add, relu (and b's broadcast, if one was built)
+  QCOMPARE(s.toDevice, std::size_t(3));  // x, W, b
+  QCOMPARE(s.toHost, std::size_t(1));    // h, read by sum and returned
+  // The outputs stay host values; h's is the HostFromGpu that sum reads too.
+  const VarPtr hOut = fg.outputs()[0];
+  QCOMPARE(ownerOp(hOut)->op().name(), std::string("HostFromGpu"));
+  QCOMPARE(hOut->type().device(), Device::Cpu);
+  const Apply* sumNode = ownerOp(fg.outputs()[1]);
+  QCOMPARE(sumNode->op().name(), std::string("CAReduce"));
+  QVERIFY(sumNode->input(0) == hOut);
+  // Every node between the transfers is device-typed; the inputs are read through GpuFromHost.
+  for (const Apply* node : fg.nodes()) {
+    const std::string name = node->op().name();
+    if (name == "Dot" || name == "Elemwise") {
+      QCOMPARE(node->outputRef(0).type().device(), Device::Cuda);
+      for (const VarPtr& in : node->inputs()) QCOMPARE(in->type().device(), Device::Cuda);
+    }
+    if (name == "GpuFromHost") QVERIFY(node->input(0)->owner() == nullptr);
+  }
+}
+
+void TestGpuPlacement::testOneTransferPerValue() {
+  // x read by three device nodes and one CPU node: one GpuFromHost, no transfer for the CPU read.
+  const VarPtr x = f32({8}, "x");
+  const VarPtr a = exp(x), c = x * x, d = sum(x);
+  FunctionGraph fg({x}, {a + c, d});
+  const KernelRegistry kernels = fakeRegistry({"Elemwise"});
+  DeviceSupport rules;
+  const PlacementSummary s = placeOnDevice(fg, kernels, Device::Cuda, &rules);
+  fg.checkIntegrity();
+  QCOMPARE(s.deviceNodes, std::size_t(3));
+  QCOMPARE(s.toDevice, std::size_t(1));
+  QCOMPARE(s.toHost, std::size_t(1));                            // a + c, a graph output
+  QCOMPARE(ownerOp(fg.outputs()[1])->input(0), fg.inputs()[0]);  // sum reads x on the host
+}
+
+void TestGpuPlacement::testDeviceHostDeviceChain() {
+  // exp (device) -> sum (CPU) -> * 2 (device): the value crosses three times.
+  const VarPtr x = f32({2, 3}, "x");
+  const VarPtr y = sum(exp(x)) * 2.0;
+  FunctionGraph fg({x}, {y});
+  const KernelRegistry kernels = fakeRegistry({"Elemwise"});
+  DeviceSupport rules;
+  const PlacementSummary s = placeOnDevice(fg, kernels, Device::Cuda, &rules);
+  fg.checkIntegrity();
+  const auto n = opCounts(fg);
+  QCOMPARE(n.at("GpuFromHost"), 3);  // x, sum's result, the constant 2
+  QCOMPARE(n.at("HostFromGpu"), 2);  // exp's result for sum, the output
+  QCOMPARE(s.deviceNodes, std::size_t(2));
+  const Apply* mul = ownerOp(fg.outputs()[0])->input(0)->owner();
+  QCOMPARE(mul->op().str(), std::string("Elemwise{mul}"));
+  QCOMPARE(mul->input(0)->owner()->op().name(), std::string("GpuFromHost"));
+  QCOMPARE(mul->input(0)->owner()->input(0)->owner()->op().name(), std::string("CAReduce"));
+}
+
+void TestGpuPlacement::testUnsupportedNodesStay() {
+  // A rule that takes float32 only: the float64 node stays on the CPU with no transfer around it.
+  const VarPtr x = f32({4}, "x");
+  const VarPtr z = Variable::create(TensorType(DType::Float64, {4}), "z");
+  FunctionGraph fg({x, z}, {exp(x), exp(z)});
+  const KernelRegistry kernels = fakeRegistry({"Elemwise"});
+  DeviceSupport rules;
+  rules.add("Elemwise", Device::Cuda, &float32Only);
+  const PlacementSummary s = placeOnDevice(fg, kernels, Device::Cuda, &rules);
+  QCOMPARE(s.deviceNodes, std::size_t(1));
+  QCOMPARE(s.toDevice, std::size_t(1));
+  QCOMPARE(s.toHost, std::size_t(1));
+  QCOMPARE(ownerOp(fg.outputs()[1])->op().str(), std::string("Elemwise{exp}"));
+  QCOMPARE(fg.outputs()[1]->owner()->input(0), fg.inputs()[1]);
+}
+
+void TestGpuPlacement::testNothingPlaceableChangesNothing() {
+  const VarPtr x = f32({4}, "x");
+  FunctionGraph fg({x}, {exp(x)});
+  const std::size_t before = fg.nodeCount();
+  const PlacementSummary s = placeOnDevice(fg, KernelRegistry{}, Device::Cuda);
+  QCOMPARE(s.deviceNodes, std::size_t(0));
+  QCOMPARE(fg.nodeCount(), before);
+}
+
+void TestGpuPlacement::testCompiledOnFakeDeviceMatchesCpu() {
+  FakeDeviceMemory memory;
+  g_launches = 0;
+  const VarPtr x = f32({3, 4}, "x"), W = f32({4, 5}, "W"), b = f32({5}, "b");
+  const VarPtr h = relu(dot(x, W) + b);
+  const std::vector<VarPtr> outs{h, sum(h, {1})};
+  const std::vector<Tensor> args{
+      Tensor::fromDoubles(DType::Float32, {3, 4}, {1, -2, 3, 0.5, 0, 1, -1, 2, 4, 3, 2, 1}),
+      Tensor::fromDoubles(DType::Float32, {4, 5},
+                          {1, 0, -1, 2, 0.5, 0, 1, 2, -3, 1, 1, 1, 0, 0, 2, -1, 0.25, 0, 1, 3}),
+      Tensor::fromDoubles(DType::Float32, {5}, {0.1, -0.2, 0.3, -5, 0})};
+  CompileOptions fastRun;
+  fastRun.mode = Mode::FastRun;
+  Function cpu = compile({x, W, b}, outs, {}, fastRun);
+  const std::vector<Tensor> expected = cpu(args);
+  KernelRegistry kernels = fakeRegistry({"Dot", "Elemwise", "Composite", "Gemm", "Gemv"});
+  CompileOptions options;
+  options.mode = Mode::FastRun;
+  options.device = Device::Cuda;
+  options.kernels = &kernels;
+  Function gpu = compile({x, W, b}, outs, {}, options);
+  // The rewrite log names the phase; the program runs the placed nodes' device kernels.
+  bool logged = false;
+  for (const RewriteRecord& r : gpu.rewriteLog()) logged = logged || r.phase == "gpu";
+  QVERIFY(logged);
+  int deviceKernels = 0;
+  for (const LinkedNode& n : gpu.program().nodes()) {
+    // The transfers have no fake kernel: their perform copies through the DeviceMemory.
+    if (isTransfer(*n.op)) {
+      QVERIFY(n.kernel.isReference());
+      continue;
+    }
+    const bool onDevice = n.node->outputRef(0).type().device() == Device::Cuda ||
+                          n.node->input(0)->type().device() == Device::Cuda;
+    QCOMPARE(n.kernel.device, onDevice ? Device::Cuda : Device::Cpu);
+    deviceKernels += n.kernel.source == "fake" ? 1 : 0;
+  }
+  QVERIFY(deviceKernels >= 2);
+  const std::vector<Tensor> got = gpu(args);
+  QCOMPARE(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    QCOMPARE(got[i].device(), Device::Cpu);
+    QVERIFY2(got[i].allClose(expected[i], 1e-6, 1e-6), qPrintable(QString::number(i)));
+  }
+  QCOMPARE(g_launches, deviceKernels);
+  QCOMPARE(memory.copies[int(DeviceMemory::Copy::HostToDevice)] >= 3, true);
+}
+
+void TestGpuPlacement::testSharedVariableUpdateOnFakeDevice() {
+  // An SGD step: W <- W - 0.1 * dot(x.T, x W) with W updated through the device and back.
+  FakeDeviceMemory memory;
+  const Tensor w0 = Tensor::fromDoubles(DType::Float32, {2, 2}, {1, 0.5, -0.5, 2});
+  auto Wc = SharedVariable::create(w0, "Wc");
+  auto Wg = SharedVariable::create(w0, "Wg");
+  const VarPtr x = f32({3, 2}, "x");
+  const Tensor xv = Tensor::fromDoubles(DType::Float32, {3, 2}, {1, 2, 0, -1, 3, 1});
+  auto step = [&](const std::shared_ptr<SharedVariable>& W, Device device,
+                  const KernelRegistry* kernels) {
+    const VarPtr g = dot(transpose(x), dot(x, W));
+    CompileOptions o;
+    o.mode = Mode::FastRun;
+    o.device = device;
+    o.kernels = kernels;
+    return compile({x}, {sum(g)}, {{W, W - g * 0.1}}, o);
+  };
+  KernelRegistry kernels = fakeRegistry({"Dot", "Elemwise", "Composite", "Gemm", "DimShuffle"});
+  Function cpu = step(Wc, Device::Cpu, nullptr);
+  Function gpu = step(Wg, Device::Cuda, &kernels);
+  for (int i = 0; i < 3; ++i) {
+    const Tensor a = cpu({xv})[0], c = gpu({xv})[0];
+    QVERIFY(c.allClose(a, 1e-5, 1e-5));
+  }
+  QCOMPARE(Wg->value().device(), Device::Cpu);
+  QVERIFY(Wg->value().allClose(Wc->value(), 1e-5, 1e-5));
+}
+
+TSCOPE_TEST_MAIN(TestGpuPlacement)
+#include "tst_gpu_placement.moc"
