@@ -1,0 +1,407 @@
+// The CUDA backend without a device (issue 22, label `cuda`): CUDA source generated for every
+// scalar op the CPU Composite supports and every dtype with CUDA code, compiled by NVRTC (PTX,
+// every expected kernel present; CUBIN for sm_90); fused Composites and reductions; the kernel
+// cache in memory and on disk (hit, miss, corrupt entry rebuilt, atomic write); NVRTC's error for
+// a bad source; the error messages of CUDA, NVRTC, cuBLAS and cuDNN from fake codes; the backend's
+// status and placement rules on a machine that may have no GPU.
+#include "engine/backends/cuda/cuda_backend.h"
+#include "engine/backends/cuda/cuda_error.h"
+#include "engine/backends/cuda/elemwise_codegen.h"
+#include "engine/backends/cuda/nvrtc_compiler.h"
+#include "engine/compile/kernel.h"
+#include "engine/graph/apply.h"
+#include "engine/graph/function_graph.h"
+#include "engine/graph/variable.h"
+#include "engine/ops/basic.h"
+#include "engine/ops/blas/dot.h"
+#include "engine/ops/elemwise/elemwise.h"
+#include "engine/ops/reduce/reduce.h"
+#include "engine/rewrite/rules/gpu_placement.h"
+#include "test_main.h"
+
+#include <QTemporaryDir>
+
+#include <fstream>
+#include <set>
+
+using namespace tscope::engine;
+using namespace tscope::engine::cuda;
+
+Q_DECLARE_METATYPE(tscope::engine::DType)
+
+namespace {
+// An Elemwise node of op on inputs of dtype d, or null when the op refuses the dtypes.
+ApplyPtr elemwiseNode(ScalarOp op, DType d) {
+  const ScalarOpInfo& info = scalarOpInfo(op);
+  int arity = info.arity < 0 ? 3 : info.arity;  // n-ary: three operands, the folded form
+  std::vector<VarPtr> in;
+  for (int i = 0; i < arity; ++i) {
+    const DType di = op == ScalarOp::Switch && i == 0 ? DType::Bool : d;
+    // Broadcasting operands: the strided kernel gets a stride-0 axis.
+    in.push_back(Variable::create(TensorType(di, {i == 1 ? 1 : 4, 3}), "i" + std::to_string(i)));
+  }
+  try {
+    return std::make_shared<Elemwise>(op, std::map<int, int>{}, DType::Float64)->makeNode(in);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+std::string ptxOf(const std::string& source, const std::string& name) {
+  const CompiledImage image = compileCuda(source, name, 75, /*cubin=*/false);
+  return std::string(image.bytes.data());
+}
+
+const std::vector<DType> kDTypes{DType::Bool,  DType::Int8,  DType::Int16,   DType::Int32,
+                                 DType::Int64, DType::UInt8, DType::Float32, DType::Float64};
+}  // namespace
+
+class TestCudaCodegen : public QObject {
+  Q_OBJECT
+ private slots:
+  void testEveryScalarOpCompiles_data();
+  void testEveryScalarOpCompiles();
+  void testCompositeKernels();
+  void testReductionKernels();
+  void testCubinForSm90();
+  void testFloat16HasNoCudaCode();
+  void testDiskCache();
+  void testCorruptEntryIsRebuilt();
+  void testCacheDirectory();
+  void testBadSourceMessage();
+  void testErrorMessages();
+  void testStatusAndRegistrationWithoutDevice();
+  void testPlacementRules();
+};
+
+void TestCudaCodegen::testEveryScalarOpCompiles_data() {
+  QTest::addColumn<DType>("dtype");
+  for (DType d : kDTypes) QTest::newRow(std::string(dtypeName(d)).c_str()) << d;
+}
+
+void TestCudaCodegen::testEveryScalarOpCompiles() {
+  // One NVRTC program per dtype holding the kernels of every scalar op that accepts it (one
+  // compile instead of forty); the PTX must hold each op's three (or two) entry points.
+  QFETCH(DType, dtype);
+  std::string kernels;
+  std::set<std::string> names;
+  std::vector<std::string> expected;
+  int ops = 0;
+  for (int s = 0; s < kScalarOpCount; ++s) {
+    const auto op = static_cast<ScalarOp>(s);
+    const ApplyPtr node = elemwiseNode(op, dtype);
+    if (!node) continue;
+    const GeneratedSource g = generateElemwise(scalarProgramOf(*node));
+    QVERIFY(g.source.starts_with(scalarPrelude()));
+    ++ops;
+    if (!names.insert(g.name).second) continue;
+    kernels += g.source.substr(scalarPrelude().size());
+    for (const char* suffix : {"_strided", "_contig"}) expected.push_back(g.name + suffix);
+    if (g.vec4) expected.push_back(g.name + "_vec4");
+  }
+  QVERIFY2(ops >= 30, qPrintable(QString::number(ops)));
+  const std::string ptx = ptxOf(scalarPrelude() + kernels, "all_ops.cu");
+  for (const std::string& name : expected)
+    QVERIFY2(ptx.find(".entry " + name) != std::string::npos, name.c_str());
+}
+
+void TestCudaCodegen::testCompositeKernels() {
+  // tanh(x * a + b) * c - x: the fused 5-op chain, float32 (with the float4 kernel) and int32.
+  auto chain = [](DType d) {
+    using S = ScalarOp;
+    std::vector<CompositeInstruction> program{{S::Mul, {0, 1}, d},
+                                              {S::Add, {4, 2}, d},
+                                              {S::Tanh, {5}, d},
+                                              {S::Mul, {6, 3}, d},
+                                              {S::Sub, {7, 0}, d}};
+    if (d != DType::Float32) program[2] = {S::Neg, {5}, d};
+    return Composite({d, d, d, d}, program, {8});
+  };
+  const Composite f = chain(DType::Float32);
+  const GeneratedSource gf = generateElemwise(scalarProgramOf(f));
+  QVERIFY(gf.vec4);
+  QVERIFY(gf.source.find("reinterpret_cast<const float4*>(in3)") != std::string::npos);
+  // One kernel per fused node: the intermediates are registers, not memory.
+  QVERIFY(gf.source.find("const float r8 = (float)(ts_sub<float>((float)r7, (float)r0));") !=
+          std::string::npos);
+  const std::string ptx = ptxOf(gf.source, "chain.cu");
+  for (const char* s : {"_strided", "_contig", "_vec4"})
+    QVERIFY(ptx.find(".entry " + gf.name + s) != std::string::npos);
+  const GeneratedSource gi = generateElemwise(scalarProgramOf(chain(DType::Int32)));
+  QVERIFY(!gi.vec4);
+  QVERIFY(ptxOf(gi.source, "chain_int.cu").find(".entry " + gi.name + "_strided") !=
+          std::string::npos);
+  // A cast and a comparison: the comparison computes in the promoted dtype, the result is bool.
+  const Composite mixed({DType::Int32, DType::Float64},
+                        {{ScalarOp::Cast, {0}, DType::Float64},
+                         {ScalarOp::Lt, {2, 1}, DType::Float32},
+                         {ScalarOp::Switch, {3, 2, 1}, DType::Float32}},
+                        {4, 3});
+  const GeneratedSource gm = generateElemwise(scalarProgramOf(mixed));
+  QVERIFY(gm.source.find("const bool r3 = (bool)(ts_lt<double>((double)r2, (double)r1));") !=
+          std::string::npos);
+  QVERIFY(ptxOf(gm.source, "mixed.cu").find(".entry " + gm.name + "_contig") != std::string::npos);
+}
+
+void TestCudaCodegen::testReductionKernels() {
+  struct Case {
+    ScalarOp op;
+    DType in, acc, out;
+  };
+  const Case cases[] = {{ScalarOp::Add, DType::Float32, DType::Float32, DType::Float32},
+                        {ScalarOp::Add, DType::Int32, DType::Int64, DType::Int64},
+                        {ScalarOp::Mul, DType::Float64, DType::Float64, DType::Float64},
+                        {ScalarOp::Maximum, DType::Float32, DType::Float32, DType::Float32},
+                        {ScalarOp::Minimum, DType::Int64, DType::Int64, DType::Int64},
+                        {ScalarOp::Add, DType::UInt8, DType::Int64, DType::Int64}};
+  std::string kernels;
+  std::vector<std::string> names;
+  for (const Case& c : cases) {
+    const GeneratedSource g = generateReduce(c.op, c.in, c.acc, c.out);
+    QVERIFY(g.source.find("__shfl_down_sync") != std::string::npos);
+    kernels += g.source.substr(scalarPrelude().size());
+    names.push_back(g.name);
+  }
+  const std::string ptx = ptxOf(scalarPrelude() + kernels, "reductions.cu");
+  for (const std::string& n : names)
+    QVERIFY2(ptx.find(".entry " + n) != std::string::npos, n.c_str());
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           generateReduce(ScalarOp::And, DType::Bool, DType::Bool, DType::Bool));
+}
+
+void TestCudaCodegen::testCubinForSm90() {
+  const std::vector<int> archs = nvrtcArchitectures();
+  QVERIFY(std::find(archs.begin(), archs.end(), 90) != archs.end());
+  const ApplyPtr node = elemwiseNode(ScalarOp::Add, DType::Float32);
+  const GeneratedSource g = generateElemwise(scalarProgramOf(*node));
+  const CompiledImage image = compileCuda(g.source, "add.cu", 90, /*cubin=*/true);
+  QVERIFY(image.bytes.size() > 4);
+  QCOMPARE(QByteArray(image.bytes.data(), 4), QByteArray("\x7f"
+                                                         "ELF",
+                                                         4));
+  QVERIFY(!nvrtcVersion().empty());
+}
+
+void TestCudaCodegen::testFloat16HasNoCudaCode() {
+  const ApplyPtr node = elemwiseNode(ScalarOp::Add, DType::Float16);
+  QVERIFY(node);
+  try {
+    scalarProgramOf(*node);
+    QFAIL("expected std::invalid_argument");
+  } catch (const std::invalid_argument& e) {
+    QVERIFY2(QString::fromStdString(e.what()).contains("found float16"), e.what());
+  }
+}
+
+void TestCudaCodegen::testDiskCache() {
+  QTemporaryDir dir;
+  const std::filesystem::path path = dir.path().toStdString();
+  const std::string source =
+      generateElemwise(scalarProgramOf(*elemwiseNode(ScalarOp::Exp, DType::Float32))).source;
+  std::vector<char> first;
+  {
+    KernelCache cache(path);
+    first = cache.get(source, 75, false)->bytes;
+    QCOMPARE(cache.stats().compiles, std::int64_t(1));
+    QVERIFY(std::filesystem::exists(cache.entryPath(source, 75, false)));
+    cache.get(source, 75, false);
+    QCOMPARE(cache.stats().memoryHits, std::int64_t(1));
+    QCOMPARE(cache.stats().compiles, std::int64_t(1));
+    // Another architecture is another entry.
+    QVERIFY(cache.key(source, 80, false) != cache.key(source, 75, false));
+    QVERIFY(cache.key(source, 75, true) != cache.key(source, 75, false));
+  }
+  // A new process (a new cache) reads the entry from disk.
+  KernelCache again(path);
+  QCOMPARE(again.get(source, 75, false)->bytes, first);
+  QCOMPARE(again.stats().diskHits, std::int64_t(1));
+  QCOMPARE(again.stats().compiles, std::int64_t(0));
+  // Written through a temporary file and rename: nothing else is left in the folder.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(path)) {
+    ++files;
+    QVERIFY2(e.path().string().find(".tmp.") == std::string::npos, e.path().c_str());
+  }
+  QCOMPARE(files, 1);
+}
+
+void TestCudaCodegen::testCorruptEntryIsRebuilt() {
+  QTemporaryDir dir;
+  const std::filesystem::path path = dir.path().toStdString();
+  const std::string source =
+      generateElemwise(scalarProgramOf(*elemwiseNode(ScalarOp::Log, DType::Float64))).source;
+  std::filesystem::path entry;
+  {
+    KernelCache cache(path);
+    cache.get(source, 75, false);
+    entry = cache.entryPath(source, 75, false);
+  }
+  const auto size = std::filesystem::file_size(entry);
+  auto corrupt = [&](auto edit) {
+    std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
+    edit(f);
+  };
+  // A flipped byte in the image: the checksum no longer matches.
+  corrupt([&](std::fstream& f) {
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    f.put('#');
+  });
+  {
+    KernelCache cache(path);
+    const auto image = cache.get(source, 75, false);
+    QCOMPARE(cache.stats().corrupt, std::int64_t(1));
+    QCOMPARE(cache.stats().compiles, std::int64_t(1));
+    QVERIFY(std::string(image->bytes.data()).find(".entry") != std::string::npos);
+  }
+  // Rewritten whole: the next reader hits.
+  {
+    KernelCache cache(path);
+    cache.get(source, 75, false);
+    QCOMPARE(cache.stats().diskHits, std::int64_t(1));
+  }
+  // A truncated entry and a wrong header are corrupt too.
+  std::filesystem::resize_file(entry, size / 3);
+  {
+    KernelCache cache(path);
+    cache.get(source, 75, false);
+    QCOMPARE(cache.stats().corrupt, std::int64_t(1));
+  }
+  corrupt([](std::fstream& f) { f.write("XSCOPE", 6); });
+  {
+    KernelCache cache(path);
+    cache.get(source, 75, false);
+    QCOMPARE(cache.stats().corrupt, std::int64_t(1));
+    QCOMPARE(cache.stats().compiles, std::int64_t(1));
+  }
+}
+
+void TestCudaCodegen::testCacheDirectory() {
+  const QByteArray saved = qgetenv("TSCOPE_CACHE_DIR");
+  qputenv("TSCOPE_CACHE_DIR", "/tmp/tscope-cache-test");
+  QCOMPARE(QString::fromStdString(KernelCache::defaultDirectory().string()),
+           QStringLiteral("/tmp/tscope-cache-test/cuda"));
+  qunsetenv("TSCOPE_CACHE_DIR");
+  QVERIFY(KernelCache::defaultDirectory().string().ends_with("tensorscope/cuda"));
+  if (!saved.isEmpty()) qputenv("TSCOPE_CACHE_DIR", saved);
+  // An empty directory: memory only, nothing written.
+  KernelCache memoryOnly({});
+  const std::string source =
+      generateElemwise(scalarProgramOf(*elemwiseNode(ScalarOp::Neg, DType::Int32))).source;
+  memoryOnly.get(source, 75, false);
+  memoryOnly.get(source, 75, false);
+  QCOMPARE(memoryOnly.stats().memoryHits, std::int64_t(1));
+}
+
+void TestCudaCodegen::testBadSourceMessage() {
+  const std::string source =
+      "extern \"C\" __global__ void k(float* x) {\n  x[0] = undefined_thing;\n}\n";
+  try {
+    compileCuda(source, "bad.cu", 75, false);
+    QFAIL("expected CudaError");
+  } catch (const CudaError& e) {
+    const QString what = QString::fromStdString(e.what());
+    QCOMPARE(QString::fromStdString(e.library()), QStringLiteral("NVRTC"));
+    QVERIFY2(what.startsWith("nvrtcCompileProgram(bad.cu, --gpu-architecture=compute_75) failed: "
+                             "NVRTC_ERROR_COMPILATION"),
+             qPrintable(what));
+    QVERIFY2(what.contains("identifier \"undefined_thing\" is undefined"), qPrintable(what));
+    QVERIFY2(what.contains("  2 |   x[0] = undefined_thing;"), qPrintable(what));
+  }
+}
+
+void TestCudaCodegen::testErrorMessages() {
+  checkCuda(0, "cudaFree(p)");  // success: nothing thrown
+  try {
+    checkCuda(1, "cudaMalloc(&p, n)");
+    QFAIL("expected CudaError");
+  } catch (const CudaError& e) {
+    QCOMPARE(QString::fromStdString(e.what()),
+             QStringLiteral("cudaMalloc(&p, n) failed: invalid argument (cudaErrorInvalidValue, "
+                            "code 1)"));
+    QCOMPARE(e.code(), 1);
+  }
+  // Inside a kernel the message names the node.
+  const VarPtr x = Variable::create(TensorType(DType::Float32, {2}), "x");
+  const VarPtr y = x + x;
+  try {
+    NodeScope scope(y->owner());
+    checkCuda(2, "cudaMemcpyAsync(...)");
+    QFAIL("expected CudaError");
+  } catch (const CudaError& e) {
+    const QString what = QString::fromStdString(e.what());
+    QVERIFY2(
+        what.startsWith("cudaMemcpyAsync(...) failed: out of memory (cudaErrorMemoryAllocation, "
+                        "code 2) at node "),
+        qPrintable(what));
+    QVERIFY2(what.endsWith(" Elemwise{add}"), qPrintable(what));
+  }
+  QVERIFY(NodeScope::current() == nullptr);
+  try {
+    checkNvrtc(1, "nvrtcCreateProgram(...)");
+    QFAIL("expected CudaError");
+  } catch (const CudaError& e) {
+    QCOMPARE(QString::fromStdString(e.what()),
+             QStringLiteral("nvrtcCreateProgram(...) failed: NVRTC_ERROR_OUT_OF_MEMORY (code 1)"));
+  }
+  try {
+    checkCublas(1, "cublasCreate(&h)");
+    QFAIL("expected CudaError");
+  } catch (const CudaError& e) {
+    QCOMPARE(QString::fromStdString(e.library()), QStringLiteral("cuBLAS"));
+    QVERIFY2(QString::fromStdString(e.what()).contains("CUBLAS_STATUS_NOT_INITIALIZED, code 1)"),
+             e.what());
+  }
+  try {
+    checkCudnn(2000, "cudnnCreate(&h)");
+    QFAIL("expected CudaError");
+  } catch (const CudaError& e) {
+    QCOMPARE(QString::fromStdString(e.library()), QStringLiteral("cuDNN"));
+    QVERIFY2(QString::fromStdString(e.what()).startsWith("cudnnCreate(&h) failed: "), e.what());
+    QVERIFY2(QString::fromStdString(e.what()).contains("code 2000)"), e.what());
+  }
+}
+
+void TestCudaCodegen::testStatusAndRegistrationWithoutDevice() {
+  const CudaStatus s = cudaStatus();
+  QVERIFY(s.built);
+  if (s.deviceFound) QSKIP("a CUDA device is present: the no-device path cannot be seen here");
+  QVERIFY(!s.error.empty());
+  try {
+    registerCudaBackend();
+    QFAIL("expected CudaUnavailable");
+  } catch (const CudaUnavailable& e) {
+    QVERIFY(e.built());
+    QCOMPARE(QString::fromStdString(e.what()),
+             QStringLiteral("no CUDA device: ") + QString::fromStdString(s.error));
+  }
+  QCOMPARE(cudaMemoryStats().allocations, std::int64_t(0));
+}
+
+void TestCudaCodegen::testPlacementRules() {
+  // The backend's own rules: float16 and all() stay on the CPU, the rest of this graph moves.
+  KernelRegistry kernels;
+  DeviceSupport rules;
+  registerCudaKernels(kernels, rules);
+  const VarPtr x = Variable::create(TensorType(DType::Float32, {4, 3}), "x");
+  const VarPtr W = Variable::create(TensorType(DType::Float32, {3, 2}), "W");
+  const VarPtr h = Variable::create(TensorType(DType::Float16, {4}), "h");
+  const VarPtr y = sum(tanh(dot(x, W)), {1});
+  const VarPtr z = exp(h);
+  const VarPtr a = all(gt(x, constant(0.0, DType::Float32)));
+  FunctionGraph fg({x, W, h}, {y, z, a});
+  placeOnDevice(fg, kernels, Device::Cuda, &rules);
+  fg.checkIntegrity();
+  std::map<std::string, int> onDevice, onHost;
+  for (const Apply* node : fg.nodes()) {
+    const bool device = node->outputRef(0).type().device() == Device::Cuda;
+    ++(device ? onDevice : onHost)[node->op().name()];
+  }
+  QCOMPARE(onDevice["Dot"], 1);
+  QCOMPARE(onDevice["CAReduce"], 1);  // the sum; all() stays
+  QCOMPARE(onHost["CAReduce"], 1);
+  QCOMPARE(fg.outputs()[1]->owner()->op().str(), std::string("Elemwise{exp}"));  // float16
+  QCOMPARE(fg.outputs()[0]->owner()->op().name(), std::string("HostFromGpu"));
+}
+
+TSCOPE_TEST_MAIN(TestCudaCodegen)
+#include "tst_cuda_codegen.moc"
