@@ -22,6 +22,7 @@ GraphProfile profileGraph(const engine::FunctionGraph& graph,
   engine::CompileOptions compileOptions;
   compileOptions.mode = mode;
   compileOptions.keepBuffers = true;
+  compileOptions.device = options.device;
   engine::Function f = engine::compile(inputs, outputs, updates, compileOptions);
   GraphProfile result;
   result.profile = profileFunction(f, args, options);

@@ -30,6 +30,8 @@ struct ProfileRunOptions {
   // gpuKernels, Profile::gpu and Profile::gpuEvents (the trace's GPU tracks). start() throws
   // GpuSourceError before any call is made.
   GpuSource* gpu = nullptr;
+  // Where profileGraph compiles the nodes to run (CompileOptions::device).
+  engine::Device device = engine::Device::Cpu;
 };
 
 // Attaches a Profiler to f's VM, makes `warmup` calls then `runs` measured calls of f(args),

@@ -92,6 +92,7 @@ RunResult runGraph(const FunctionGraph& graph, const RunInputs& given) {
   PreparedRun run = prepareRun(graph, given);
   CompileOptions options;
   options.mode = given.mode;
+  options.device = given.device;
   RunResult result;
   result.inputSource = std::move(run.inputSource);
   std::shared_ptr<debug::NanGuard> guard;

@@ -24,6 +24,8 @@ struct RunInputs {
   std::optional<std::uint64_t> randomSeed;
   // How the graph is compiled (Mode::FastRun rewrites a copy first; the given graph is unchanged).
   Mode mode = Mode::None;
+  // Where the nodes run (CompileOptions::device); Device::Cuda needs the CUDA backend registered.
+  Device device = Device::Cpu;
   // `tensorscope run --nan-guard`: when set, the run is checked by a NanGuard with these options
   // (engine/debug/nan_guard.h), naming nodes as in the given graph; saveFailure there writes a
   // replayable .tsg at the first event. Raise rethrows the NanGuardError after the report is

@@ -1,5 +1,6 @@
 #include "gui/cli/cli.h"
 
+#include "engine/backends/cuda/cuda_backend.h"
 #include "engine/io/graph_text.h"
 #include "engine/io/npy.h"
 #include "engine/session/graph_file.h"
@@ -424,7 +425,7 @@ const std::map<std::string, SubCommand>& subCommands() {
        {"executes the graph; writes output i as DIR/output_<i>.npy; --nan-guard and --break "
         "check and pause it",
         "run FILE [--input NAME=x.npy]... [--random-inputs SEED] [--output-dir DIR] [--mode M] "
-        "[--threads N] "
+        "[--device cpu|cuda] [--threads N] "
         "[--nan-guard [--nan-checks L] [--big-threshold X] [--nan-action raise|warn] "
         "[--allow RULE]... [--report-json OUT] [--save-failure OUT.tsg]] [--break SPEC]...",
         &runRun,
@@ -432,6 +433,7 @@ const std::map<std::string, SubCommand>& subCommands() {
           addRunOptions(p);
           p.addOption(QCommandLineOption("output-dir",
                                          "Where output_<i>.npy are written (default: .).", "DIR"));
+          p.addOption(QCommandLineOption("device", "Where it runs: cpu (default) or cuda.", "D"));
         }}},
       {"validate",
        {"loads and checks a file; exit 0 or a message (and a warning for ops it cannot execute)",
@@ -520,6 +522,15 @@ int runCli(const std::vector<std::string>& args, std::string& out, std::string& 
   } catch (const std::invalid_argument& e) {
     err += "tensorscope " + args[0] + ": " + e.what() + "\n";
     return kExitUsage;
+  } catch (const engine::cuda::CudaUnavailable& e) {
+    // --device cuda: one line, and an exit status a script can tell from a failed run.
+    if (e.built()) {
+      err += "tensorscope: " + std::string(e.what()) + "\n";
+      return kExitNoDevice;
+    }
+    err += "tensorscope: --device cuda: " + std::string(e.what()) +
+           "; nothing can run on a GPU (use --device cpu)\n";
+    return kExitFailure;
   } catch (const std::exception& e) {
     err += "tensorscope: " + std::string(e.what()) + "\n";
     return kExitFailure;

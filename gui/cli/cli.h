@@ -15,6 +15,7 @@ enum ExitCode : int {
   kExitNanEvent = 3,        // NanGuard found a NaN, an Inf or a big value
   kExitBreakpoint = 4,      // a breakpoint or a BreakPoint op paused the run
   kExitExecutionError = 5,  // a node failed while running
+  kExitNoDevice = 6,        // --device cuda, and the CUDA backend found no device
 };
 
 // Runs one sub-command; args excludes the program name. Output goes to out/err.

@@ -1,6 +1,7 @@
 #include "gui/cli/cli_common.h"
 
 #include "engine/backends/cpu/threads.h"
+#include "engine/backends/cuda/cuda_backend.h"
 #include "engine/io/npy.h"
 
 #include <stdexcept>
@@ -18,6 +19,17 @@ engine::Mode parseMode(const std::string& mode, const std::string& option) {
 
 // The values and mode of `run`, `debug` and `profile`: --input, --random-inputs, --mode; and
 // --threads, the engine's intra-op thread count for the rest of the process.
+engine::Device deviceFromFlag(const QCommandLineParser& p) {
+  // optionNames(): the options given; isSet would warn on a sub-command without --device.
+  if (!p.optionNames().contains("device")) return engine::Device::Cpu;
+  const std::string device = p.value("device").toStdString();
+  if (device == "cpu") return engine::Device::Cpu;
+  if (device != "cuda")
+    throw std::invalid_argument("--device expects cpu or cuda, found '" + device + "'");
+  engine::cuda::registerCudaBackend();
+  return engine::Device::Cuda;
+}
+
 engine::session::RunInputs runInputsFromFlags(const QCommandLineParser& p) {
   engine::session::RunInputs inputs;
   for (const QString& spec : p.values("input")) {
@@ -39,6 +51,7 @@ engine::session::RunInputs runInputsFromFlags(const QCommandLineParser& p) {
     inputs.randomSeed = seed;
   }
   if (p.isSet("mode")) inputs.mode = parseMode(p.value("mode").toStdString(), "--mode");
+  inputs.device = deviceFromFlag(p);
   if (p.isSet("threads")) {
     bool ok = false;
     const int n = p.value("threads").toInt(&ok);

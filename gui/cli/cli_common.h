@@ -17,6 +17,11 @@ engine::Mode parseMode(const std::string& mode, const std::string& option);
 // --input NAME=FILE.npy (repeatable), --random-inputs SEED, --mode M.
 engine::session::RunInputs runInputsFromFlags(const QCommandLineParser& p);
 
+// --device cpu|cuda (default cpu). cuda starts the CUDA backend (registerCudaBackend in
+// engine/backends/cuda/cuda_backend.h), which throws CudaUnavailable when this build has no CUDA
+// backend or the runtime finds no device; runCli turns that into one line and kExitNoDevice.
+engine::Device deviceFromFlag(const QCommandLineParser& p);
+
 // MissingInputValue names what is missing in the engine's terms; the flags that give it are the
 // CLI's to name.
 [[noreturn]] void rethrowMissing(const engine::session::MissingInputValue& e);

@@ -118,15 +118,8 @@ void addProfileOptions(QCommandLineParser& p) {
 
 int runProfile(const QCommandLineParser& p, const std::string& file, std::string& out,
                std::string& err) {
-  const std::string device =
-      p.isSet("device") ? p.value("device").toStdString() : std::string("cpu");
-  if (device != "cpu" && device != "cuda")
-    throw std::invalid_argument("--device expects cpu or cuda, found '" + device + "'");
-  if (device == "cuda")
-    throw std::runtime_error(
-        "--device cuda: this build of tensorscope has no CUDA backend, so nothing can run on a "
-        "GPU (profile on the CPU with --device cpu)");
   prof::ProfileRunOptions run;
+  run.device = deviceFromFlag(p);  // throws CudaUnavailable before any work
   run.runs = intOption(p, "runs", 10, 1);
   run.warmup = intOption(p, "warmup", 1, 0);
   run.profiler.maxEvents = intOption(p, "max-events", run.profiler.maxEvents, 0);

@@ -4,6 +4,7 @@
 // roofline columns it enables, and the clear one-line errors of bad command lines.
 
 #include "cli_test_support.h"
+#include "engine/backends/cuda/cuda_backend.h"
 #include "engine/io/tsg.h"
 #include "gui_test_main.h"
 
@@ -137,9 +138,9 @@ class TestCliProfile : public QObject {
       int code;
       const char* message;
     };
-    const std::vector<Case> cases = {
-        {{"profile", kMlp, "--device", "cuda"}, 1, "no CUDA backend"},
+    std::vector<Case> cases = {
         {{"profile", kMlp, "--device", "tpu"}, 2, "--device expects cpu or cuda, found 'tpu'"},
+        {{"run", kMlp, "--device", "tpu"}, 2, "--device expects cpu or cuda, found 'tpu'"},
         {{"profile", kMlp, "--runs", "0"}, 2, "--runs expects an integer >= 1, found '0'"},
         {{"profile", kMlp, "--sort", "fastest"}, 2, "--sort expects total, mean, p95 or calls"},
         {{"profile", kMlp, "--runs", "3", "--trace", dir.filePath("t.json").toStdString(),
@@ -154,6 +155,18 @@ class TestCliProfile : public QObject {
         {{"diff-profile", kMlp, kMlp}, 1, "holds no profile"},
         {{"calibrate", kMlp}, 2, "expected no FILE, found 1"},
     };
+    // --device cuda without a GPU: one line, exit 6 with the CUDA backend built (issue 22), 1
+    // without it.
+    const engine::cuda::CudaStatus cuda = engine::cuda::cudaStatus();
+    if (!cuda.deviceFound) {
+      const int code = cuda.built ? 6 : 1;
+      const char* message = cuda.built ? "tensorscope: no CUDA device: " : "no CUDA backend";
+      cases.push_back({{"profile", kMlp, "--device", "cuda"}, code, message});
+      cases.push_back({{"run", kMlp, "--device", "cuda", "--random-inputs", "0", "--output-dir",
+                        dir.path().toStdString()},
+                       code,
+                       message});
+    }
     for (const Case& c : cases) {
       const auto r = cli(c.args);
       std::string all;
