@@ -44,6 +44,10 @@ bool float32Value(const TensorType& t) {
 
 // Note [CUDA placement rules]: what the kernels take; every other node stays on the CPU.
 bool elemwiseRule(const Apply& node) {
+  // The kernel gives every output the broadcast shape of all inputs: a multi-output Composite
+  // whose outputs depend on differently shaped inputs stays on the CPU.
+  for (int o = 1; o < node.nOutputs(); ++o)
+    if (node.outputRef(o).type().shape() != node.outputRef(0).type().shape()) return false;
   return allValues(node, &elementwiseValue);
 }
 bool reduceRule(const Apply& node) {
