@@ -6,6 +6,7 @@
 #include "engine/backends/cuda/kernels.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/op.h"
+#include "engine/graph/variable.h"
 #include "engine/ops/reduce/careduce.h"
 
 #include <map>
@@ -19,18 +20,23 @@ struct Prepared {
   GeneratedSource source;
 };
 
-// Generation costs string work: once per op (ops are immutable values; the map keeps them alive so
-// that an address is never reused for another op).
+// Generation costs string work: once per op and operand dtypes (one Elemwise op object serves
+// nodes of several dtypes; a Composite's dtypes are its own). The map keeps the ops alive so that
+// an address is never reused for another op.
 const Prepared& prepared(const Apply& node) {
+  using Key = std::pair<const Op*, std::vector<DType>>;
   static std::mutex mutex;
-  static std::map<const Op*, std::pair<OpPtr, std::shared_ptr<const Prepared>>> cache;
+  static std::map<Key, std::pair<OpPtr, std::shared_ptr<const Prepared>>> cache;
+  Key key{&node.op(), {}};
+  for (const VarPtr& in : node.inputs()) key.second.push_back(in->type().dtype());
+  for (int o = 0; o < node.nOutputs(); ++o) key.second.push_back(node.outputRef(o).type().dtype());
   std::lock_guard lock(mutex);
-  auto it = cache.find(&node.op());
+  auto it = cache.find(key);
   if (it == cache.end()) {
     auto p = std::make_shared<Prepared>();
     p->program = scalarProgramOf(node);
     p->source = generateElemwise(p->program);
-    it = cache.emplace(&node.op(), std::pair{node.opPtr(), std::move(p)}).first;
+    it = cache.emplace(std::move(key), std::pair{node.opPtr(), std::move(p)}).first;
   }
   return *it->second.second;
 }
