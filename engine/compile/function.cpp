@@ -9,6 +9,7 @@
 #include "engine/graph/traversal.h"
 #include "engine/rewrite/rewrite_db.h"
 #include "engine/rewrite/rules/gpu_placement.h"
+#include "engine/tensor/device_memory.h"
 #include "engine/vm/vm.h"
 
 #include <algorithm>
@@ -364,6 +365,8 @@ std::shared_ptr<const Program> linkInnerGraph(const Apply& node, const FunctionG
 // Its changes join the rewrite log as the phase "gpu".
 void placeForDevice(FunctionGraph& fg, const CompileOptions& options,
                     std::vector<RewriteRecord>& log) {
+  // A device without a backend would silently run everything on the CPU: say so instead.
+  requireDeviceMemory(options.device, "compile for " + std::string(deviceName(options.device)));
   const KernelRegistry& kernels = options.kernels ? *options.kernels : defaultKernelRegistry();
   auto recorder = std::make_shared<RewriteRecorder>();
   recorder->setPhase("gpu");

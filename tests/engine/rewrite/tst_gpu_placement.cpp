@@ -79,6 +79,7 @@ class TestGpuPlacement : public QObject {
   void testNothingPlaceableChangesNothing();
   void testCompiledOnFakeDeviceMatchesCpu();
   void testSharedVariableUpdateOnFakeDevice();
+  void testCompileForADeviceWithoutBackendThrows();
 };
 
 void TestGpuPlacement::testTransfersLandWhereValuesCross() {
@@ -246,6 +247,22 @@ void TestGpuPlacement::testSharedVariableUpdateOnFakeDevice() {
   }
   QCOMPARE(Wg->value().device(), Device::Cpu);
   QVERIFY(Wg->value().allClose(Wc->value(), 1e-5, 1e-5));
+}
+
+void TestGpuPlacement::testCompileForADeviceWithoutBackendThrows() {
+  // No DeviceMemory for cuda (no backend, no device): compile says so rather than running every
+  // node on the CPU unasked.
+  const VarPtr x = f32({4}, "x");
+  CompileOptions o;
+  o.device = Device::Cuda;
+  try {
+    compile({x}, {exp(x)}, {}, o);
+    QFAIL("expected std::runtime_error");
+  } catch (const std::runtime_error& e) {
+    QVERIFY2(QString::fromStdString(e.what()).startsWith(
+                 "compile for cuda: no memory is registered for cuda"),
+             e.what());
+  }
 }
 
 TSCOPE_TEST_MAIN(TestGpuPlacement)
