@@ -3,7 +3,9 @@
 // configurations of the Theano paper's benchmark: small (200 units, 20 steps) and medium (650
 // units, 35 steps), batch 20, float32, one thread. "words/s" counts steps x batch per call, as
 // PyTorch's peer does (tests/bench/peers/bench_lstm_peers.py runs torch.nn.LSTM on the same sizes).
-// /0 forward only, /1 forward + backward.
+// /0 forward only, /1 forward + backward. words/s is per CPU second of the benchmark's thread (the
+// engine runs on it alone), so a machine shared with other work still gives comparable figures;
+// the peer prints both its wall and its CPU figures.
 //   bench_lstm [--benchmark_filter=...]
 
 #include "engine/backends/cpu/gemm.h"
