@@ -98,7 +98,7 @@ class Module {
   // The dotted path from the root (Note [Module names]); empty for the root.
   const std::string& path() const { return m_path; }
 
-  // --- Calling (Note [Module scopes]) ------------------------------------------------------------
+  // --- Calling (Note [Module scopes]) ---
   // Opens the module's scope, runs the build pre-hooks, forward, then the build hooks.
   std::vector<VarPtr> call(const std::vector<VarPtr>& inputs);
   // call({x})[0].
@@ -106,10 +106,9 @@ class Module {
   // The scope paths this module was called under, in first-call order.
   const std::vector<std::string>& scopes() const { return m_scopes; }
 
-  // --- Tree
-  // ---------------------------------------------------------------------------------------- Adds
-  // (or replaces) child `name`, renaming its subtree (Note [Module names]). name: non-empty, no '.'
-  // or '/'; throws std::invalid_argument naming the module and the name otherwise.
+  // --- Tree ---
+  // Adds (or replaces) child `name`, renaming its subtree (Note [Module names]). name: non-empty,
+  // no '.' or '/'; throws std::invalid_argument naming the module and the name otherwise.
   template <class M>
   std::shared_ptr<M> registerModule(const std::string& name, std::shared_ptr<M> child) {
     addChild(name, child);
@@ -122,9 +121,8 @@ class Module {
   std::vector<std::pair<std::string, Module*>> namedModules();
   std::vector<Module*> modules();
 
-  // --- Parameters and buffers
-  // ---------------------------------------------------------------------- A trainable value (a
-  // float tensor); the shared variable is named by its full dotted path.
+  // --- Parameters and buffers ---
+  // A trainable value (a float tensor); the shared variable is named by its full dotted path.
   std::shared_ptr<SharedVariable> registerParameter(const std::string& name, const Tensor& value);
   // A state value that is not trained (BatchNorm's running statistics).
   std::shared_ptr<SharedVariable> registerBuffer(const std::string& name, const Tensor& value);
@@ -135,9 +133,8 @@ class Module {
   // The parameter or buffer of that relative dotted name ("fc1.weight"), null when none.
   std::shared_ptr<SharedVariable> findState(const std::string& dottedName) const;
 
-  // --- State dicts
-  // --------------------------------------------------------------------------------- Copies of
-  // every parameter and buffer by relative dotted name.
+  // --- State dicts ---
+  // Copies of every parameter and buffer by relative dotted name.
   StateDict stateDict() const;
   // Sets parameters and buffers from the dict (a value of another dtype is converted). Nothing is
   // set unless everything checks: a key whose shape differs is refused (StateDictError naming the
@@ -145,22 +142,19 @@ class Module {
   // returns them.
   LoadResult loadStateDict(const StateDict& dict, bool strict = true);
 
-  // --- Train / eval (Note [Build mode])
-  // ------------------------------------------------------------ Sets the mode of this module and
-  // every descendant.
+  // --- Train / eval (Note [Build mode]) ---
+  // Sets the mode of this module and every descendant.
   void train(bool on = true);
   void eval() { train(false); }
   bool training() const { return m_training; }
 
-  // --- Updates (Note [Build mode])
-  // ----------------------------------------------------------------- The updates recorded by every
-  // call of the modules of this tree, in module order.
+  // --- Updates (Note [Build mode]) ---
+  // The updates recorded by every call of the modules of this tree, in module order.
   std::vector<Update> updates() const;
   // Forgets them (after compiling a training function, before building another graph).
   void clearUpdates();
 
-  // --- Hooks
-  // ---------------------------------------------------------------------------------------
+  // --- Hooks ---
   HookId registerForwardPreHook(NodeHook hook);  // before each of the module's nodes runs
   HookId registerForwardHook(NodeHook hook);     // after each, its outputs computed
   HookId registerBuildPreHook(BuildPreHook hook);
