@@ -8,12 +8,15 @@ packages=(
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl1-mesa-dev
   libgraphviz-dev graphviz
   libeigen3-dev nlohmann-json3-dev libbenchmark-dev libopenblas-dev libdnnl-dev
+  ocl-icd-opencl-dev
   libonnx-dev libprotobuf-dev
   libmimalloc-dev libedit-dev
   xvfb xauth
   clang libclang-rt-14-dev clang-format
   fonts-dejavu-core
 )
+# Note: ocl-icd-opencl-dev is only a Recommends of libdnnl-dev, yet its dnnl-config.cmake
+# find_package(OpenCL REQUIRED)s it, so configuring fails without it.
 # Note: bookworm has no libqt6svg6-dev; qt6-svg-dev is the package that ships Qt6Svg's CMake files.
 
 missing=()

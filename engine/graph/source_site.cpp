@@ -1,6 +1,7 @@
 #include "engine/graph/source_site.h"
 
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 namespace tscope::engine {
@@ -16,10 +17,32 @@ const SharedString& sharedLiteral(const char* text) {
   if (added) it->second = SharedString(text);
   return it->second;
 }
+
+// Note [Repository-relative sites]: -fmacro-prefix-map strips the source directory from absolute
+// paths; a compiler handed relative ones (ccache's base_dir, a build that names sources as
+// ../engine/x.cpp) gives "../engine/x.cpp", which the map does not touch. The leading ./ and ../
+// go too, so a site reads the same however the build named its sources.
+const SharedString& sharedFile(const char* path) {
+  thread_local std::unordered_map<const char*, SharedString> cache;
+  auto [it, added] = cache.try_emplace(path);
+  if (added) {
+    std::string_view v = path ? path : "";
+    for (;;) {
+      if (v.starts_with("../"))
+        v.remove_prefix(3);
+      else if (v.starts_with("./"))
+        v.remove_prefix(2);
+      else
+        break;
+    }
+    it->second = SharedString(std::string(v));
+  }
+  return it->second;
+}
 }  // namespace
 
 SourceSite SourceSite::from(const std::source_location& loc) {
-  return SourceSite{sharedLiteral(loc.file_name()), static_cast<std::uint32_t>(loc.line()),
+  return SourceSite{sharedFile(loc.file_name()), static_cast<std::uint32_t>(loc.line()),
                     sharedLiteral(loc.function_name())};
 }
 

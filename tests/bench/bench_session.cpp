@@ -43,6 +43,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 using namespace tscope::engine;
@@ -123,6 +124,14 @@ int main(int argc, char** argv) {
   // Plain calls on the very Function (buffers, W) the call variant runs through its idle session:
   // call against this row is the session's own cost, with no difference of memory placement.
   variants.push_back({"plain@call", [&] { leanCall.step(leanCall.args); }, {}});
+  // TSCOPE_BENCH_ONLY=call-all,watched keeps plain and the variants named (for perf record).
+  if (const char* only = std::getenv("TSCOPE_BENCH_ONLY")) {
+    const std::string keep = std::string(",") + only + ",";
+    std::erase_if(variants, [&](const Variant& v) {
+      return std::string_view(v.name) != "plain" &&
+             keep.find("," + std::string(v.name) + ",") == std::string::npos;
+    });
+  }
   for (Variant& v : variants) timeSteps(3, v.step);  // warm the buffers and the caches
   for (int r = 0; r < rounds; ++r)
     for (Variant& v : variants) v.ms.push_back(timeSteps(steps, v.step));
