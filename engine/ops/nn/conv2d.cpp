@@ -89,10 +89,10 @@ std::string tensorExpected(const std::string& what, const TensorType& like) {
   return what + " (a 4-d " + std::string(dtypeName(like.dtype())) + " tensor)";
 }
 
-void checkGradShape(const std::string& op, const cpu::Conv2dGeometry& g, const Shape& gy) {
+void checkGradShape(const Op& op, const cpu::Conv2dGeometry& g, const Shape& gy) {
   const Shape expected{g.n, g.o, g.oh, g.ow};
   if (gy != expected)
-    throw std::invalid_argument(op + ": the output gradient has shape " + shapeToString(gy) +
+    throw std::invalid_argument(op.str() + ": the output gradient has shape " + shapeToString(gy) +
                                 ", expected " + shapeToString(expected));
 }
 
@@ -102,8 +102,8 @@ void checkGradShape(const std::string& op, const cpu::Conv2dGeometry& g, const S
 
 // The geometry from runtime shapes; throws std::invalid_argument naming both shapes when they do
 // not fit.
-cpu::Conv2dGeometry conv2d_detail::geometry(const std::string& op, const Conv2dParams& p,
-                                            const Shape& x, const Shape& w) {
+cpu::Conv2dGeometry conv2d_detail::geometry(const Op& op, const Conv2dParams& p, const Shape& x,
+                                            const Shape& w) {
   cpu::Conv2dGeometry g;
   g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
   g.o = w[0], g.kh = w[2], g.kw = w[3];
@@ -111,13 +111,13 @@ cpu::Conv2dGeometry conv2d_detail::geometry(const std::string& op, const Conv2dP
   g.dh = p.dilation[0], g.dw = p.dilation[1], g.groups = p.groups;
   if (g.c % p.groups != 0 || w[1] * p.groups != g.c || g.o % p.groups != 0)
     throw std::invalid_argument(
-        op + ": the input " + shapeToString(x) + " and the filters " + shapeToString(w) +
+        op.str() + ": the input " + shapeToString(x) + " and the filters " + shapeToString(w) +
         " do not fit groups=" + std::to_string(p.groups) +
         " (expected filters (O, C/groups, KH, KW) with O divisible by groups)");
   const std::int64_t spanH = g.h + 2 * g.ph - g.dh * (g.kh - 1),
                      spanW = g.w + 2 * g.pw - g.dw * (g.kw - 1);
   if (g.kh < 1 || g.kw < 1 || spanH < 1 || spanW < 1)
-    throw std::invalid_argument(op + ": the padded input " + shapeToString(x) +
+    throw std::invalid_argument(op.str() + ": the padded input " + shapeToString(x) +
                                 " is smaller than the dilated filters " + shapeToString(w));
   g.oh = cpu::convOutputSize(g.h, g.kh, g.sh, g.ph, g.dh);
   g.ow = cpu::convOutputSize(g.w, g.kw, g.sw, g.pw, g.dw);
@@ -158,7 +158,7 @@ void Conv2d::perform(const Apply& node, std::span<const Tensor* const> inputs,
                      std::span<Tensor* const> outputs) const {
   const Tensor w = inputs[1]->contiguous();
   const cpu::Conv2dGeometry g =
-      conv2d_detail::geometry(str(), m_params, inputs[0]->shape(), w.shape());
+      conv2d_detail::geometry(*this, m_params, inputs[0]->shape(), w.shape());
   if (inputs[0]->dtype() == DType::Float32 && cpu::dnnlAvailable()) {
     // Note [Channel-last activations] (engine/backends/cpu/dnnl_conv.h).
     cpu::ConvEpilogue e;
@@ -283,8 +283,8 @@ void Conv2dGradInputs::perform(const Apply&, std::span<const Tensor* const> inpu
   const auto h = static_cast<std::int64_t>(inputs[2]->item()),
              wd = static_cast<std::int64_t>(inputs[3]->item());
   const Shape xShape{gy.shape()[0], w.shape()[1] * m_params.groups, h, wd};
-  const cpu::Conv2dGeometry g = conv2d_detail::geometry(str(), m_params, xShape, w.shape());
-  checkGradShape(str(), g, gy.shape());
+  const cpu::Conv2dGeometry g = conv2d_detail::geometry(*this, m_params, xShape, w.shape());
+  checkGradShape(*this, g, gy.shape());
   Tensor& gx = reuseOrAllocate(outputs[0], w.dtype(), xShape);
   dispatchFloat(w.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -366,8 +366,8 @@ void Conv2dGradWeights::perform(const Apply&, std::span<const Tensor* const> inp
   const auto kh = static_cast<std::int64_t>(inputs[2]->item()),
              kw = static_cast<std::int64_t>(inputs[3]->item());
   const Shape wShape{gy.shape()[1], x.shape()[1] / m_params.groups, kh, kw};
-  const cpu::Conv2dGeometry g = conv2d_detail::geometry(str(), m_params, x.shape(), wShape);
-  checkGradShape(str(), g, gy.shape());
+  const cpu::Conv2dGeometry g = conv2d_detail::geometry(*this, m_params, x.shape(), wShape);
+  checkGradShape(*this, g, gy.shape());
   Tensor& gw = reuseOrAllocate(outputs[0], x.dtype(), wShape);
   dispatchFloat(x.dtype(), [&](auto tag) {
     using T = decltype(tag);

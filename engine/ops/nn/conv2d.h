@@ -105,8 +105,7 @@ class Conv2dGradWeights final : public Conv2dFamilyOp {
 namespace conv2d_detail {
 // The geometry from runtime shapes; throws std::invalid_argument naming both shapes when they do
 // not fit.
-cpu::Conv2dGeometry geometry(const std::string& op, const Conv2dParams& p, const Shape& x,
-                             const Shape& w);
+cpu::Conv2dGeometry geometry(const Op& op, const Conv2dParams& p, const Shape& x, const Shape& w);
 // The symbolic output shape (N, O, OH, OW) from the input shapes.
 ShapeExpr outputShape(const Conv2dParams& p, std::span<const ShapeExpr> inputShapes);
 // Whose filters these are, for Note [Packed filters] (engine/backends/cpu/dnnl_conv.h): the

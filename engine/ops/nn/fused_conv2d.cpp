@@ -174,7 +174,7 @@ void FusedConv2d::perform(const Apply& node, std::span<const Tensor* const> inpu
                           std::span<Tensor* const> outputs) const {
   const Tensor w = inputs[1]->contiguous(), b = inputs[2]->contiguous();
   const cpu::Conv2dGeometry g =
-      conv2d_detail::geometry(str(), m_params, inputs[0]->shape(), w.shape());
+      conv2d_detail::geometry(*this, m_params, inputs[0]->shape(), w.shape());
   if (b.shape() != Shape{g.o})
     throw std::invalid_argument(str() + ": the bias has shape " + shapeToString(b.shape()) +
                                 ", expected (" + std::to_string(g.o) + ",)");

@@ -69,23 +69,22 @@ bool isPoolTensor(const TensorType& t) {
   return nn_detail::isKernelFloat(t.dtype()) && t.ndim() == 4;
 }
 
-cpu::Pool2dGeometry geometry(const std::string& op, const Pool2dParams& p, const Shape& x) {
+cpu::Pool2dGeometry geometry(const Op& op, const Pool2dParams& p, const Shape& x) {
   cpu::Pool2dGeometry g;
   g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
   g.kh = p.kernel[0], g.kw = p.kernel[1], g.sh = p.stride[0], g.sw = p.stride[1];
   g.ph = p.padding[0], g.pw = p.padding[1];
   if (g.h + 2 * g.ph < g.kh || g.w + 2 * g.pw < g.kw)
-    throw std::invalid_argument(op + ": the padded input " + shapeToString(x) +
+    throw std::invalid_argument(op.str() + ": the padded input " + shapeToString(x) +
                                 " is smaller than the kernel " + nn_detail::pairStr(p.kernel));
   g.oh = cpu::poolOutputSize(g.h, g.kh, g.sh, g.ph);
   g.ow = cpu::poolOutputSize(g.w, g.kw, g.sw, g.pw);
   return g;
 }
 
-void checkShape(const std::string& op, const std::string& what, const Shape& found,
-                const Shape& expected) {
+void checkShape(const Op& op, const char* what, const Shape& found, const Shape& expected) {
   if (found != expected)
-    throw std::invalid_argument(op + ": " + what + " has shape " + shapeToString(found) +
+    throw std::invalid_argument(op.str() + ": " + what + " has shape " + shapeToString(found) +
                                 ", expected " + shapeToString(expected));
 }
 
@@ -147,7 +146,7 @@ void MaxPool2d::perform(const Apply&, std::span<const Tensor* const> inputs,
   if (conv2d_detail::isChannelLast(*inputs[0])) {
     // A convolution's channel-last output stays channel-last (Note [Channel-last activations]).
     const Tensor& x = *inputs[0];
-    const cpu::Pool2dGeometry g = geometry(str(), m_params, x.shape());
+    const cpu::Pool2dGeometry g = geometry(*this, m_params, x.shape());
     Tensor& y = conv2d_detail::channelLastOutput(outputs[0], x.dtype(), pooled(g));
     dispatchFloat(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -156,7 +155,7 @@ void MaxPool2d::perform(const Apply&, std::span<const Tensor* const> inputs,
     return;
   }
   const Tensor x = inputs[0]->contiguous();
-  const cpu::Pool2dGeometry g = geometry(str(), m_params, x.shape());
+  const cpu::Pool2dGeometry g = geometry(*this, m_params, x.shape());
   Tensor& y = reuseOrAllocate(outputs[0], x.dtype(), pooled(g));
   dispatchFloat(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -199,8 +198,8 @@ std::vector<TensorType> MaxPool2dGrad::outputTypes(std::span<const VarPtr> input
 void MaxPool2dGrad::perform(const Apply&, std::span<const Tensor* const> inputs,
                             std::span<Tensor* const> outputs) const {
   const Tensor x = inputs[0]->contiguous(), gy = inputs[1]->contiguous();
-  const cpu::Pool2dGeometry g = geometry(str(), m_params, x.shape());
-  checkShape(str(), "the output gradient", gy.shape(), pooled(g));
+  const cpu::Pool2dGeometry g = geometry(*this, m_params, x.shape());
+  checkShape(*this, "the output gradient", gy.shape(), pooled(g));
   Tensor& gx = reuseOrAllocate(outputs[0], x.dtype(), x.shape());
   dispatchFloat(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -244,8 +243,8 @@ std::vector<TensorType> MaxPool2dGradGrad::outputTypes(std::span<const VarPtr> i
 void MaxPool2dGradGrad::perform(const Apply&, std::span<const Tensor* const> inputs,
                                 std::span<Tensor* const> outputs) const {
   const Tensor x = inputs[0]->contiguous(), gx = inputs[1]->contiguous();
-  const cpu::Pool2dGeometry g = geometry(str(), m_params, x.shape());
-  checkShape(str(), "input 1", gx.shape(), x.shape());
+  const cpu::Pool2dGeometry g = geometry(*this, m_params, x.shape());
+  checkShape(*this, "input 1", gx.shape(), x.shape());
   Tensor& gy = reuseOrAllocate(outputs[0], x.dtype(), pooled(g));
   dispatchFloat(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -287,7 +286,7 @@ std::vector<TensorType> AvgPool2d::outputTypes(std::span<const VarPtr> inputs) c
 void AvgPool2d::perform(const Apply&, std::span<const Tensor* const> inputs,
                         std::span<Tensor* const> outputs) const {
   const Tensor x = inputs[0]->contiguous();
-  const cpu::Pool2dGeometry g = geometry(str(), m_params, x.shape());
+  const cpu::Pool2dGeometry g = geometry(*this, m_params, x.shape());
   Tensor& y = reuseOrAllocate(outputs[0], x.dtype(), pooled(g));
   dispatchFloat(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -343,8 +342,8 @@ void AvgPool2dGrad::perform(const Apply&, std::span<const Tensor* const> inputs,
   const Tensor gy = inputs[0]->contiguous();
   const Shape xShape{gy.shape()[0], gy.shape()[1], static_cast<std::int64_t>(inputs[1]->item()),
                      static_cast<std::int64_t>(inputs[2]->item())};
-  const cpu::Pool2dGeometry g = geometry(str(), m_params, xShape);
-  checkShape(str(), "the output gradient", gy.shape(), pooled(g));
+  const cpu::Pool2dGeometry g = geometry(*this, m_params, xShape);
+  checkShape(*this, "the output gradient", gy.shape(), pooled(g));
   Tensor& gx = reuseOrAllocate(outputs[0], gy.dtype(), xShape);
   dispatchFloat(gy.dtype(), [&](auto tag) {
     using T = decltype(tag);
