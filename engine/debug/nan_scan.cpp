@@ -1,8 +1,11 @@
 #include "engine/debug/nan_scan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <utility>
 #include <string_view>
 
 namespace tscope::engine::debug {
@@ -125,25 +128,52 @@ double maxAbsInts(const T* p, std::int64_t n) {
   return m;
 }
 
+// Note [Dense views]: a tensor whose elements fill numel() consecutive slots from its first
+// element, in some order (a contiguous tensor, or a permutation of one: FusedConv2d's and
+// pooling's channels-last outputs, a transpose of a whole buffer), is scanned in storage order:
+// NaN, Inf and max |x| do not depend on the order, so it needs no contiguous copy (which cost
+// ResNet-18's guard a strided copy and an allocation per convolution). Positive strides only:
+// the first element is then the lowest slot.
+bool denseInStorageOrder(const Tensor& t) {
+  std::pair<std::int64_t, std::int64_t> axes[16];  // (stride, size) of the axes longer than 1
+  std::size_t k = 0;
+  const Shape& shape = t.shape();
+  const Strides& strides = t.strides();
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;  // its stride is never used
+    if (strides[i] <= 0 || k == std::size(axes)) return false;
+    axes[k++] = {strides[i], shape[i]};
+  }
+  std::sort(axes, axes + k);
+  std::int64_t expected = 1;
+  for (std::size_t i = 0; i < k; ++i) {
+    if (axes[i].first != expected) return false;
+    expected *= axes[i].second;
+  }
+  return true;
+}
+
 }  // namespace
 
 QuickScan quickScan(const Tensor& value, bool wantMaxAbs) {
   if (!value.defined() || value.numel() == 0) return {};
   const DType d = value.dtype();
   if (!isFloat(d) && !wantMaxAbs) return {};
-  // A broadcast or strided view is scanned from a contiguous copy (rare: most outputs are
-  // contiguous buffers).
+  // A broadcast or strided view is scanned from a contiguous copy (rare); a dense one in storage
+  // order (Note [Dense views]).
   Tensor copy;
-  if (!value.isContiguous()) copy = value.contiguous();
+  if (!value.isContiguous() && !denseInStorageOrder(value)) copy = value.contiguous();
   const Tensor& c = copy.defined() ? copy : value;
   const std::int64_t n = c.numel();
   switch (d) {
     case DType::Float32:
-      return scanFloats<float, std::uint32_t>(c.data<float>(), n, wantMaxAbs);
+      return scanFloats<float, std::uint32_t>(static_cast<const float*>(c.rawData()), n,
+                                              wantMaxAbs);
     case DType::Float64:
-      return scanFloats<double, std::uint64_t>(c.data<double>(), n, wantMaxAbs);
+      return scanFloats<double, std::uint64_t>(static_cast<const double*>(c.rawData()), n,
+                                               wantMaxAbs);
     case DType::Float16: {
-      const Half* p = c.data<Half>();
+      const Half* p = static_cast<const Half*>(c.rawData());
       QuickScan out;
       float z = 0, m = 0;
       for (std::int64_t i = 0; i < n; ++i) {

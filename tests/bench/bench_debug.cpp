@@ -220,6 +220,7 @@ void BM_ResNet18InferencePaired(benchmark::State& state) {
 }
 BENCHMARK(BM_ResNet18InferencePaired)
     ->Arg(1)
+    ->Arg(2)
     ->Arg(3)
     ->Arg(4)
     ->Unit(benchmark::kMillisecond)

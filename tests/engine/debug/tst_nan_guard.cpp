@@ -102,6 +102,35 @@ class TestNanGuard : public QObject {
     m.set({3, 1}, std::nan(""));
     QVERIFY(quickScan(m.transpose(), false).nonFinite);
     QVERIFY(!quickScan(m.slice(0, 0, 3), false).nonFinite);
+    // Note [Dense views]: a channels-last value (NCHW shape over NHWC storage, as FusedConv2d
+    // writes) is scanned in storage order without a copy: every slot is seen, the last included.
+    for (DType d : {DType::Float32, DType::Float64, DType::Float16}) {
+      const std::int64_t N = 2, C = 3, H = 4, W = 5;
+      Tensor storage = Tensor::full(d, {N * H * W * C}, 0.25);
+      const Tensor nchw = storage.view({N, C, H, W}, {H * W * C, 1, W * C, C}, 0);
+      QVERIFY(!nchw.isContiguous());
+      QVERIFY(!quickScan(nchw, true).nonFinite);
+      QCOMPARE(quickScan(nchw, true).maxAbs, 0.25);
+      for (std::int64_t at : {std::int64_t{0}, std::int64_t{37}, N * H * W * C - 1}) {
+        Tensor s2 = storage.clone();
+        s2.set({at}, std::nan(""));
+        QVERIFY(quickScan(s2.view({N, C, H, W}, {H * W * C, 1, W * C, C}, 0), false).nonFinite);
+        s2.set({at}, -7.0);
+        QCOMPARE(quickScan(s2.view({N, C, H, W}, {H * W * C, 1, W * C, C}, 0), true).maxAbs, 7.0);
+      }
+    }
+    // A view with holes (every other slot; an offset slice of a permuted buffer) reads only its
+    // own elements: the NaN between them is not one of its values.
+    Tensor holes = Tensor::full(DType::Float32, {12}, 1.0);
+    for (std::int64_t at = 1; at < 12; at += 2) holes.set({at}, std::nan(""));
+    QVERIFY(!quickScan(holes.view({6}, {2}, 0), true).nonFinite);
+    QVERIFY(quickScan(holes.view({6}, {2}, 1), true).nonFinite);
+    QVERIFY(!quickScan(holes.view({2, 3}, {2, 4}, 0), true).nonFinite);
+    Tensor cl = Tensor::full(DType::Float32, {2 * 3 * 4}, 2.0);  // (H=2, W=3, C=4) storage
+    cl.set({23}, std::nan(""));                                   // the last channel of the last pixel
+    // channels 0..2 of every pixel as (C=3, H=2, W=3): dense strides, but not one block
+    QVERIFY(!quickScan(cl.view({3, 2, 3}, {1, 12, 4}, 0), true).nonFinite);
+    QVERIFY(quickScan(cl.view({1, 2, 3}, {1, 12, 4}, 3), true).nonFinite);
   }
 
   void countsAndFirstIndexOfA2dValue() {
