@@ -17,7 +17,8 @@
 // DIR/resnet18.onnx and DIR/transformer.onnx (tests/bench/make_bench_models.py), each in three
 // variants: "boxes, old placement" (parameters as boxes, scope-less nodes at the root: before
 // issue 24), "boxes" (placement by use) and "badges"; per variant its first paint, edge crossings
-// and summed edge length, in scene points and in pixels when fitted to the window.
+// and summed edge length, in scene points and in pixels when fitted to the window; --longest N
+// lists each variant's N longest edges (length, share, the level and the nodes they join).
 
 #include "bench/synthetic_graphs.h"
 #include "engine/session/graph_file.h"
@@ -54,6 +55,8 @@ using GraphSource = std::function<std::shared_ptr<const engine::FunctionGraph>()
 QByteArray g_only;
 // --shots DIR: a picture of each graph after its first paint (fitted, and at zoom 0.5 at the top).
 QString g_shots;
+// --longest N: the N longest edges of each readability variant, with the level and items they join.
+int g_longest = 0;
 bool selected(const char* name) {
   if (g_only.isEmpty()) return true;
   for (const QByteArray& part : g_only.split('|'))  // --only "a|b": either
@@ -355,6 +358,32 @@ std::shared_ptr<const engine::FunctionGraph> onnxFixture(const char* file) {
   return onnxGraph(std::filesystem::path(TSCOPE_TEST_DATA_DIR) / "onnx/models" / file);
 }
 
+// The `g_longest` longest edges of `layout`: length, share of `total`, the level they lie in and
+// the ViewModel nodes of their first edge's ends.
+void printLongest(const vis::ViewModel& model, const vis::SceneLayout& layout, double total) {
+  std::vector<std::pair<double, const vis::PlacedEdge*>> edges;
+  for (const vis::PlacedEdge& edge : layout.edges) edges.emplace_back(edge.path.length(), &edge);
+  std::sort(edges.begin(), edges.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  double sum = 0;
+  auto name = [&](int node) {
+    const vis::ViewNode& n = model.nodes()[std::size_t(node)];
+    return model.groups()[std::size_t(n.group)].path + QLatin1Char(':') +
+           QString(n.label).replace(QLatin1Char('\n'), QLatin1Char(' '));
+  };
+  for (std::size_t i = 0; i < edges.size() && i < std::size_t(g_longest); ++i) {
+    const vis::PlacedEdge& e = *edges[i].second;
+    sum += edges[i].first;
+    const vis::ViewEdge& first = model.edges()[std::size_t(e.edges.front())];
+    const QRectF box = e.path.controlPointRect();
+    std::printf("      %7.0f pt (%4.1f %%, top %4.1f %%)  %4.0f x %5.0f  level '%s': %s -> %s%s\n",
+                edges[i].first, 100 * edges[i].first / total, 100 * sum / total, box.width(),
+                box.height(), qPrintable(model.groups()[std::size_t(e.level)].path),
+                qPrintable(name(first.from)), qPrintable(name(first.to)),
+                e.edges.size() > 1 ? qPrintable(QStringLiteral(" (x%1)").arg(e.edges.size())) : "");
+  }
+}
+
 // The readability figures of one model (issue 24): first paint, crossings and edge length of each
 // variant, the before/after ratio of the fitted edge length.
 void readability(Bench& b, const QString& name, const std::filesystem::path& file) {
@@ -401,6 +430,7 @@ void readability(Bench& b, const QString& name, const std::filesystem::path& fil
                  .arg(m.bounds.height(), 0, 'f', 0)
                  .arg(scale, 0, 'f', 3)
                  .arg(before > 0 ? fitted / before : 0, 0, 'f', 2));
+    if (g_longest > 0) printLongest(*model, *layout, m.edgeLength);
   }
 }
 
@@ -427,10 +457,12 @@ int main(int argc, char** argv) {
       g_shots = QString::fromLocal8Bit(argv[++i]);
     else if (QByteArray(argv[i]) == "--models" && i + 1 < argc)
       modelsDir = QString::fromLocal8Bit(argv[++i]);
+    else if (QByteArray(argv[i]) == "--longest" && i + 1 < argc)
+      g_longest = std::max(0, std::atoi(argv[++i]));
     else {
       std::fprintf(stderr,
                    "bench_gui: unknown argument '%s' (expected --runs N, --no-onnx, "
-                   "--expand-more, --only TEXT, --shots DIR, --models DIR)\n",
+                   "--expand-more, --only TEXT, --shots DIR, --models DIR, --longest N)\n",
                    argv[i]);
       return 2;
     }

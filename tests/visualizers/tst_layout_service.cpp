@@ -207,7 +207,9 @@ void TestLayoutService::testNoEdgeLost() {
   for (const PlacedPort& pp : layout->ports) {
     const PlacedGroup& pg = layout->groups[std::size_t(layout->placedGroup(pp.group))];
     QVERIFY(pg.rect.contains(pp.rect));
-    QVERIFY(pp.outsideNode >= 0);
+    QVERIFY(pp.source >= 0);
+    // An in-port's value comes from outside the group, an out-port's from inside.
+    QCOMPARE(model->isAncestor(pp.group, model->nodes()[std::size_t(pp.source)].group), !pp.input);
   }
   // Collapsed, a group is one box and its edges end on it.
   const auto collapsed = service.layoutNow(model, GroupState(), options());

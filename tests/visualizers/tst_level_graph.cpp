@@ -119,10 +119,12 @@ class TestLevelGraph : public QObject {
     const LevelGraph level = m->levelGraph(m->groupByPath("A"), state);
     QCOMPARE(itemsText(level),
              QStringList({n(*m, "a1") + ":node", n(*m, "a2") + ":node", g(*m, "A/B") + ":collapsed",
-                          "i" + box(*m, "x").mid(1) + ":in", "o" + n(*m, "c1").mid(1) + ":out",
-                          "o" + n(*m, "c2").mid(1) + ":out"}));
-    const QString x = "i" + box(*m, "x").mid(1), c1 = "o" + n(*m, "c1").mid(1),
-                  c2 = "o" + n(*m, "c2").mid(1);
+                          "i" + box(*m, "x").mid(1) + ":in", "o" + n(*m, "a2").mid(1) + ":out",
+                          "o" + n(*m, "b1").mid(1) + ":out"}));
+    // Ports are keyed by the value's producer (Note [One port per value]): x from outside, a2 and
+    // b1 (inside B) out to C.
+    const QString x = "i" + box(*m, "x").mid(1), c1 = "o" + n(*m, "a2").mid(1),
+                  c2 = "o" + n(*m, "b1").mid(1);
     QStringList expected{
         x + "->" + n(*m, "a1") + " view fmatrix",
         x + "->" + g(*m, "A/B") + " plain 1 fmatrix",
@@ -140,7 +142,7 @@ class TestLevelGraph : public QObject {
     QCOMPARE(itemsText(inner),
              QStringList({n(*m, "b1") + ":node", n(*m, "b2") + ":node",
                           "i" + n(*m, "a1").mid(1) + ":in", "i" + box(*m, "x").mid(1) + ":in",
-                          "o" + n(*m, "c2").mid(1) + ":out", "o" + n(*m, "a2").mid(1) + ":out"}));
+                          "o" + n(*m, "b1").mid(1) + ":out", "o" + n(*m, "b2").mid(1) + ":out"}));
     QVERIFY(edgesText(inner).contains(n(*m, "b1") + "->" + n(*m, "b2") + " plain 0 fmatrix"));
     QCOMPARE(inner.edges.size(), std::size_t(5));
   }
@@ -208,18 +210,18 @@ class TestLevelGraph : public QObject {
                          n(*m, "z") + "->" + box(*m, "z") + " plain fmatrix"};
     expected.sort();
     QCOMPARE(edgesText(root), expected);
-    // Open: the body without the OpFromGraph node, with a port per outside node.
+    // Open: the body without the OpFromGraph node, with a port per value crossing its border: gy,
+    // read outside by the y box and by z, leaves through one port (Note [One port per value]).
     GroupState open;
     open.setExpanded(m->groups()[ofg].path, true);
     const LevelGraph body = m->levelGraph(ofg, open);
     for (const LevelItem& item : body.items)
       QVERIFY(item.kind != LevelItem::Kind::Node || item.index != m->groups()[ofg].ofgViewNode);
     QCOMPARE(body.items.size(),
-             std::size_t(6 + 1 + 2));  // gx, 1.702, mul, sigmoid, mul, gy; x; y box, z
+             std::size_t(6 + 1 + 1));  // gx, 1.702, mul, sigmoid, mul, gy; x; gy out
     QVERIFY(edgesText(body).contains("i" + box(*m, "x").mid(1) + "->" + box(*m, "gx") +
                                      " plain fmatrix"));
-    QVERIFY(
-        edgesText(body).contains(box(*m, "gy") + "->o" + n(*m, "z").mid(1) + " plain 0 fmatrix"));
+    QVERIFY(edgesText(body).contains(box(*m, "gy") + "->o" + box(*m, "gy").mid(1) + " plain ×2"));
   }
 
   void testLargeLevels() {

@@ -35,8 +35,11 @@ struct PlacedGroup {
   int depth = 0;          // nesting depth (root children: 1)
 };
 struct PlacedPort {
-  int group = -1;        // the expanded group whose border it sits on
-  int outsideNode = -1;  // the ViewModel node outside the group it connects to
+  int group = -1;  // the expanded group whose border it sits on
+  // The ViewModel node producing the value that crosses the border: outside the group for an
+  // in-port, inside it for an out-port (one port per value, Note [One port per value] in
+  // level_graph.cpp).
+  int source = -1;
   bool input = true;
   QRectF rect;
 };

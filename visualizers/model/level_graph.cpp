@@ -12,7 +12,8 @@ namespace {
 // node and group item: in-ports first, then out-ports, each in order of first appearance).
 struct Ref {
   enum Kind : std::uint8_t { Item, InPort, OutPort } kind = Item;
-  int index = -1;  // Item: item index; ports: the outside node
+  int index =
+      -1;  // Item: item index; ports: the node producing the value (Note [One port per value])
 };
 
 std::uint64_t pairKey(int from, int to) {
@@ -65,8 +66,15 @@ LevelGraph ViewModel::levelGraph(int group, const GroupState& state,
   std::vector<RawEdge> raw;
   std::vector<int> inPorts, outPorts;
   std::unordered_map<int, int> inPortSlot, outPortSlot;  // outside node -> position among its kind
-  auto port = [](std::vector<int>& list, std::unordered_map<int, int>& slot, int outside) {
-    if (slot.emplace(outside, static_cast<int>(list.size())).second) list.push_back(outside);
+  // Note [One port per value]: a port stands for one value crossing the group's border, keyed by
+  // the node producing it: an in-port by its producer outside, an out-port by its producer inside,
+  // however many readers the value has on the other side. A value read by two nodes outside (a
+  // transformer block's output, read by the next block and by its residual Add) leaves through
+  // one port and fans out outside, where its readers are; with one out-port per reader, as before,
+  // dot drew two parallel edges to two ports side by side at the bottom of the group, and again at
+  // each enclosing group's bottom.
+  auto port = [](std::vector<int>& list, std::unordered_map<int, int>& slot, int producer) {
+    if (slot.emplace(producer, static_cast<int>(list.size())).second) list.push_back(producer);
   };
 
   // Walk the subtree; `top` is the item at this level that holds the group being walked.
@@ -89,8 +97,8 @@ LevelGraph ViewModel::levelGraph(int group, const GroupState& state,
         if (to >= 0) {
           raw.push_back({{Ref::Item, from}, {Ref::Item, to}, e});
         } else {
-          port(outPorts, outPortSlot, target);
-          raw.push_back({{Ref::Item, from}, {Ref::OutPort, target}, e});
+          port(outPorts, outPortSlot, node);
+          raw.push_back({{Ref::Item, from}, {Ref::OutPort, node}, e});
         }
       }
       for (int e : m_in[static_cast<std::size_t>(node)]) {
@@ -103,11 +111,12 @@ LevelGraph ViewModel::levelGraph(int group, const GroupState& state,
   }
 
   const int firstInPort = static_cast<int>(level.items.size());
-  for (int outside : inPorts)
-    level.items.push_back({LevelItem::Kind::InPort, outside, QStringLiteral("i%1").arg(outside)});
+  for (int producer : inPorts)
+    level.items.push_back({LevelItem::Kind::InPort, producer, QStringLiteral("i%1").arg(producer)});
   const int firstOutPort = static_cast<int>(level.items.size());
-  for (int outside : outPorts)
-    level.items.push_back({LevelItem::Kind::OutPort, outside, QStringLiteral("o%1").arg(outside)});
+  for (int producer : outPorts)
+    level.items.push_back(
+        {LevelItem::Kind::OutPort, producer, QStringLiteral("o%1").arg(producer)});
   auto resolve = [&](const Ref& ref) {
     switch (ref.kind) {
       case Ref::InPort:

@@ -121,8 +121,10 @@ class GroupState {
 struct LevelItem {
   enum class Kind : std::uint8_t { Node, CollapsedGroup, ExpandedGroup, InPort, OutPort };
   Kind kind = Kind::Node;
-  int index = -1;  // Node: node index; groups: group index; ports: the outside node's index
-  QString key;     // unique within the level and stable across states: "n12", "g3", "i7", "o9"
+  // Node: node index; groups: group index; ports: the node producing the value that crosses the
+  // border (outside the group for an in-port, inside for an out-port: Note [One port per value]).
+  int index = -1;
+  QString key;  // unique within the level and stable across states: "n12", "g3", "i7", "o9"
 };
 struct LevelEdge {
   int from = -1, to = -1;           // indices into LevelGraph::items
@@ -205,9 +207,9 @@ class ViewModel {
   GroupState allExpanded() const;
 
   // The graph of one expanded group under `state`: its direct member nodes, its child groups
-  // (collapsed or expanded), ports for values entering or leaving the group from outside, and the
-  // edges among them (ViewModel edges lifted to the items that show their ends, merged per pair).
-  // Under Badges and Hidden, parameters and their edges are left out.
+  // (collapsed or expanded), ports for values entering or leaving the group (one per value), and
+  // the edges among them (ViewModel edges lifted to the items that show their ends, merged per
+  // pair). Under Badges and Hidden, parameters and their edges are left out.
   LevelGraph levelGraph(int group, const GroupState& state,
                         ParameterMode parameters = ParameterMode::Boxes) const;
 

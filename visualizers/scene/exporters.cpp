@@ -128,7 +128,7 @@ class DotWriter {
     for (std::size_t i = 0; i < layout.ports.size(); ++i) {
       const PlacedPort& pp = layout.ports[i];
       m_members[std::size_t(shownAncestor(pp.group))].push_back(QStringLiteral("p%1").arg(i));
-      m_portIndex.emplace(std::make_tuple(pp.group, pp.outsideNode, pp.input), int(i));
+      m_portIndex.emplace(std::make_tuple(pp.group, pp.source, pp.input), int(i));
     }
   }
 
@@ -206,14 +206,16 @@ class DotWriter {
   QString endpoint(int level, int node, int other, bool isFrom) const {
     int child = -1, g = m_model.nodes()[std::size_t(node)].group;
     for (; g != level && g > 0; g = m_model.groups()[std::size_t(g)].parent) child = g;
-    if (g != level) return port(level, node, isFrom);
+    // Ports are keyed by the value's producer, the edge's from end (Note [One port per value]).
+    const int producer = isFrom ? node : other;
+    if (g != level) return port(level, producer, isFrom);
     if (child < 0)
       return m_layout.placedNode(node) >= 0 ? QStringLiteral("n%1").arg(node) : QString();
     if (m_collapsed[std::size_t(child)]) return QStringLiteral("g%1").arg(child);
-    return port(child, other, !isFrom);
+    return port(child, producer, !isFrom);
   }
-  QString port(int group, int outside, bool input) const {
-    auto it = m_portIndex.find(std::make_tuple(group, outside, input));
+  QString port(int group, int producer, bool input) const {
+    auto it = m_portIndex.find(std::make_tuple(group, producer, input));
     return it == m_portIndex.end() ? QString() : QStringLiteral("p%1").arg(it->second);
   }
 

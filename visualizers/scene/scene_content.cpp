@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace tscope::vis {
 
@@ -216,16 +217,30 @@ std::shared_ptr<const SceneContent> SceneContent::build(std::shared_ptr<const Vi
     }
     c.groupBox[std::size_t(pg.group)] = index;
   }
-  std::map<std::pair<int, int>, int> portOf;  // (group, outside node) -> shape
+  // (group, value's producer, input) -> shape (Note [One port per value] in level_graph.cpp)
+  std::map<std::tuple<int, int, bool>, int> portOf;
+  auto inside = [&](int group, int node) {
+    return vm.isAncestor(group, vm.nodes()[std::size_t(node)].group);
+  };
   for (const PlacedPort& pp : sl.ports) {
     ContentShape& port = c.shapes.emplace_back();
     port.shape = ContentShape::Shape::Port;
     port.rect = pp.rect;
     port.fill = QBrush(palette::portColor());
-    if (pp.outsideNode >= 0 && std::size_t(pp.outsideNode) < vm.nodes().size())
-      port.tooltip = (pp.input ? QStringLiteral("from ") : QStringLiteral("to ")) +
-                     vm.nodes()[std::size_t(pp.outsideNode)].label;
-    portOf.emplace(std::make_pair(pp.group, pp.outsideNode), int(c.shapes.size()) - 1);
+    if (pp.source >= 0 && std::size_t(pp.source) < vm.nodes().size()) {
+      if (pp.input) {
+        port.tooltip = QStringLiteral("from ") + vm.nodes()[std::size_t(pp.source)].label;
+      } else {  // the readers outside the group
+        QStringList readers;
+        for (int e : vm.outEdges(pp.source)) {
+          const int reader = vm.edges()[std::size_t(e)].to;
+          const QString& label = vm.nodes()[std::size_t(reader)].label;
+          if (!inside(pp.group, reader) && !readers.contains(label)) readers.push_back(label);
+        }
+        port.tooltip = QStringLiteral("to ") + readers.join(QStringLiteral("\nto "));
+      }
+    }
+    portOf.emplace(std::make_tuple(pp.group, pp.source, pp.input), int(c.shapes.size()) - 1);
   }
   for (const auto& [host, node] : badgeHosts) {
     const std::vector<int>& rows = vm.parameterEdges(node);
@@ -268,9 +283,13 @@ std::shared_ptr<const SceneContent> SceneContent::build(std::shared_ptr<const Vi
     };
     for (int e : pe.edges) {
       const ViewEdge& ve = vm.edges()[std::size_t(e)];
-      for (int end : {ve.from, ve.to}) {
-        link(shownOf(end));
-        auto port = portOf.find({pe.level, end});
+      link(shownOf(ve.from));
+      link(shownOf(ve.to));
+      // The level's port the edge passes: an in-port when its value comes from outside, an
+      // out-port when it goes outside (ports are keyed by the value's producer).
+      const bool fromOutside = !inside(pe.level, ve.from);
+      if (fromOutside || !inside(pe.level, ve.to)) {
+        auto port = portOf.find({pe.level, ve.from, fromOutside});
         if (port != portOf.end()) link(port->second);
       }
     }
