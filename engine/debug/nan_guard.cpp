@@ -9,6 +9,7 @@
 #include "engine/graph/op.h"
 #include "engine/graph/variable.h"
 #include "engine/ops/elemwise/composite.h"
+#include "engine/tensor/device_memory.h"
 #include "engine/vm/vm.h"
 
 #include <algorithm>
@@ -435,11 +436,12 @@ void NanGuard::beforeNode(VM& vm, const NodeEvent& e) {
     const Tensor* in = e.inputs[static_cast<std::size_t>(i)];
     if (!in || !in->defined() || !isFloat(in->dtype())) continue;
     Tensor& copy = saved[static_cast<std::size_t>(i)];
-    if (copy.defined() && copy.dtype() == in->dtype() && copy.shape() == in->shape() &&
+    if (in->device() == Device::Cpu && copy.defined() && copy.device() == Device::Cpu &&
+        copy.dtype() == in->dtype() && copy.shape() == in->shape() &&
         copy.storage().use_count() == 1)
       copy.copyFrom(*in);
     else
-      copy = in->clone();
+      copy = cloneOnDevice(*in);  // a device input stays on its device
   }
   m_savedFor = &e.node;
 }
@@ -506,6 +508,11 @@ bool destroys(const Apply& node, int input) {
 
 void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int output,
                           const Tensor& value, const std::string& where) {
+  if (value.defined() && value.device() != Device::Cpu) {
+    // Note [Reading device values]: a device value is scanned from a host copy.
+    checkValue(vm, e, var, output, toHost(value), where);
+    return;
+  }
   const DType dtype = value.dtype();
   const bool isF = isFloat(dtype);
   const bool bigOn = (m_options.checks & bit(NanCheck::Big)) && (isF || m_options.bigForIntegers);
@@ -539,6 +546,14 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
     // The inputs as the node read them (Note [Inplace inputs]).
     std::vector<const Tensor*> read(e->inputs.begin(), e->inputs.end());
     std::vector<bool> lost(read.size(), false);
+    std::vector<Tensor> onHost(read.size());  // Note [Reading device values]
+    auto hostRead = [&] {
+      for (std::size_t k = 0; k < read.size(); ++k)
+        if (read[k] && read[k]->defined() && read[k]->device() != Device::Cpu) {
+          onHost[k] = toHost(*read[k]);
+          read[k] = &onHost[k];
+        }
+    };
     {
       const NodeViews& views = viewsOf(e->node);
       auto saved = m_savedFor == &e->node ? m_saved.find(&e->node) : m_saved.end();
@@ -550,6 +565,7 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
           lost[k] = true;
       }
     }
+    hostRead();
     link.node = nodeRef(e->node, e->framePath);
     link.node.iterations.assign(e->iterations.begin(), e->iterations.end());
     // Which inputs already held bad values (Note [Root-cause chain]).

@@ -1,4 +1,5 @@
 #include "engine/debug/nan_scan.h"
+#include "engine/tensor/device_memory.h"
 
 #include <algorithm>
 #include <cmath>
@@ -159,6 +160,8 @@ QuickScan quickScan(const Tensor& value, bool wantMaxAbs) {
   if (!value.defined() || value.numel() == 0) return {};
   const DType d = value.dtype();
   if (!isFloat(d) && !wantMaxAbs) return {};
+  // Note [Reading device values] (engine/tensor/device_memory.h): scanned from a host copy.
+  if (value.device() != Device::Cpu) return quickScan(toHost(value), wantMaxAbs);
   // A broadcast or strided view is scanned from a contiguous copy (rare); a dense one in storage
   // order (Note [Dense views]).
   Tensor copy;
@@ -216,6 +219,7 @@ std::int64_t BadDetail::firstOf(NanChecks kinds, NanCheck* kind) const {
 BadDetail countBad(const Tensor& value, bool big, double bigThreshold) {
   BadDetail out;
   if (!value.defined()) return out;
+  if (value.device() != Device::Cpu) return countBad(toHost(value), big, bigThreshold);
   out.counts.numel = value.numel();
   if (out.counts.numel == 0) return out;
   const Tensor c = value.isContiguous() ? value : value.contiguous();

@@ -4,6 +4,7 @@
 #include "engine/debug/lineage.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/op.h"
+#include "engine/tensor/device_memory.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -205,6 +206,11 @@ void BreakpointObserver::afterNode(VM& vm, const NodeEvent& event) {
     for (int o : bp.outputs.at(&event.node)) {
       const Tensor* value = event.outputs[static_cast<std::size_t>(o)];
       if (value == nullptr || !value->defined()) continue;
+      Tensor onHost;  // Note [Reading device values] (engine/tensor/device_memory.h)
+      if (value->device() != Device::Cpu) {
+        onHost = toHost(*value);
+        value = &onHost;
+      }
       if (c.kind == BreakCondition::Kind::ChangedBy) {
         // Note [Breakpoint conditions]: against the previous execution's value.
         Previous& prev = m_previous[&event.node.outputRef(o)];

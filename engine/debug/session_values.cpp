@@ -3,6 +3,8 @@
 #include "engine/debug/debug_session_impl.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/op.h"
+#include "engine/ops/transfer/transfer.h"
+#include "engine/tensor/device_memory.h"
 
 #include <algorithm>
 #include <charconv>
@@ -66,11 +68,18 @@ const Variable& DebugSession::Impl::lookup(std::string_view key, std::size_t fra
     }
     throw std::invalid_argument("no node " + std::to_string(id) + where);
   }
+  // Note [Names across transfers]: a value placed on a device and the host copy a transfer makes
+  // of it (engine/rewrite/rules/gpu_placement.cpp) share the user's name and hold the same
+  // values; the name means the one no transfer made.
   const Variable* found = nullptr;
   std::string ids;
   for (int pass = 0; pass < 2 && !found; ++pass) {
-    for (const Variable* v : g.variables()) {
-      if ((pass == 0 ? v->name() : v->displayName()) != key) continue;
+    std::vector<const Variable*> named;
+    for (const Variable* v : g.variables())
+      if ((pass == 0 ? v->name() : v->displayName()) == key) named.push_back(v);
+    if (named.size() > 1)
+      std::erase_if(named, [](const Variable* v) { return v->owner() && isTransfer(v->owner()->op()); });
+    for (const Variable* v : named) {
       ids += (ids.empty() ? "#" : ", #") + std::to_string(v->id());
       if (found)
         throw std::invalid_argument("'" + std::string(key) + "' names several variables" + where +
@@ -92,8 +101,8 @@ ValueView DebugSession::Impl::view(const Variable& var, std::size_t frame,
   v.producerId = var.owner() ? var.owner()->id() : -1;
   v.outputIndex = var.owner() ? var.index() : 0;
   v.frame = frame;
-  v.value = value.clone();
-  v.stats = statsOf(value);
+  v.value = hostCopy(value);  // Note [Reading device values]
+  v.stats = statsOf(v.value);
   const Program* p = vm.frame(frame).program;
   v.edited = std::any_of(edits.begin(), edits.end(),
                          [&](const Edit& e) { return e.var == &var && e.program == p; });
@@ -141,7 +150,9 @@ void DebugSession::Impl::setValue(std::string_view key, const Tensor& value, std
   const bool known = std::any_of(edits.begin(), edits.end(),
                                  [&](const Edit& e) { return e.var == &var && e.program == p; });
   if (!known) edits.push_back({p, frame, &var, *current});
-  vm.setValue(var, value.clone());
+  // The new value goes where the run keeps this one (a device slot gets a device copy).
+  vm.setValue(var, current->device() == value.device() ? cloneOnDevice(value)
+                                                       : toDevice(value, current->device()));
   dirty.insert(&var);
 }
 
@@ -213,7 +224,7 @@ RecomputeResult DebugSession::Impl::recompute() {
       for (const auto& [output, inputs] : node.op().destroyMap())
         for (int i : inputs)
           if (i < node.nInputs())
-            ins[static_cast<std::size_t>(i)] = ins[static_cast<std::size_t>(i)].clone();
+            ins[static_cast<std::size_t>(i)] = cloneOnDevice(ins[static_cast<std::size_t>(i)]);
       std::vector<Tensor> outs(static_cast<std::size_t>(node.nOutputs()));
       std::vector<const Tensor*> inPtrs, outSeen;
       std::vector<Tensor*> outPtrs;

@@ -52,7 +52,8 @@ Bound fits(double b, DType dtype, double widen = 1e-3) {
 
 // max |x| of a small 0-d or constant value read directly; nullopt for a large one.
 Bound readBound(const Tensor* t) {
-  if (!t || !t->defined() || t->numel() > 64) return std::nullopt;
+  // A device value is not read here (a transfer per node): no bound, so it is scanned.
+  if (!t || !t->defined() || t->numel() > 64 || t->device() != Device::Cpu) return std::nullopt;
   double m = 0;
   for (double v : t->contiguous().toDoubles()) {
     if (!std::isfinite(v)) return std::nullopt;
@@ -177,7 +178,7 @@ std::vector<std::optional<double>> provenBounds(const Apply& node,
   // A scalar operand's value; not computed yet, its bound (|v| <= b: the worst case is taken).
   auto scalarOf = [&](std::size_t i) -> std::optional<double> {
     if (const Tensor* t = tensorOf(i)) {
-      if (t->numel() != 1) return std::nullopt;
+      if (t->numel() != 1 || t->device() != Device::Cpu) return std::nullopt;
       const double v = t->contiguous().toDoubles()[0];
       return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
     }

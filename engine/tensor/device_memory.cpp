@@ -89,4 +89,21 @@ Tensor toHost(const Tensor& t) {
   return toDevice(t, Device::Cpu);
 }
 
+Tensor hostCopy(const Tensor& t) {
+  if (!t.defined()) return Tensor();
+  if (t.device() == Device::Cpu) return t.clone();
+  return toHost(t);  // a new host tensor
+}
+
+Tensor cloneOnDevice(const Tensor& t) {
+  if (!t.defined()) return Tensor();
+  if (t.device() == Device::Cpu) return t.clone();
+  if (!t.isContiguous()) return toDevice(toHost(t), t.device());
+  Tensor out = emptyOn(t.device(), t.dtype(), t.shape());
+  if (out.nbytes() > 0)
+    requireDeviceMemory(t.device(), "cloneOnDevice")
+        .copy(out.rawData(), t.rawData(), out.nbytes(), DeviceMemory::Copy::DeviceToDevice);
+  return out;
+}
+
 }  // namespace tscope::engine

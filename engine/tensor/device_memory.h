@@ -50,5 +50,12 @@ Tensor emptyOn(Device device, DType dtype, Shape shape);
 Tensor toDevice(const Tensor& t, Device device);
 // toDevice(t, Device::Cpu).
 Tensor toHost(const Tensor& t);
+// Note [Reading device values]: a host tensor that owns its elements, whatever t's device: a
+// clone of a host tensor, a transfer of a device one (what a debugger, a guard or a snapshot
+// keeps of a value the run may overwrite or free).
+Tensor hostCopy(const Tensor& t);
+// A contiguous copy of t on t's own device (Tensor::clone on the CPU; a device-to-device copy on
+// a device).
+Tensor cloneOnDevice(const Tensor& t);
 
 }  // namespace tscope::engine

@@ -1,6 +1,7 @@
 // The VM's inspection side (values, frames, timings, breaks, observers, names); the dispatch is
 // in vm.cpp.
 #include "engine/graph/errors.h"
+#include "engine/tensor/device_memory.h"
 #include "engine/vm/correlation.h"
 #include "engine/vm/vm.h"
 #include "engine/vm/vm_internal.h"
@@ -116,7 +117,7 @@ const Tensor* VM::value(std::size_t frameIndex, const Variable& var) const {
 std::optional<Tensor> VM::snapshot(const Variable& var) const {
   const Tensor* t = value(var);
   if (!t) return std::nullopt;
-  return t->clone();
+  return hostCopy(*t);  // Note [Reading device values] (engine/tensor/device_memory.h)
 }
 
 void VM::setValue(const Variable& var, const Tensor& value) {

@@ -88,6 +88,11 @@ PlacementSummary placeOnDevice(FunctionGraph& fg, const KernelRegistry& kernels,
     std::vector<std::pair<VarPtr, VarPtr>> pairs;
     for (int o = 0; o < node->nOutputs(); ++o) {
       VarPtr out = placed->output(o);
+      // The device value is the user's value: it keeps the name (the debugger, NanGuard's chains
+      // and the viewer name it), as does its host copy when one stays (a graph output); lookups
+      // by name prefer the one a transfer did not make (Note [Names across transfers] in
+      // engine/debug/session_values.cpp).
+      out->setName(node->outputRef(o).name());
       VarPtr host = transfer(out, Device::Cpu, *node);
       host->setName(node->outputRef(o).name());
       twin.emplace(host.get(), std::pair{host, out});
