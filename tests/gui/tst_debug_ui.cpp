@@ -17,6 +17,7 @@
 #include "gui/app/inspector/slice_table_model.h"
 #include "gui/app/inspector/value_view.h"
 #include "gui/app/main_window.h"
+#include "gui/app/device_choice.h"
 #include "gui_test_main.h"
 
 #include <QComboBox>
@@ -26,6 +27,7 @@
 #include <QMenu>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
@@ -134,6 +136,57 @@ class TestDebugUi : public QObject {
     QVERIFY(window.action("actionDebugStep")->isEnabled());
     QVERIFY(!window.action("actionDebugContinue")->isEnabled());
     QVERIFY(!window.action("actionDebugRecompute")->isEnabled());
+  }
+
+  // The Run toolbar's device chooser (gui/app/device_choice.h): CPU and CUDA, CUDA disabled with
+  // the reason where there is no device; a CUDA choice without one fails the run saying why and
+  // is not restored when the file is opened again.
+  void deviceChooser() {
+    MainWindow window;
+    window.show();
+    DebugUi* ui = window.debugUi();
+    QComboBox* device = ui->deviceCombo();
+    QVERIFY(device);
+    QVERIFY(window.findChild<QToolBar*>("debugToolBar")->isAncestorOf(device));
+    QCOMPARE(device->count(), 2);
+    QCOMPARE(device->itemData(0).toInt(), int(engine::Device::Cpu));
+    QCOMPARE(device->itemData(1).toInt(), int(engine::Device::Cuda));
+    QString why;
+    const bool cuda = gui::cudaAvailable(&why);
+    QVERIFY(!why.isEmpty());
+    auto* items = qobject_cast<QStandardItemModel*>(device->model());
+    QVERIFY(items);
+    QCOMPARE(items->item(1)->isEnabled(), cuda);
+    QCOMPARE(items->item(1)->toolTip(), why);
+    QVERIFY(!device->isEnabled());  // no document
+    QVERIFY(waitLoaded(window, m_nan));
+    QVERIFY(device->isEnabled());
+    QCOMPARE(ui->controller()->device(), engine::Device::Cpu);
+    if (cuda) QSKIP("a CUDA device is present: the refusal below needs a machine without one");
+    // Chosen anyway (a setting from a GPU machine): the run is refused with the runtime's reason.
+    QSignalSpy failed(ui->controller(), &gui::DebugController::failed);
+    device->setCurrentIndex(1);  // programmatically: the item is disabled for the user
+    QCOMPARE(ui->controller()->device(), engine::Device::Cuda);
+    window.action("actionDebugRun")->trigger();
+    QVERIFY(settle(window));
+    QTRY_VERIFY_WITH_TIMEOUT(!failed.isEmpty(), kTimeout);
+    const QString message = failed.front().front().toString();
+    QVERIFY2(message.contains("CUDA"), qPrintable(message));
+    // Back on the CPU the same document runs.
+    device->setCurrentIndex(0);
+    QCOMPARE(ui->controller()->device(), engine::Device::Cpu);
+    window.action("actionDebugRun")->trigger();
+    QVERIFY(settle(window));
+    QVERIFY(ui->controller()->snapshot());
+    QVERIFY(ui->controller()->snapshot()->state.phase != SessionPhase::Idle);
+    // The choice is remembered per file, but CUDA comes back only where there is a device.
+    device->setCurrentIndex(1);
+    const QStringList saved = QSettings().allKeys().filter(QStringLiteral("/device"));
+    QCOMPARE(saved.size(), 1);
+    QCOMPARE(QSettings().value(saved.front()).toString(), QStringLiteral("cuda"));
+    QVERIFY(waitLoaded(window, m_nan));
+    QCOMPARE(ui->controller()->device(), engine::Device::Cpu);
+    QCOMPARE(device->currentIndex(), 0);
   }
 
   void breakpointRunMarksAndPills() {

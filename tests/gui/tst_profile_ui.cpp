@@ -7,7 +7,9 @@
 #include "engine/io/tsg.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/inspector/inspector_panel.h"
+#include "gui/app/device_choice.h"
 #include "gui/app/main_window.h"
+#include "gui/app/profile/profile_dialog.h"
 #include "gui/app/profile/profile_panels.h"
 #include "gui/app/profile/profile_ui.h"
 #include "gui_test_main.h"
@@ -93,6 +95,34 @@ class TestProfileUi : public QObject {
     QVERIFY(!window.action("actionSaveProfile")->isEnabled());
     QVERIFY(window.dock("profileDock"));
     QVERIFY(window.dock("timelineDock"));
+  }
+
+  // The Profile dialog's device chooser (gui/app/device_choice.h) and a CUDA profile on a
+  // machine without a device: refused with the runtime's reason, nothing drawn.
+  void deviceChoice() {
+    ProfileDialog dialog;
+    auto* device = dialog.findChild<QComboBox*>("profileDeviceCombo");
+    QVERIFY(device);
+    QCOMPARE(device->count(), 2);
+    QCOMPARE(dialog.request().device, engine::Device::Cpu);
+    ProfileRequest r = quick();
+    r.device = engine::Device::Cuda;
+    dialog.setRequest(r);
+    QCOMPARE(device->currentIndex(), 1);
+    QCOMPARE(dialog.request().device, engine::Device::Cuda);
+    QString why;
+    if (gui::cudaAvailable(&why)) QSKIP("a CUDA device is present");
+    MainWindow window;
+    window.show();
+    QVERIFY(waitLoaded(window, kMlp));
+    ProfileUi* ui = window.profileUi();
+    QSignalSpy failed(ui, &ProfileUi::profileFailed);
+    ui->startProfile(r);
+    QVERIFY(QTest::qWaitFor([&] { return !failed.isEmpty(); }, kTimeout));
+    QVERIFY2(failed.front().front().toString().contains("CUDA"),
+             qPrintable(failed.front().front().toString()));
+    QVERIFY(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeout));
+    QVERIFY(!ui->snapshot());
   }
 
   void profileShowsHeatMapTablesAndTimeline() {

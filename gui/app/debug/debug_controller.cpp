@@ -1,8 +1,10 @@
 #include "gui/app/debug/debug_controller.h"
 
+#include "engine/backends/cuda/cuda_backend.h"
 #include "engine/debug/failure.h"
 #include "engine/io/npy.h"
 #include "engine/session/run_graph.h"
+#include "gui/app/device_choice.h"
 
 #include <QCryptographicHash>
 #include <QFileInfo>
@@ -50,6 +52,7 @@ const DebugValue* DebugSnapshot::findByName(const std::string& name, std::size_t
 struct DebugController::Holder {
   std::shared_ptr<const Document> document;
   engine::Mode mode = engine::Mode::None;
+  engine::Device device = engine::Device::Cpu;
   DebugInputs inputs;
   std::optional<debug::NanGuardOptions> nanPause;    // NanGuard pausing (the session's)
   std::optional<debug::NanGuardOptions> nanCollect;  // NanGuard collecting (our observer)
@@ -198,6 +201,7 @@ void DebugController::setDocument(std::shared_ptr<const Document> document) {
   m_breakpoints.clear();
   m_inputs = {};
   m_mode = engine::Mode::None;
+  m_device = engine::Device::Cpu;
   if (m_document) loadSettings();
   emit documentChanged();
   emit breakpointsChanged();
@@ -223,6 +227,9 @@ void DebugController::loadSettings() {
   for (engine::Mode m :
        {engine::Mode::None, engine::Mode::FastCompile, engine::Mode::FastRun, engine::Mode::Debug})
     if (mode == qstr(engine::modeName(m))) m_mode = m;
+  // A file last debugged on a GPU opens on the GPU again only where there is one.
+  if (s.value(key + "/device").toString() == QLatin1String("cuda") && cudaAvailable())
+    m_device = engine::Device::Cuda;
   m_inputs.kind = s.value(key + "/inputs/kind").toString() == QLatin1String("random")
                       ? DebugInputs::Kind::Random
                       : DebugInputs::Kind::TestValues;
@@ -246,6 +253,7 @@ void DebugController::saveInputs() const {
   QSettings s;
   const QString key = settingsKey(m_document->path);
   s.setValue(key + "/mode", qstr(engine::modeName(m_mode)));
+  s.setValue(key + "/device", qstr(engine::deviceName(m_device)));
   s.setValue(key + "/inputs/kind", m_inputs.kind == DebugInputs::Kind::Random
                                        ? QStringLiteral("random")
                                        : QStringLiteral("test"));
@@ -258,6 +266,13 @@ void DebugController::saveInputs() const {
 void DebugController::setMode(engine::Mode mode) {
   if (mode == m_mode) return;
   m_mode = mode;
+  saveInputs();
+  dropSession();
+}
+
+void DebugController::setDevice(engine::Device device) {
+  if (device == m_device) return;
+  m_device = device;
   saveInputs();
   dropSession();
 }
@@ -306,6 +321,7 @@ void DebugController::ensureHolder() {
   auto h = std::make_shared<Holder>();
   h->document = m_document;
   h->mode = m_mode;
+  h->device = m_device;
   h->inputs = m_inputs;
   if (auto o = sessionNanOptions()) (m_nanCollect ? h->nanCollect : h->nanPause) = *o;
   m_holder = h;
@@ -318,6 +334,10 @@ void DebugController::ensureHolder() {
         h.args = prepareArgs(graph, h.inputs, h.mode, inputs);
         engine::CompileOptions options;
         options.mode = h.mode;
+        options.device = h.device;
+        // Starts the runtime once; without a device it throws CudaUnavailable, whose message
+        // the window shows as the reason the run could not be prepared.
+        if (h.device == engine::Device::Cuda) engine::cuda::registerCudaBackend();
         h.function = std::make_shared<engine::Function>(
             engine::compile(inputs, graph.outputs(), {}, options));
         h.lineage =

@@ -93,6 +93,10 @@ class DebugController : public QObject {
   // The compile mode (the next compile uses it; the session is dropped).
   void setMode(engine::Mode mode);
   engine::Mode mode() const { return m_mode; }
+  // Where the debugged function runs (the Run toolbar's device chooser); remembered per file.
+  // Changing it drops the session, as a mode change does.
+  void setDevice(engine::Device device);
+  engine::Device device() const { return m_device; }
   void setInputs(DebugInputs inputs);
   const DebugInputs& inputs() const { return m_inputs; }
 
@@ -176,6 +180,7 @@ class DebugController : public QObject {
 
   std::shared_ptr<const Document> m_document;
   engine::Mode m_mode = engine::Mode::None;
+  engine::Device m_device = engine::Device::Cpu;
   DebugInputs m_inputs;
   bool m_nanGuardOn = false;
   bool m_nanCollect = false;

@@ -6,6 +6,7 @@
 #include "gui/app/debug/debug_models.h"
 #include "gui/app/debug/debug_nodes.h"
 #include "gui/app/debug/debug_value_source.h"
+#include "gui/app/device_choice.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/inspector/inspector_panel.h"
 #include "gui/app/main_window.h"
@@ -173,6 +174,14 @@ void DebugUi::createActions() {
     m_controller->setMode(static_cast<engine::Mode>(m_modeCombo->currentData().toInt()));
     updateActions();
   });
+  // The device (gui/app/device_choice.h).
+  m_deviceCombo = new QComboBox;
+  m_deviceCombo->setObjectName(QStringLiteral("debugDeviceCombo"));
+  offerDevices(m_deviceCombo);
+  connect(m_deviceCombo, &QComboBox::currentIndexChanged, this, [this] {
+    m_controller->setDevice(static_cast<engine::Device>(m_deviceCombo->currentData().toInt()));
+    updateActions();
+  });
   QToolBar* bar = m_window->addToolBar(tr("Run"));
   bar->setObjectName(QStringLiteral("debugToolBar"));
   for (const char* name :
@@ -185,6 +194,7 @@ void DebugUi::createActions() {
       bar->addSeparator();
   }
   bar->addWidget(m_modeCombo);
+  bar->addWidget(m_deviceCombo);
 }
 
 void DebugUi::createDocks() {
@@ -386,6 +396,7 @@ void DebugUi::updateActions() {
                            "actionDebugWatch", "actionDebugNanGuardSettings"})
     enable(name, doc);
   m_modeCombo->setEnabled(doc && !busy);
+  m_deviceCombo->setEnabled(doc && !busy);
 }
 
 void DebugUi::openBreakpointDialog(const QString& target, const QString& key) {

@@ -67,6 +67,7 @@ class DebugUi : public QObject {
   QFrame* banner() const { return m_banner; }
   QString bannerText() const;
   QComboBox* modeCombo() const { return m_modeCombo; }
+  QComboBox* deviceCombo() const { return m_deviceCombo; }
   // The last error the controller reported (also shown in a message box and the status bar).
   const QString& lastError() const { return m_lastError; }
 
@@ -135,6 +136,7 @@ class DebugUi : public QObject {
   QTableView* m_alertsView = nullptr;
   QListWidget* m_chainList = nullptr;
   QComboBox* m_modeCombo = nullptr;
+  QComboBox* m_deviceCombo = nullptr;
   QFrame* m_banner = nullptr;
   QLabel* m_bannerLabel = nullptr;
   QPushButton* m_bannerCreator = nullptr;

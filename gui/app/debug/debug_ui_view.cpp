@@ -198,6 +198,9 @@ void DebugUi::onDocument() {
     const QSignalBlocker block(m_modeCombo);
     m_modeCombo->setCurrentIndex(
         std::max(0, m_modeCombo->findData(static_cast<int>(m_controller->mode()))));
+    const QSignalBlocker blockDevice(m_deviceCombo);
+    m_deviceCombo->setCurrentIndex(
+        std::max(0, m_deviceCombo->findData(static_cast<int>(m_controller->device()))));
   }
   rebuildMappers();
   updateActions();

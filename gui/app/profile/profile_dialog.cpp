@@ -1,5 +1,7 @@
 #include "gui/app/profile/profile_dialog.h"
 
+#include "gui/app/device_choice.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -17,6 +19,9 @@ ProfileDialog::ProfileDialog(QWidget* parent) : QDialog(parent) {
     m_mode->addItem(QString::fromLatin1(engine::modeName(mode).data(),
                                         qsizetype(engine::modeName(mode).size())),
                     int(mode));
+  m_device = new QComboBox;
+  m_device->setObjectName(QStringLiteral("profileDeviceCombo"));
+  offerDevices(m_device);
   m_runs = new QSpinBox;
   m_runs->setRange(1, 100000);
   m_warmup = new QSpinBox;
@@ -28,6 +33,7 @@ ProfileDialog::ProfileDialog(QWidget* parent) : QDialog(parent) {
   m_roofline = new QCheckBox(tr("Roofline (calibrates this machine once, then cached)"));
   auto* form = new QFormLayout(this);
   form->addRow(tr("Mode"), m_mode);
+  form->addRow(tr("Device"), m_device);
   form->addRow(tr("Measured runs"), m_runs);
   form->addRow(tr("Warm-up calls"), m_warmup);
   form->addRow(tr("Random seed"), m_seed);
@@ -42,6 +48,7 @@ ProfileDialog::ProfileDialog(QWidget* parent) : QDialog(parent) {
 
 void ProfileDialog::setRequest(const ProfileRequest& r) {
   m_mode->setCurrentIndex(std::max(0, m_mode->findData(int(r.mode))));
+  m_device->setCurrentIndex(std::max(0, m_device->findData(int(r.device))));
   m_runs->setValue(int(r.runs));
   m_warmup->setValue(int(r.warmup));
   m_seed->setValue(int(r.seed));
@@ -52,6 +59,7 @@ void ProfileDialog::setRequest(const ProfileRequest& r) {
 ProfileRequest ProfileDialog::request() const {
   ProfileRequest r;
   r.mode = static_cast<engine::Mode>(m_mode->currentData().toInt());
+  r.device = static_cast<engine::Device>(m_device->currentData().toInt());
   r.runs = m_runs->value();
   r.warmup = m_warmup->value();
   r.seed = static_cast<std::uint64_t>(m_seed->value());

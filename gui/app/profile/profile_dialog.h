@@ -21,6 +21,7 @@ namespace tscope::gui {
 
 struct ProfileRequest {
   engine::Mode mode = engine::Mode::FastRun;
+  engine::Device device = engine::Device::Cpu;  // where the profiled graph runs
   std::int64_t runs = 10, warmup = 1;
   std::uint64_t seed = 0;  // random values for inputs without a test value
   bool memory = true;      // the allocation hook: bytes per node, live memory over time
@@ -36,6 +37,7 @@ class ProfileDialog : public QDialog {
 
  private:
   QComboBox* m_mode = nullptr;
+  QComboBox* m_device = nullptr;
   QSpinBox* m_runs = nullptr;
   QSpinBox* m_warmup = nullptr;
   QSpinBox* m_seed = nullptr;

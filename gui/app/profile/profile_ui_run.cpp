@@ -1,5 +1,6 @@
 // ProfileUi: running profiles, reading a document's saved profiles, saving, exporting and the
 // command line's --profile-view options (profile_ui.h).
+#include "engine/backends/cuda/cuda_backend.h"
 #include "engine/session/graph_file.h"
 #include "engine/session/run_graph.h"
 #include "gui/app/graph_pane.h"
@@ -61,6 +62,9 @@ std::shared_ptr<const ProfileSnapshot> profileDocument(
   options.warmup = request.warmup;
   options.profiler.memory = request.memory;
   options.progress = progress;
+  options.device = request.device;
+  // Starts the CUDA runtime once; without a device CudaUnavailable says why (the run fails).
+  if (request.device == engine::Device::Cuda) engine::cuda::registerCudaBackend();
   prof::GraphProfile g =
       prof::profileGraph(*graph, prepared.inputs, prepared.args, request.mode, options);
   const QString file = QFileInfo(doc->path).fileName();
@@ -71,7 +75,11 @@ std::shared_ptr<const ProfileSnapshot> profileDocument(
   s->rewrites = std::move(g.rewrites);
   // Mode none profiles the original's nodes with their ids: drawn on the document's own model.
   s->model = g.profile.graph == "original" ? doc->originalModel : vis::ViewModel::build(s->graph);
-  s->label = QStringLiteral("#%1 %2 (%3)").arg(number).arg(file, modeText(request.mode));
+  s->label = QStringLiteral("#%1 %2 (%3)").arg(number).arg(
+      file, request.device == engine::Device::Cpu
+                ? modeText(request.mode)
+                : modeText(request.mode) + QStringLiteral(", ") +
+                      QString::fromLatin1(engine::deviceName(request.device).data()));
   s->profile = std::make_shared<const prof::Profile>(std::move(g.profile));
   return s;
 }
