@@ -4,6 +4,7 @@
 #include "engine/debug/failure.h"
 #include "engine/debug/fused_origin.h"
 #include "engine/debug/nan_scan.h"
+#include "engine/debug/value_bounds.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/function_graph.h"
 #include "engine/graph/op.h"
@@ -410,6 +411,7 @@ const NanGuard::NodeViews& NanGuard::viewsOf(const Apply& node) {
     for (const auto& [out, ins] : node.op().destroyMap())
       for (int i : ins)
         if (i >= 0 && i < node.nInputs()) v.destroyed.push_back(i);
+  v.provable = !node.op().innerGraph() && node.nOutputs() > 0 && mayBound(node.op());
   return m_views.insert_or_assign(&node, std::move(v)).first->second;
 }
 
@@ -417,11 +419,11 @@ const NanGuard::NodeViews& NanGuard::viewsOf(const Apply& node) {
 // explain a bad output with; the guard keeps a copy (reusing its buffer across calls).
 void NanGuard::beforeNode(VM& vm, const NodeEvent& e) {
   if (!enabled()) return;
+  const NodeViews& views = viewsOf(e.node);
   if (m_options.proveClean)
-    prove(e);
+    prove(e, views);
   else
     m_provenFor = nullptr;
-  const NodeViews& views = viewsOf(e.node);
   if (m_options.action == NanAction::Raise && e.depth() == 0 && !views.overwrites.empty())
     guardUpdates(vm, e, views.overwrites);
   if (!m_options.explainInplace) return;

@@ -186,6 +186,7 @@ class NanGuard : public ExecutionObserver {
     std::vector<std::vector<int>> of;
     std::vector<int> destroyed;   // inputs an elementwise node overwrites (Note [Inplace inputs])
     std::vector<int> overwrites;  // inputs any in-place node overwrites (Note [Guarded updates])
+    bool provable = false;        // mayBound(op): worth a proof before it runs
   };
   std::unordered_map<const Apply*, NodeViews> m_views;
   const NodeViews& viewsOf(const Apply& node);
@@ -198,7 +199,7 @@ class NanGuard : public ExecutionObserver {
   std::unordered_map<const Variable*, double> m_bounds;
   const Apply* m_provenFor = nullptr;
   std::vector<std::optional<double>> m_proof;
-  void prove(const NodeEvent& e);
+  void prove(const NodeEvent& e, const NodeViews& views);
   // Note [Guarded updates]: the shared buffers an in-place node at the top level is about to
   // overwrite, copied unless nothing from here on can raise; put back before a raise.
   struct Guarded {

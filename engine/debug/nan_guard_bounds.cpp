@@ -15,10 +15,11 @@ namespace tscope::engine::debug {
 
 // Note [Provably clean outputs]: the running node's outputs bounded from its inputs, before it
 // runs; an output proven finite and within the big threshold needs no scan.
-void NanGuard::prove(const NodeEvent& e) {
+void NanGuard::prove(const NodeEvent& e, const NodeViews& views) {
   m_provenFor = nullptr;
   const Apply& node = e.node;
-  if (node.op().innerGraph() || node.nOutputs() == 0) return;  // a frame's outputs: scanned
+  // A frame's outputs are scanned; an op no bound covers is not worth the look-ups.
+  if (!views.provable) return;
   std::optional<double> inBounds[8];
   const std::size_t n = static_cast<std::size_t>(node.nInputs());
   if (n > 8) return;

@@ -164,6 +164,13 @@ Bound inputBound(std::span<const Tensor* const> inputs, std::span<const Bound> b
 
 }  // namespace
 
+bool mayBound(const Op& op) {
+  return dynamic_cast<const Gemm*>(&op) || dynamic_cast<const Gemv*>(&op) ||
+         dynamic_cast<const Ger*>(&op) || dynamic_cast<const Dot*>(&op) ||
+         dynamic_cast<const CAReduce*>(&op) || dynamic_cast<const SumToShape*>(&op) ||
+         dynamic_cast<const Elemwise*>(&op) || dynamic_cast<const Composite*>(&op);
+}
+
 std::vector<std::optional<double>> provenBounds(const Apply& node,
                                                 std::span<const Tensor* const> inputs,
                                                 std::span<const std::optional<double>> inputBounds,

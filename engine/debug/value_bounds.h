@@ -32,6 +32,9 @@ namespace tscope::engine::debug {
 // An input not computed yet (a null tensor, when NanGuard looks ahead) is known by its bound and
 // by sizeBounds[i], a bound on its element count (-1: unknown), which then stands for the inner
 // dimension of a product and the number of terms of a sum.
+// Whether provenBounds can bound any output of an op of this kind (the guard asks once per node
+// and skips the proof, and its look-ups, for the others: convolutions, pooling, shape ops).
+bool mayBound(const Op& op);
 std::vector<std::optional<double>> provenBounds(const Apply& node,
                                                 std::span<const Tensor* const> inputs,
                                                 std::span<const std::optional<double>> inputBounds,
