@@ -73,7 +73,9 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-void mlpThroughTheWindow(int pairs, int runs) {
+// memory: the allocation hook on both sides (the Profile dialog's default; `tensorscope profile
+// --memory`) or off on both (the CLI's default). Each side measures what the other does.
+void mlpThroughTheWindow(int pairs, int runs, bool memory) {
   const QString path = QStringLiteral(TSCOPE_SOURCE_DIR "/examples/graphs/mlp.tsg");
   gui::MainWindow window;
   window.resize(1400, 900);
@@ -89,6 +91,7 @@ void mlpThroughTheWindow(int pairs, int runs) {
   request.runs = runs;
   request.warmup = 5;
   request.roofline = false;
+  request.memory = memory;
   const engine::io::TsgDocument doc = engine::session::openGraphFile(path.toStdString());
   std::vector<double> cli, gui, ratio, cliCall, guiCall;
   for (int pair = 0; pair < pairs + 1; ++pair) {  // the first pair warms caches and is dropped
@@ -107,9 +110,12 @@ void mlpThroughTheWindow(int pairs, int runs) {
       prof::ProfileRunOptions o;
       o.runs = request.runs;
       o.warmup = request.warmup;
+      o.profiler.memory = request.memory;
       prof::GraphProfile g =
           prof::profileGraph(*graph, prepared.inputs, prepared.args, request.mode, o);
-      const std::string text = prof::reportText(g.profile);
+      prof::ReportOptions report;
+      report.memory = request.memory;
+      const std::string text = prof::reportText(g.profile, report);
       cliMs = ms(clock);
       cliCallMean = g.profile.function.call.mean;
       if (text.empty()) std::printf("empty report\n");
@@ -156,6 +162,7 @@ void mlpThroughTheWindow(int pairs, int runs) {
     prof::ProfileRunOptions o;
     o.runs = request.runs;
     o.warmup = request.warmup;
+    o.profiler.memory = request.memory;
     prof::GraphProfile g =
         prof::profileGraph(*graph, prepared.inputs, prepared.args, request.mode, o);
     QElapsedTimer clock;
@@ -186,7 +193,8 @@ void mlpThroughTheWindow(int pairs, int runs) {
         model, made - model, timed - made, timeline->bars.size(), heated - timed);
   }
   const double r = median(ratio);
-  std::printf("  MLP fast_run, %d runs + 5 warm-up, %d pairs:\n", runs, pairs);
+  std::printf("  MLP fast_run, %d runs + 5 warm-up, %d pairs, memory %s on both sides:\n", runs,
+              pairs, memory ? "on" : "off");
   std::printf("    tensorscope profile (in process)   median %8.1f ms\n", median(cli));
   std::printf("    through the window (to viewShown)  median %8.1f ms\n", median(gui));
   std::printf("    window / CLI, paired               median %8.3f   %s (target <= 1.05)\n", r,
@@ -282,7 +290,8 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("bench_gui_profile\n");
-  mlpThroughTheWindow(pairs, runs);
+  mlpThroughTheWindow(pairs, runs, false);
+  mlpThroughTheWindow(pairs, runs, true);
   heatMapOnTheBigGraph();
   return 0;
 }

@@ -32,9 +32,38 @@ QString DebugController::settingsKey(const QString& path) {
   return QStringLiteral("debug/%1").arg(QString::fromLatin1(hash));
 }
 
+namespace {
+std::uint64_t outputKey(std::int64_t producer, int output) {
+  return (static_cast<std::uint64_t>(producer) << 16) ^ static_cast<std::uint64_t>(output);
+}
+}  // namespace
+
+void DebugSnapshot::buildIndex() {
+  m_index.assign(frames.size(), {});
+  for (std::size_t f = 0; f < frames.size(); ++f) {
+    FrameIndex& ix = m_index[f];
+    for (std::size_t k = 0; k < frames[f].size(); ++k) {
+      const engine::debug::ValueView& v = frames[f][k].view;
+      if (v.producerId >= 0) ix.byOutput.emplace(outputKey(v.producerId, v.outputIndex), k);
+      if (v.producerId < 0) ix.inputByName.emplace(v.name, k);
+      ix.byName.emplace(v.name, k);  // emplace keeps the first, as the scan finds it
+    }
+  }
+}
+
 const DebugValue* DebugSnapshot::find(std::size_t frame, std::int64_t producer, int output,
                                       const std::string& name) const {
   if (frame >= frames.size()) return nullptr;
+  if (frame < m_index.size()) {
+    const FrameIndex& ix = m_index[frame];
+    if (producer >= 0) {
+      auto it = ix.byOutput.find(outputKey(producer, output));
+      return it == ix.byOutput.end() ? nullptr : &frames[frame][it->second];
+    }
+    if (name.empty()) return nullptr;
+    auto it = ix.inputByName.find(name);
+    return it == ix.inputByName.end() ? nullptr : &frames[frame][it->second];
+  }
   for (const DebugValue& v : frames[frame]) {
     if (producer >= 0 && v.view.producerId == producer && v.view.outputIndex == output) return &v;
     if (producer < 0 && v.view.producerId < 0 && !name.empty() && v.view.name == name) return &v;
@@ -44,6 +73,10 @@ const DebugValue* DebugSnapshot::find(std::size_t frame, std::int64_t producer, 
 
 const DebugValue* DebugSnapshot::findByName(const std::string& name, std::size_t frame) const {
   if (frame >= frames.size()) return nullptr;
+  if (frame < m_index.size()) {
+    auto it = m_index[frame].byName.find(name);
+    return it == m_index[frame].byName.end() ? nullptr : &frames[frame][it->second];
+  }
   for (const DebugValue& v : frames[frame])
     if (v.view.name == name) return &v;
   return nullptr;
@@ -417,6 +450,7 @@ void DebugController::submit(Job job, bool start) {
             snap->frames.push_back(std::move(values));
           }
         }
+        snap->buildIndex();
         snap->breakpoints = s.breakpoints().get();
         r->breakpointIds = holder->breakpointIds;
         r->hasBreakpoints = true;

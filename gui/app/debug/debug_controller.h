@@ -34,6 +34,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace tscope::gui {
@@ -71,6 +72,18 @@ struct DebugSnapshot {
   const DebugValue* find(std::size_t frame, std::int64_t producer, int output,
                          const std::string& name = {}) const;
   const DebugValue* findByName(const std::string& name, std::size_t frame = 0) const;
+  // Indexes frames for find and findByName (constant time instead of a pass over a frame's
+  // values: the window looks up every node's value, 20,000 of them on a long chain). Called once
+  // the frames are filled, on the worker that builds the snapshot; without it the look-ups scan.
+  void buildIndex();
+
+ private:
+  struct FrameIndex {
+    std::unordered_map<std::uint64_t, std::size_t> byOutput;  // (producer << 16 | output)
+    std::unordered_map<std::string, std::size_t> byName;     // the first value of each name
+    std::unordered_map<std::string, std::size_t> inputByName;  // producer -1 only
+  };
+  std::vector<FrameIndex> m_index;
 };
 
 class DebugController : public QObject {
