@@ -1,4 +1,5 @@
 #include "engine/debug/nan_scan.h"
+
 #include "engine/tensor/device_memory.h"
 
 #include <algorithm>
@@ -6,8 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
-#include <utility>
 #include <string_view>
+#include <utility>
 
 namespace tscope::engine::debug {
 

@@ -78,7 +78,8 @@ const Variable& DebugSession::Impl::lookup(std::string_view key, std::size_t fra
     for (const Variable* v : g.variables())
       if ((pass == 0 ? v->name() : v->displayName()) == key) named.push_back(v);
     if (named.size() > 1)
-      std::erase_if(named, [](const Variable* v) { return v->owner() && isTransfer(v->owner()->op()); });
+      std::erase_if(named,
+                    [](const Variable* v) { return v->owner() && isTransfer(v->owner()->op()); });
     for (const Variable* v : named) {
       ids += (ids.empty() ? "#" : ", #") + std::to_string(v->id());
       if (found)

@@ -34,8 +34,8 @@ void offerDevices(QComboBox* combo) {
       item->setEnabled(cuda);
       item->setToolTip(why);
     }
-  combo->setToolTip(QCoreApplication::translate("DeviceChoice", "Where the graph runs (CUDA: %1)")
-                        .arg(why));
+  combo->setToolTip(
+      QCoreApplication::translate("DeviceChoice", "Where the graph runs (CUDA: %1)").arg(why));
 }
 
 }  // namespace tscope::gui

@@ -12,12 +12,12 @@
 #include "engine/session/optimize_graph.h"
 #include "gui/app/debug/debug_models.h"
 #include "gui/app/debug/debug_ui.h"
+#include "gui/app/device_choice.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/inspector/inspector_panel.h"
 #include "gui/app/inspector/slice_table_model.h"
 #include "gui/app/inspector/value_view.h"
 #include "gui/app/main_window.h"
-#include "gui/app/device_choice.h"
 #include "gui_test_main.h"
 
 #include <QComboBox>

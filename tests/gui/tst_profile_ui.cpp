@@ -5,9 +5,9 @@
 // fast_run profile gets its own tab; diff mode against another profile and Compare Modes; a long
 // profile is cancelled; bad --profile-view options are refused with a message.
 #include "engine/io/tsg.h"
+#include "gui/app/device_choice.h"
 #include "gui/app/graph_pane.h"
 #include "gui/app/inspector/inspector_panel.h"
-#include "gui/app/device_choice.h"
 #include "gui/app/main_window.h"
 #include "gui/app/profile/profile_dialog.h"
 #include "gui/app/profile/profile_panels.h"

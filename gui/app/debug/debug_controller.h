@@ -79,8 +79,8 @@ struct DebugSnapshot {
 
  private:
   struct FrameIndex {
-    std::unordered_map<std::uint64_t, std::size_t> byOutput;  // (producer << 16 | output)
-    std::unordered_map<std::string, std::size_t> byName;     // the first value of each name
+    std::unordered_map<std::uint64_t, std::size_t> byOutput;   // (producer << 16 | output)
+    std::unordered_map<std::string, std::size_t> byName;       // the first value of each name
     std::unordered_map<std::string, std::size_t> inputByName;  // producer -1 only
   };
   std::vector<FrameIndex> m_index;

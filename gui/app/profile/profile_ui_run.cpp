@@ -75,11 +75,13 @@ std::shared_ptr<const ProfileSnapshot> profileDocument(
   s->rewrites = std::move(g.rewrites);
   // Mode none profiles the original's nodes with their ids: drawn on the document's own model.
   s->model = g.profile.graph == "original" ? doc->originalModel : vis::ViewModel::build(s->graph);
-  s->label = QStringLiteral("#%1 %2 (%3)").arg(number).arg(
-      file, request.device == engine::Device::Cpu
-                ? modeText(request.mode)
-                : modeText(request.mode) + QStringLiteral(", ") +
-                      QString::fromLatin1(engine::deviceName(request.device).data()));
+  s->label =
+      QStringLiteral("#%1 %2 (%3)")
+          .arg(number)
+          .arg(file, request.device == engine::Device::Cpu
+                         ? modeText(request.mode)
+                         : modeText(request.mode) + QStringLiteral(", ") +
+                               QString::fromLatin1(engine::deviceName(request.device).data()));
   s->profile = std::make_shared<const prof::Profile>(std::move(g.profile));
   return s;
 }

@@ -127,7 +127,7 @@ class TestNanGuard : public QObject {
     QVERIFY(quickScan(holes.view({6}, {2}, 1), true).nonFinite);
     QVERIFY(!quickScan(holes.view({2, 3}, {2, 4}, 0), true).nonFinite);
     Tensor cl = Tensor::full(DType::Float32, {2 * 3 * 4}, 2.0);  // (H=2, W=3, C=4) storage
-    cl.set({23}, std::nan(""));                                   // the last channel of the last pixel
+    cl.set({23}, std::nan(""));  // the last channel of the last pixel
     // channels 0..2 of every pixel as (C=3, H=2, W=3): dense strides, but not one block
     QVERIFY(!quickScan(cl.view({3, 2, 3}, {1, 12, 4}, 0), true).nonFinite);
     QVERIFY(quickScan(cl.view({1, 2, 3}, {1, 12, 4}, 3), true).nonFinite);
