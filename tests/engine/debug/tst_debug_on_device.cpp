@@ -14,45 +14,19 @@
 #include "engine/graph/apply.h"
 #include "engine/graph/op.h"
 #include "engine/ops/basic.h"
+#include "session_test_support.h"
 #include "test_main.h"
 
 #include <chrono>
 
 using namespace tscope::engine;
 using namespace tscope::engine::debug;
+using tscope::test::fakeDeviceKernel;
 using tscope::test::FakeDeviceMemory;
-using tscope::test::hostAlias;
+using tscope::test::fakeKernelLaunches;
+using tscope::test::get;
 
 namespace {
-int g_launches = 0;
-
-void fakeKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
-                std::span<Tensor* const> outputs) {
-  ++g_launches;
-  std::vector<Tensor> in, out(outputs.size());
-  for (const Tensor* t : inputs) {
-    if (t->device() != Device::Cuda) throw std::logic_error("a device kernel got a host tensor");
-    in.push_back(hostAlias(*t));
-  }
-  std::vector<const Tensor*> inPtrs;
-  for (const Tensor& t : in) inPtrs.push_back(&t);
-  std::vector<Tensor*> outPtrs;
-  for (Tensor& t : out) outPtrs.push_back(&t);
-  op.perform(node, inPtrs, outPtrs);
-  for (std::size_t o = 0; o < outputs.size(); ++o) *outputs[o] = toDevice(out[o], Device::Cuda);
-}
-
-template <class T>
-T get(std::future<T> f) {
-  if (f.wait_for(std::chrono::seconds(120)) != std::future_status::ready)
-    qFatal("a DebugSession command did not answer within 120 s");
-  return f.get();
-}
-void get(std::future<void> f) {
-  if (f.wait_for(std::chrono::seconds(120)) != std::future_status::ready)
-    qFatal("a DebugSession command did not answer within 120 s");
-  f.get();
-}
 
 Tensor ft(Shape shape, std::initializer_list<double> v) {
   return Tensor::fromDoubles(DType::Float32, std::move(shape), v);
@@ -64,8 +38,8 @@ struct DeviceGraph {
   VarPtr x = Variable::create(TensorType(DType::Float32, {4}), "x");
   VarPtr y, z;
   DeviceGraph() {
-    kernels.add("Elemwise", Device::Cuda, &fakeKernel, "fake");
-    kernels.add("Composite", Device::Cuda, &fakeKernel, "fake");
+    kernels.add("Elemwise", Device::Cuda, &fakeDeviceKernel, "fake");
+    kernels.add("Composite", Device::Cuda, &fakeDeviceKernel, "fake");
     y = log(x);
     y->setName("y");
     z = y * 3.0 + 1.0;
@@ -85,7 +59,7 @@ struct DeviceGraph {
 class TestDebugOnDevice : public QObject {
   Q_OBJECT
  private slots:
-  void init() { g_launches = 0; }
+  void init() { fakeKernelLaunches() = 0; }
 
   void hostCopiesOfDeviceTensors() {
     FakeDeviceMemory memory;
@@ -121,7 +95,7 @@ class TestDebugOnDevice : public QObject {
     Function f = g.compileWith({guard});
     guard->watch(f);
     const std::vector<Tensor> out = f({ft({4}, {1, -1, 4, -2})});
-    QVERIFY(g_launches >= 2);  // log and the arithmetic ran as device kernels
+    QVERIFY(fakeKernelLaunches() >= 2);  // log and the arithmetic ran as device kernels
     QCOMPARE(out[0].device(), Device::Cpu);
     QVERIFY(std::isnan(out[0].at({1})));
     QVERIFY(guard->eventCount() >= 1);

@@ -19,6 +19,7 @@
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/random/random_stream.h"
 #include "engine/ops/reduce/reduce.h"
+#include "session_test_support.h"
 #include "test_main.h"
 
 #include <chrono>
@@ -27,6 +28,8 @@
 
 using namespace tscope::engine;
 using namespace tscope::engine::debug;
+using tscope::test::errorOf;
+using tscope::test::get;
 
 namespace {
 constexpr std::int64_t U = kUnknownDim;
@@ -39,30 +42,6 @@ Tensor ft(Shape shape, std::initializer_list<double> v) {
 VarPtr named(VarPtr v, const std::string& name) {
   v->setName(name);
   return v;
-}
-
-// Every future is waited for with a bound, so a hang fails the test instead of the suite.
-template <class T>
-T get(std::future<T> f) {
-  if (f.wait_for(std::chrono::seconds(120)) != std::future_status::ready)
-    qFatal("a DebugSession command did not answer within 120 s");
-  return f.get();
-}
-void get(std::future<void> f) {
-  if (f.wait_for(std::chrono::seconds(120)) != std::future_status::ready)
-    qFatal("a DebugSession command did not answer within 120 s");
-  f.get();
-}
-template <class T>
-std::string errorOf(std::future<T> f) {
-  if (f.wait_for(std::chrono::seconds(120)) != std::future_status::ready)
-    qFatal("a DebugSession command did not answer within 120 s");
-  try {
-    f.get();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return {};
 }
 
 struct Counter : ExecutionObserver {

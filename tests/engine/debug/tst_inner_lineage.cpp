@@ -18,6 +18,7 @@
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/graph/op_from_graph.h"
 #include "engine/ops/reduce/reduce.h"
+#include "session_test_support.h"
 #include "test_main.h"
 
 #include <chrono>
@@ -28,6 +29,8 @@
 
 using namespace tscope::engine;
 using namespace tscope::engine::debug;
+using tscope::test::errorOf;
+using tscope::test::get;
 
 namespace {
 
@@ -37,23 +40,6 @@ VarPtr fvar(const std::string& name) {
 }
 Tensor ft(Shape shape, std::initializer_list<double> v) {
   return Tensor::fromDoubles(DType::Float32, std::move(shape), v);
-}
-template <class T>
-T get(std::future<T> f) {
-  if (f.wait_for(std::chrono::seconds(120)) != std::future_status::ready)
-    qFatal("a DebugSession command did not answer within 120 s");
-  return f.get();
-}
-template <class T>
-std::string errorOf(std::future<T> f) {
-  if (f.wait_for(std::chrono::seconds(120)) != std::future_status::ready)
-    qFatal("a DebugSession command did not answer within 120 s");
-  try {
-    f.get();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return {};
 }
 std::string errorOf(const std::function<void()>& f) {
   try {

@@ -11,6 +11,7 @@
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/dimshuffle.h"
+#include "session_test_support.h"
 #include "test_main.h"
 
 #include <algorithm>
@@ -22,25 +23,11 @@
 
 using namespace tscope::engine;
 using namespace tscope::engine::debug;
+using tscope::test::errorOf;
+using tscope::test::get;
 
 namespace {
 constexpr std::int64_t U = kUnknownDim;
-
-template <class T>
-T get(std::future<T> f) {
-  if (f.wait_for(std::chrono::seconds(120)) != std::future_status::ready)
-    qFatal("a DebugSession command did not answer within 120 s");
-  return f.get();
-}
-template <class T>
-std::string errorOf(std::future<T> f) {
-  try {
-    get(std::move(f));
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return {};
-}
 
 // Asks for a stop after the top-level node at `at`, as the window's Stop would arrive then;
 // passive, so the call is still committed.

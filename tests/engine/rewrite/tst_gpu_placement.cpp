@@ -18,29 +18,11 @@
 #include <map>
 
 using namespace tscope::engine;
+using tscope::test::fakeDeviceKernel;
 using tscope::test::FakeDeviceMemory;
-using tscope::test::hostAlias;
+using tscope::test::fakeKernelLaunches;
 
 namespace {
-int g_launches = 0;
-
-// A "device kernel": checks its operands are device tensors, computes with perform on host aliases
-// of their bytes, and hands back device tensors.
-void fakeKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
-                std::span<Tensor* const> outputs) {
-  ++g_launches;
-  std::vector<Tensor> in, out(outputs.size());
-  for (const Tensor* t : inputs) {
-    if (t->device() != Device::Cuda) throw std::logic_error("a device kernel got a host tensor");
-    in.push_back(hostAlias(*t));
-  }
-  std::vector<const Tensor*> inPtrs;
-  for (const Tensor& t : in) inPtrs.push_back(&t);
-  std::vector<Tensor*> outPtrs;
-  for (Tensor& t : out) outPtrs.push_back(&t);
-  op.perform(node, inPtrs, outPtrs);
-  for (std::size_t o = 0; o < outputs.size(); ++o) *outputs[o] = toDevice(out[o], Device::Cuda);
-}
 
 bool float32Only(const Apply& node) {
   for (const VarPtr& in : node.inputs())
@@ -50,7 +32,7 @@ bool float32Only(const Apply& node) {
 
 KernelRegistry fakeRegistry(std::initializer_list<const char*> ops) {
   KernelRegistry r;
-  for (const char* name : ops) r.add(name, Device::Cuda, &fakeKernel, "fake");
+  for (const char* name : ops) r.add(name, Device::Cuda, &fakeDeviceKernel, "fake");
   return r;
 }
 
@@ -175,7 +157,7 @@ void TestGpuPlacement::testNothingPlaceableChangesNothing() {
 
 void TestGpuPlacement::testCompiledOnFakeDeviceMatchesCpu() {
   FakeDeviceMemory memory;
-  g_launches = 0;
+  fakeKernelLaunches() = 0;
   const VarPtr x = f32({3, 4}, "x"), W = f32({4, 5}, "W"), b = f32({5}, "b");
   const VarPtr h = relu(dot(x, W) + b);
   const std::vector<VarPtr> outs{h, sum(h, {1})};
@@ -217,7 +199,7 @@ void TestGpuPlacement::testCompiledOnFakeDeviceMatchesCpu() {
     QCOMPARE(got[i].device(), Device::Cpu);
     QVERIFY2(got[i].allClose(expected[i], 1e-6, 1e-6), qPrintable(QString::number(i)));
   }
-  QCOMPARE(g_launches, deviceKernels);
+  QCOMPARE(fakeKernelLaunches(), deviceKernels);
   QCOMPARE(memory.copies[int(DeviceMemory::Copy::HostToDevice)] >= 3, true);
 }
 

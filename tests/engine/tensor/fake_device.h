@@ -2,11 +2,16 @@
 // A stand-in for the CUDA backend's device memory in tests that run without a GPU: host memory
 // whose tensors carry the device tag Device::Cuda, and copies that are memcpy and are counted.
 // While a FakeDeviceMemory lives it is the registered memory of Device::Cuda.
+#include "engine/graph/apply.h"
+#include "engine/graph/op.h"
 #include "engine/tensor/device_memory.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
+#include <stdexcept>
+#include <vector>
 
 namespace tscope::test {
 
@@ -40,6 +45,34 @@ inline engine::Tensor hostAlias(const engine::Tensor& t) {
       const_cast<std::byte*>(t.storage()->data()), t.storage()->nbytes(),
       std::shared_ptr<const void>(t.storage()), engine::Storage::External{});
   return engine::Tensor(std::move(storage), t.dtype(), t.shape(), t.strides(), t.offset());
+}
+
+// How many times fakeDeviceKernel ran (tests reset it).
+inline int& fakeKernelLaunches() {
+  static int launches = 0;
+  return launches;
+}
+
+// A "device kernel" for a KernelRegistry entry on Device::Cuda: checks its operands are device
+// tensors, computes with the op's perform on host aliases of their bytes, and hands back device
+// tensors.
+inline void fakeDeviceKernel(const engine::Op& op, const engine::Apply& node,
+                             std::span<const engine::Tensor* const> inputs,
+                             std::span<engine::Tensor* const> outputs) {
+  ++fakeKernelLaunches();
+  std::vector<engine::Tensor> in, out(outputs.size());
+  for (const engine::Tensor* t : inputs) {
+    if (t->device() != engine::Device::Cuda)
+      throw std::logic_error("a device kernel got a host tensor");
+    in.push_back(hostAlias(*t));
+  }
+  std::vector<const engine::Tensor*> inPtrs;
+  for (const engine::Tensor& t : in) inPtrs.push_back(&t);
+  std::vector<engine::Tensor*> outPtrs;
+  for (engine::Tensor& t : out) outPtrs.push_back(&t);
+  op.perform(node, inPtrs, outPtrs);
+  for (std::size_t o = 0; o < outputs.size(); ++o)
+    *outputs[o] = engine::toDevice(out[o], engine::Device::Cuda);
 }
 
 }  // namespace tscope::test
