@@ -378,9 +378,13 @@ const std::map<std::string, SubCommand>& subCommands() {
         "calibrate [--threads N] [--json]", &runCalibrate, &addCalibrateOptions, 0}},
       {"debug",
        {"an interactive terminal debugger (break, step, print, set, recompute; `help` inside)",
-        "debug FILE [--input NAME=x.npy]... [--random-inputs SEED] [--mode M] [--nan-guard ...] "
-        "[--break SPEC]...",
-        &runDebug, &addRunOptions}},
+        "debug FILE [--input NAME=x.npy]... [--random-inputs SEED] [--mode M] [--device cpu|cuda] "
+        "[--nan-guard ...] [--break SPEC]...",
+        &runDebug,
+        [](QCommandLineParser& p) {
+          addRunOptions(p);
+          p.addOption(QCommandLineOption("device", "Where it runs: cpu (default) or cuda.", "D"));
+        }}},
       {"diff-profile",
        {"compares the profiles saved in two files node by node and scope by scope",
         "diff-profile A.tsg B.tsg [--json] [--rows N]", &runDiffProfile, &addDiffProfileOptions,

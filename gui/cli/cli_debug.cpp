@@ -89,11 +89,14 @@ void writeOutputs(const engine::FunctionGraph& graph, const std::vector<engine::
   }
 }
 
+// The session's function: the mode and the device of --mode and --device (deviceFromFlag has
+// registered the CUDA backend, or refused, before this runs).
 engine::Function compileFor(const engine::FunctionGraph& graph, const session::PreparedRun& run,
-                            engine::Mode mode,
+                            const session::RunInputs& inputs,
                             std::vector<std::shared_ptr<engine::ExecutionObserver>> observers) {
   engine::CompileOptions options;
-  options.mode = mode;
+  options.mode = inputs.mode;
+  options.device = inputs.device;
   options.observers = std::move(observers);
   return engine::compile(run.inputs, graph.outputs(), {}, options);
 }
@@ -179,7 +182,7 @@ int runGuarded(const QCommandLineParser& p, const engine::io::TsgDocument& doc,
   }
 
   const session::PreparedRun run = session::prepareRun(graph, inputs);
-  engine::Function f = compileFor(graph, run, inputs.mode, {});
+  engine::Function f = compileFor(graph, run, inputs, {});
   debug::DebugSession s(f);
   for (const auto& b : breaks) s.addBreakpoint(b).get();
   if (guardOpts) s.setNanGuard(*guardOpts).get();
@@ -233,7 +236,7 @@ int runDebugConsole(const QCommandLineParser& p, const engine::io::TsgDocument& 
   const std::optional<debug::NanGuardOptions> guardOpts =
       wantsNanGuard(p) ? std::optional(guardOptions(p, debug::NanAction::Pause)) : std::nullopt;
   const session::PreparedRun run = session::prepareRun(graph, inputs);
-  engine::Function f = compileFor(graph, run, inputs.mode, {});
+  engine::Function f = compileFor(graph, run, inputs, {});
   debug::DebugSession s(f);
   for (const auto& b : breaks) s.addBreakpoint(b).get();
   if (guardOpts) s.setNanGuard(*guardOpts).get();

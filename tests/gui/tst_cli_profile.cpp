@@ -141,6 +141,7 @@ class TestCliProfile : public QObject {
     std::vector<Case> cases = {
         {{"profile", kMlp, "--device", "tpu"}, 2, "--device expects cpu or cuda, found 'tpu'"},
         {{"run", kMlp, "--device", "tpu"}, 2, "--device expects cpu or cuda, found 'tpu'"},
+        {{"debug", kMlp, "--device", "tpu"}, 2, "--device expects cpu or cuda, found 'tpu'"},
         {{"profile", kMlp, "--runs", "0"}, 2, "--runs expects an integer >= 1, found '0'"},
         {{"profile", kMlp, "--sort", "fastest"}, 2, "--sort expects total, mean, p95 or calls"},
         {{"profile", kMlp, "--runs", "3", "--trace", dir.filePath("t.json").toStdString(),
@@ -164,6 +165,12 @@ class TestCliProfile : public QObject {
       cases.push_back({{"profile", kMlp, "--device", "cuda"}, code, message});
       cases.push_back({{"run", kMlp, "--device", "cuda", "--random-inputs", "0", "--output-dir",
                         dir.path().toStdString()},
+                       code,
+                       message});
+      // The debugger's session and a run with breakpoints compile for the device too.
+      cases.push_back({{"debug", kMlp, "--device", "cuda"}, code, message});
+      cases.push_back({{"run", kMlp, "--device", "cuda", "--break", "var:loss", "--random-inputs",
+                        "0", "--output-dir", dir.path().toStdString()},
                        code,
                        message});
     }
