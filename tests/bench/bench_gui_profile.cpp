@@ -30,7 +30,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <random>
+#include <string>
 
 using namespace tscope;
 
@@ -75,7 +77,21 @@ double median(std::vector<double> v) {
 
 // memory: the allocation hook on both sides (the Profile dialog's default; `tensorscope profile
 // --memory`) or off on both (the CLI's default). Each side measures what the other does.
+// BENCH_PAINTS=1: counts the paint events of each widget class while the window profiles (what
+// the GUI thread draws meanwhile).
+struct PaintCounter : QObject {
+  std::map<std::string, int> counts;
+  bool on = false;
+  bool eventFilter(QObject* o, QEvent* e) override {
+    if (on && e->type() == QEvent::Paint) ++counts[o->metaObject()->className()];
+    return false;
+  }
+};
+
 void mlpThroughTheWindow(int pairs, int runs, bool memory) {
+  static PaintCounter paints;
+  static const bool countPaints = std::getenv("BENCH_PAINTS") != nullptr;
+  if (countPaints) qApp->installEventFilter(&paints);
   const QString path = QStringLiteral(TSCOPE_SOURCE_DIR "/examples/graphs/mlp.tsg");
   gui::MainWindow window;
   window.resize(1400, 900);
@@ -129,8 +145,10 @@ void mlpThroughTheWindow(int pairs, int runs, bool memory) {
       auto c = QObject::connect(ui, &gui::ProfileUi::profileFinished, &loop,
                                 [&] { finishedMs = ms(clock); });
       QTimer::singleShot(120000, &loop, &QEventLoop::quit);
+      paints.on = countPaints;
       ui->startProfile(request);
       loop.exec();
+      paints.on = false;
       guiMs = ms(clock);
       QObject::disconnect(c);
       if (std::getenv("BENCH_VERBOSE"))
@@ -138,12 +156,21 @@ void mlpThroughTheWindow(int pairs, int runs, bool memory) {
       guiCallMean = ui->snapshot()->profile->function.call.mean;
       waitUntil([&] { return !window.isBusy(); }, 120000);  // the pane's layout: not timed
     };
+    // BENCH_CLI_ON_WORKER=1: the CLI side on a thread of Qt's pool, as the window's profile runs
+    // (tells the cost of the thread from the cost of the window).
+    static const bool cliOnWorker = std::getenv("BENCH_CLI_ON_WORKER") != nullptr;
+    auto cliSide = [&] {
+      if (cliOnWorker)
+        QtConcurrent::run(runCli).waitForFinished();
+      else
+        runCli();
+    };
     if (pair % 2 == 0) {
-      runCli();
+      cliSide();
       runGui();
     } else {
       runGui();
-      runCli();
+      cliSide();
     }
     if (pair == 0) continue;
     cli.push_back(cliMs);
@@ -191,6 +218,12 @@ void mlpThroughTheWindow(int pairs, int runs, bool memory) {
         "    after the calls: view model %.1f ms, tables %.1f ms, timeline %.1f ms (%zu "
         "bars), heat map %.1f ms\n",
         model, made - model, timed - made, timeline->bars.size(), heated - timed);
+  }
+  if (countPaints) {
+    std::printf("    paint events during the window's profiles:");
+    for (const auto& [cls, n] : paints.counts) std::printf(" %s %d", cls.c_str(), n);
+    std::printf("\n");
+    paints.counts.clear();
   }
   const double r = median(ratio);
   std::printf("  MLP fast_run, %d runs + 5 warm-up, %d pairs, memory %s on both sides:\n", runs,

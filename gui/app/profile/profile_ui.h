@@ -28,6 +28,7 @@
 #include "gui/app/profile/profile_view.h"
 #include "gui/app/profile/timeline_data.h"
 
+#include <QElapsedTimer>
 #include <QObject>
 #include <QPointer>
 #include <QStringList>
@@ -173,6 +174,8 @@ class ProfileUi : public QObject {
   QProgressBar* m_progress = nullptr;
   QToolButton* m_cancel = nullptr;
   QTimer* m_progressTimer = nullptr;
+  QElapsedTimer m_progressClock;  // since the running profile started (Note [Quiet progress])
+  static constexpr int kProgressDelayMs = 500, kProgressIntervalMs = 250;
   QAction* m_profileAction = nullptr;
   QAction* m_compareModesAction = nullptr;
   QAction* m_saveAction = nullptr;

@@ -166,10 +166,11 @@ void ProfileUi::runJob(std::function<std::vector<std::shared_ptr<const ProfileSn
   m_cancelFlag = std::make_shared<std::atomic<bool>>(false);
   m_done->store(0);
   m_total->store(m_request.runs + m_request.warmup);
-  m_progress->setRange(0, 0);  // busy until the first call reports
-  m_progress->setFormat(tr("Profiling: compiling"));
-  m_progress->show();
-  m_cancel->show();
+  // Note [Quiet progress]: shown by the timer once the profile has run a while.
+  m_progress->setRange(0, 1);
+  m_progress->setValue(0);
+  m_progress->setFormat(QString());
+  m_progressClock.start();
   m_progressTimer->start();
   updateActions();
   emit profileStarted();
