@@ -4,6 +4,7 @@
 #include "engine/session/replay_rewrites.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <set>
 #include <stdexcept>
@@ -34,12 +35,33 @@ RewriteQuery rewriteQueryFor(std::string_view mode, const std::vector<std::strin
   return query;
 }
 
-OptimizedGraph optimizeGraph(const FunctionGraph& original, const RewriteQuery& query) {
+OptimizedGraph optimizeGraph(const FunctionGraph& original, const RewriteQuery& query,
+                             const DevicePlacement& placement) {
+  if (placement.device != Device::Cpu && !placement.kernels)
+    throw std::invalid_argument(std::string("placing on ") +
+                                std::string(deviceName(placement.device)) +
+                                " needs the backend's kernel table");
   OptimizedGraph out;
   out.graph = original.clone();
   auto recorder = std::make_shared<RewriteRecorder>();
   out.graph->attachFeature(recorder);
   out.profile = optimize(*out.graph, query);
+  if (placement.device != Device::Cpu) {
+    // Note [Placement without a device]
+    const auto start = std::chrono::steady_clock::now();
+    PhaseStats phase;
+    phase.name = "gpu";
+    phase.nodesBefore = out.graph->nodes().size();
+    recorder->setPhase("gpu");
+    const std::size_t before = recorder->records().size();
+    placeOnDevice(*out.graph, *placement.kernels, placement.device, placement.rules);
+    phase.changes = recorder->records().size() - before;
+    phase.nodesAfter = out.graph->nodes().size();
+    phase.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out.profile.phases.push_back(phase);
+    out.profile.nodesAfter = phase.nodesAfter;
+    out.profile.seconds += phase.seconds;
+  }
   out.rewrites = recorder->takeRecords();
   out.graph->detachFeature(*recorder);
   out.profileJson = rewriteProfileJson(out.profile);
@@ -56,8 +78,9 @@ nlohmann::json withRewriterProfile(const nlohmann::json& profiles, nlohmann::jso
   return kept;
 }
 
-RewriteProfile optimizeDocument(io::TsgDocument& doc, const RewriteQuery& query) {
-  OptimizedGraph out = optimizeGraph(*doc.original, query);
+RewriteProfile optimizeDocument(io::TsgDocument& doc, const RewriteQuery& query,
+                                const DevicePlacement& placement) {
+  OptimizedGraph out = optimizeGraph(*doc.original, query, placement);
   doc.rewrites = std::move(out.rewrites);
   doc.optimized = std::move(out.graph);
   doc.profiles = withRewriterProfile(doc.profiles, std::move(out.profileJson));

@@ -4,6 +4,7 @@
 
 #include "engine/io/tsg.h"
 #include "engine/rewrite/rewrite_db.h"
+#include "engine/rewrite/rules/gpu_placement.h"
 
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,15 +27,30 @@ struct OptimizedGraph {
 // ("--include NAME: no rewrite or tag has this name (tags include ...)").
 RewriteQuery rewriteQueryFor(std::string_view mode, const std::vector<std::string>& include,
                              const std::vector<std::string>& exclude);
-// Optimizes a copy of `original` (unchanged) with the query. Throws what optimize() throws.
-OptimizedGraph optimizeGraph(const FunctionGraph& original, const RewriteQuery& query);
+// Note [Placement without a device]: after the rewrites, the nodes a device backend would run
+// are placed on `device` exactly as compile's "gpu" phase places them (GpuFromHost/HostFromGpu at
+// the borders, device types), from the backend's kernel table and placement rules alone: no
+// device and no runtime are needed, so a machine without a GPU shows where a graph would run.
+// The placement is logged as phase "gpu". kernels and rules must then be given
+// (engine::cuda::registerCudaKernels fills both).
+struct DevicePlacement {
+  Device device = Device::Cpu;  // Cpu: no placement
+  const KernelRegistry* kernels = nullptr;
+  const DeviceSupport* rules = nullptr;
+};
+
+// Optimizes a copy of `original` (unchanged) with the query, then places it (when asked). Throws
+// what optimize() throws, and std::invalid_argument for a device placement without kernels.
+OptimizedGraph optimizeGraph(const FunctionGraph& original, const RewriteQuery& query,
+                             const DevicePlacement& placement = {});
 // `profiles` with any earlier rewriter profile replaced by `rewriterProfile`.
 nlohmann::json withRewriterProfile(const nlohmann::json& profiles, nlohmann::json rewriterProfile);
 
 // Optimizes a copy of doc.original with the query and stores it as doc.optimized, with the rewrite
 // log in doc.rewrites and the rewriter profile (rewriteProfileJson) appended to doc.profiles,
 // replacing an earlier rewriter profile. The original graph is not changed.
-RewriteProfile optimizeDocument(io::TsgDocument& doc, const RewriteQuery& query);
+RewriteProfile optimizeDocument(io::TsgDocument& doc, const RewriteQuery& query,
+                                const DevicePlacement& placement = {});
 
 // {"kind": "rewriter", "seconds", "nodes_before", "nodes_after", "phases": [...], "rewriters":
 // [...]}.

@@ -1,6 +1,7 @@
 #include "gui/cli/cli.h"
 
 #include "engine/backends/cuda/cuda_backend.h"
+#include "engine/compile/kernel.h"
 #include "engine/io/graph_text.h"
 #include "engine/io/npy.h"
 #include "engine/session/graph_file.h"
@@ -269,8 +270,24 @@ int runOptimize(const QCommandLineParser& p, const std::string& file, std::strin
   for (const QString& t : p.values("include")) include.push_back(t.toStdString());
   for (const QString& t : p.values("exclude")) exclude.push_back(t.toStdString());
   const engine::RewriteQuery query = engine::session::rewriteQueryFor(mode, include, exclude);
+  // --device cuda: placed as compile would place it, without needing a GPU (Note [Placement
+  // without a device] in engine/session/optimize_graph.h).
+  engine::session::DevicePlacement placement;
+  engine::KernelRegistry cudaKernels;
+  engine::DeviceSupport cudaRules;
+  if (p.isSet("device")) {
+    const std::string device = p.value("device").toStdString();
+    if (device != "cpu" && device != "cuda")
+      throw std::invalid_argument("--device expects cpu or cuda, found '" + device + "'");
+    if (device == "cuda") {
+      if (!engine::cuda::cudaStatus().built)
+        throw std::invalid_argument("--device cuda: this build has no CUDA backend");
+      engine::cuda::registerCudaKernels(cudaKernels, cudaRules);
+      placement = {engine::Device::Cuda, &cudaKernels, &cudaRules};
+    }
+  }
   engine::io::TsgDocument doc = engine::session::openGraphFile(file);
-  const engine::RewriteProfile profile = engine::session::optimizeDocument(doc, query);
+  const engine::RewriteProfile profile = engine::session::optimizeDocument(doc, query, placement);
   engine::io::saveTsg(doc, target);
   out += file + " (" + mode + "):\n" + engine::session::rewriteProfileText(profile);
   out += "wrote " + target.string() + " (original, optimized, " +
@@ -397,8 +414,13 @@ const std::map<std::string, SubCommand>& subCommands() {
         }}},
       {"optimize",
        {"optimizes the original graph; writes it with the optimized graph and the rewrite log",
-        "optimize FILE -o OUT.tsg [--mode M] [--include TAG]... [--exclude TAG]...", &runOptimize,
+        "optimize FILE -o OUT.tsg [--mode M] [--include TAG]... [--exclude TAG]... "
+        "[--device cpu|cuda]",
+        &runOptimize,
         [](QCommandLineParser& p) {
+          p.addOption(QCommandLineOption(
+              "device",
+              "Also place the nodes a device would run (cuda; needs no GPU): phase \"gpu\".", "D"));
           p.addOption(QCommandLineOption({"o", "output"},
                                          "Where the optimized file is written (.tsg).", "OUT"));
           p.addOption(

@@ -3,6 +3,7 @@
 // the optimized graph computes what the original computes.
 
 #include "cli_test_support.h"
+#include "engine/backends/cuda/cuda_backend.h"
 #include "engine/io/tsg.h"
 #include "engine/session/run_graph.h"
 #include "gui/cli/cli.h"
@@ -112,6 +113,43 @@ class TestCliOptimize : public QObject {
     QVERIFY2(none.code == 0 && contains(none.out, "has no rewrite log"), none.out.c_str());
     Result both = cli({"print", out, "--rewrites", "--graph", "optimized"});
     QCOMPARE(both.code, int(gui::kExitUsage));
+  }
+
+  // Note [Placement without a device]: --device cuda places the optimized graph as compile's
+  // "gpu" phase would, on a machine without a GPU too; the file keeps the device types.
+  void placementWithoutADevice() {
+    QTemporaryDir dir;
+    const std::string out = dir.filePath("cuda.tsg").toStdString();
+    Result bad = cli({"optimize", example("mlp.tsg"), "-o", out, "--device", "tpu"});
+    QCOMPARE(bad.code, int(gui::kExitUsage));
+    QVERIFY2(contains(bad.err, "--device expects cpu or cuda, found 'tpu'"), bad.err.c_str());
+    Result r = cli({"optimize", example("mlp.tsg"), "-o", out, "--device", "cuda"});
+    if (!engine::cuda::cudaStatus().built) {
+      QCOMPARE(r.code, int(gui::kExitUsage));
+      QVERIFY2(contains(r.err, "this build has no CUDA backend"), r.err.c_str());
+      QVERIFY(!QFile::exists(QString::fromStdString(out)));
+      return;
+    }
+    QVERIFY2(r.code == 0, r.err.c_str());
+    QVERIFY2(contains(r.out, "gpu "), r.out.c_str());  // the phase in the profile text
+    const io::TsgDocument doc = io::loadTsg(out);
+    int toDevice = 0, onDevice = 0;
+    for (const Apply* node : doc.optimized->nodes()) {
+      toDevice += node->op().name() == "GpuFromHost" ? 1 : 0;
+      for (int o = 0; o < node->nOutputs(); ++o)
+        onDevice += node->outputRef(o).type().device() == Device::Cuda ? 1 : 0;
+    }
+    QVERIFY(toDevice > 0);
+    QVERIFY(onDevice > toDevice);  // the Dots and the fused elementwise nodes, not only copies
+    bool logged = false;
+    for (const RewriteRecord& rec : doc.rewrites) logged = logged || rec.phase == "gpu";
+    QVERIFY(logged);
+    // The original graph is untouched: the CPU still runs it.
+    for (const Apply* node : doc.original->nodes())
+      for (int o = 0; o < node->nOutputs(); ++o)
+        QCOMPARE(node->outputRef(o).type().device(), Device::Cpu);
+    Result p = cli({"print", out, "--graph", "optimized"});
+    QVERIFY2(contains(p.out, "on cuda"), p.out.c_str());
   }
 
   void modesAndTags() {
