@@ -548,14 +548,6 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
     // The inputs as the node read them (Note [Inplace inputs]).
     std::vector<const Tensor*> read(e->inputs.begin(), e->inputs.end());
     std::vector<bool> lost(read.size(), false);
-    std::vector<Tensor> onHost(read.size());  // Note [Reading device values]
-    auto hostRead = [&] {
-      for (std::size_t k = 0; k < read.size(); ++k)
-        if (read[k] && read[k]->defined() && read[k]->device() != Device::Cpu) {
-          onHost[k] = toHost(*read[k]);
-          read[k] = &onHost[k];
-        }
-    };
     {
       const NodeViews& views = viewsOf(e->node);
       auto saved = m_savedFor == &e->node ? m_saved.find(&e->node) : m_saved.end();
@@ -567,7 +559,12 @@ void NanGuard::checkValue(VM& vm, const NodeEvent* e, const Variable& var, int o
           lost[k] = true;
       }
     }
-    hostRead();
+    std::vector<Tensor> onHost(read.size());  // Note [Reading device values]
+    for (std::size_t k = 0; k < read.size(); ++k)
+      if (read[k] && read[k]->defined() && read[k]->device() != Device::Cpu) {
+        onHost[k] = toHost(*read[k]);
+        read[k] = &onHost[k];
+      }
     link.node = nodeRef(e->node, e->framePath);
     link.node.iterations.assign(e->iterations.begin(), e->iterations.end());
     // Which inputs already held bad values (Note [Root-cause chain]).

@@ -275,16 +275,11 @@ int runOptimize(const QCommandLineParser& p, const std::string& file, std::strin
   engine::session::DevicePlacement placement;
   engine::KernelRegistry cudaKernels;
   engine::DeviceSupport cudaRules;
-  if (p.isSet("device")) {
-    const std::string device = p.value("device").toStdString();
-    if (device != "cpu" && device != "cuda")
-      throw std::invalid_argument("--device expects cpu or cuda, found '" + device + "'");
-    if (device == "cuda") {
-      if (!engine::cuda::cudaStatus().built)
-        throw std::invalid_argument("--device cuda: this build has no CUDA backend");
-      engine::cuda::registerCudaKernels(cudaKernels, cudaRules);
-      placement = {engine::Device::Cuda, &cudaKernels, &cudaRules};
-    }
+  if (parseDeviceFlag(p) == engine::Device::Cuda) {
+    if (!engine::cuda::cudaStatus().built)
+      throw std::invalid_argument("--device cuda: this build has no CUDA backend");
+    engine::cuda::registerCudaKernels(cudaKernels, cudaRules);
+    placement = {engine::Device::Cuda, &cudaKernels, &cudaRules};
   }
   engine::io::TsgDocument doc = engine::session::openGraphFile(file);
   const engine::RewriteProfile profile = engine::session::optimizeDocument(doc, query, placement);

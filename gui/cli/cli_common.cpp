@@ -19,15 +19,20 @@ engine::Mode parseMode(const std::string& mode, const std::string& option) {
 
 // The values and mode of `run`, `debug` and `profile`: --input, --random-inputs, --mode; and
 // --threads, the engine's intra-op thread count for the rest of the process.
-engine::Device deviceFromFlag(const QCommandLineParser& p) {
+engine::Device parseDeviceFlag(const QCommandLineParser& p) {
   // optionNames(): the options given; isSet would warn on a sub-command without --device.
   if (!p.optionNames().contains("device")) return engine::Device::Cpu;
   const std::string device = p.value("device").toStdString();
   if (device == "cpu") return engine::Device::Cpu;
   if (device != "cuda")
     throw std::invalid_argument("--device expects cpu or cuda, found '" + device + "'");
-  engine::cuda::registerCudaBackend();
   return engine::Device::Cuda;
+}
+
+engine::Device deviceFromFlag(const QCommandLineParser& p) {
+  const engine::Device device = parseDeviceFlag(p);
+  if (device == engine::Device::Cuda) engine::cuda::registerCudaBackend();
+  return device;
 }
 
 engine::session::RunInputs runInputsFromFlags(const QCommandLineParser& p) {

@@ -21,6 +21,9 @@ engine::session::RunInputs runInputsFromFlags(const QCommandLineParser& p);
 // engine/backends/cuda/cuda_backend.h), which throws CudaUnavailable when this build has no CUDA
 // backend or the runtime finds no device; runCli turns that into one line and kExitNoDevice.
 engine::Device deviceFromFlag(const QCommandLineParser& p);
+// --device as given (cpu when absent), checked but without starting any backend: for commands
+// that only place a graph (optimize).
+engine::Device parseDeviceFlag(const QCommandLineParser& p);
 
 // MissingInputValue names what is missing in the engine's terms; the flags that give it are the
 // CLI's to name.
