@@ -69,7 +69,14 @@ void BM_DotPerform(benchmark::State& state) {
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
-  b->Args({128, 784, 500})->Args({512, 512, 512})->Unit(benchmark::kMillisecond);
+  // An MLP layer, a square product, and a transformer encoder's projections (d 256, ff 1024,
+  // sequence 128: q/k/v in-projection, feed-forward up and down).
+  b->Args({128, 784, 500})
+      ->Args({512, 512, 512})
+      ->Args({128, 256, 768})
+      ->Args({128, 256, 1024})
+      ->Args({128, 1024, 256})
+      ->Unit(benchmark::kMillisecond);
 }
 
 BENCHMARK(BM_Gemm)->Apply(shapes);

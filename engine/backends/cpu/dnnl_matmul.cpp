@@ -2,6 +2,7 @@
 
 #include "engine/backends/cpu/threads.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -22,6 +23,12 @@ namespace tscope::engine::cpu {
 
 bool dnnlGemmEnabled() {
   return false;
+}
+
+void setDnnlGemmAnyKernel(bool) {}
+
+std::string dnnlGemmKernel(bool, bool, std::int64_t, std::int64_t, std::int64_t) {
+  return {};
 }
 
 bool dnnlGemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*,
@@ -47,6 +54,8 @@ struct Key {
 struct Plan {
   dnnl::matmul matmul;
   memory::desc a, b, c;
+  std::string kernel;  // oneDNN's implementation: "brg:avx512_core", "gemm:jit", ...
+  bool brgemm = false;
 };
 
 dnnl::engine& cpuEngine() {
@@ -59,6 +68,16 @@ dnnl::engine& cpuEngine() {
 memory::desc matrix(std::int64_t rows, std::int64_t cols, std::int64_t ld, bool transposed) {
   return memory::desc({rows, cols}, memory::data_type::f32,
                       transposed ? memory::dims{1, ld} : memory::dims{ld, 1});
+}
+
+// TSCOPE_DNNL_GEMM=force, or setDnnlGemmAnyKernel(true): oneDNN takes the products whatever
+// kernel it has for them (for comparing the two libraries on one machine, and for tests).
+std::atomic<bool>& anyKernel() {
+  static std::atomic<bool> any = [] {
+    const char* v = std::getenv("TSCOPE_DNNL_GEMM");
+    return v != nullptr && std::string_view(v) == "force";
+  }();
+  return any;
 }
 
 Plan makePlan(const Key& key) {
@@ -74,6 +93,8 @@ Plan makePlan(const Key& key) {
     attr.set_post_ops(ops);
   }
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), attr, cpuEngine());
+  p.kernel = pd.impl_info_str();
+  p.brgemm = p.kernel.starts_with("brg");
   p.matmul = dnnl::matmul(pd);
   return p;
 }
@@ -104,6 +125,21 @@ bool dnnlGemmEnabled() {
   return enabled();
 }
 
+void setDnnlGemmAnyKernel(bool on) {
+  anyKernel().store(on);
+}
+
+std::string dnnlGemmKernel(bool transA, bool transB, std::int64_t m, std::int64_t n,
+                           std::int64_t k) {
+  if (m <= 0 || n <= 0 || k <= 0) return {};
+  const Key key{transA, transB, m, n, k, transA ? m : k, transB ? k : n, n, 1.0f, 0.0f};
+  try {
+    return planFor(key)->kernel;
+  } catch (const dnnl::error&) {
+    return {};
+  }
+}
+
 bool dnnlGemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
               const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,
               float* C, std::int64_t ldc) {
@@ -113,6 +149,8 @@ bool dnnlGemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int
   const Key key{transA, transB, m, n, k, lda, ldb, ldc, alpha, beta};
   try {
     const std::shared_ptr<const Plan> plan = planFor(key);
+    // Note [oneDNN products] (dnnl_matmul.h): only its brgemm kernels beat OpenBLAS.
+    if (!plan->brgemm && !anyKernel().load(std::memory_order_relaxed)) return false;
     omp_set_num_threads(intraOpThreads());
     thread_local dnnl::stream stream(cpuEngine());
     memory a(plan->a, cpuEngine(), const_cast<float*>(A));

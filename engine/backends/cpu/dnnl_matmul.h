@@ -20,8 +20,16 @@
 // product over k computed by one thread whatever the thread count, so results do not depend on it.
 // alpha scales the product and beta adds beta * C (a sum post-op); beta == 0 ignores C's old
 // contents, NaN included, as BLAS does.
+// Only brgemm kernels take products. On a CPU without AVX-512 (an AMD EPYC with AVX2 + FMA)
+// oneDNN 2.7 has no brgemm matmul and falls back to its generic "gemm:jit", which is slower than
+// OpenBLAS's own kernels for the CPU: the transformer encoder's inference took 16.8-17.7 ms with
+// every product in oneDNN against 13.8-14.3 ms with them in OpenBLAS's Zen kernels (one thread,
+// bench_onnx_resnet, same machine, interleaved runs). So a product whose plan is not brgemm goes
+// to BLAS; dnnlGemmKernel names the kernel, and TSCOPE_DNNL_GEMM=force (setDnnlGemmAnyKernel)
+// sends every product to oneDNN anyway.
 
 #include <cstdint>
+#include <string>
 
 namespace tscope::engine::cpu {
 
@@ -31,6 +39,13 @@ namespace tscope::engine::cpu {
 // refuses it.
 // Whether dnnlGemm takes float32 products: the build has oneDNN and TSCOPE_DNNL_GEMM is not 0.
 bool dnnlGemmEnabled();
+// Whether oneDNN also takes the products it has only generic kernels for (false by default, true
+// with TSCOPE_DNNL_GEMM=force): Note [oneDNN products].
+void setDnnlGemmAnyKernel(bool on);
+// The oneDNN kernel a packed product of this geometry runs on ("brg:avx512_core", "gemm:jit");
+// empty without oneDNN or when oneDNN refuses it.
+std::string dnnlGemmKernel(bool transA, bool transB, std::int64_t m, std::int64_t n,
+                           std::int64_t k);
 
 bool dnnlGemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
               const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta,

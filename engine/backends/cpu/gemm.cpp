@@ -173,8 +173,15 @@ void gemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t
 }
 
 std::string gemmBackendName() {
-  // Note [oneDNN products] (dnnl_matmul.h): float32 goes to oneDNN first.
-  const std::string dnnl = dnnlGemmEnabled() ? "oneDNN matmul (float32), else " : "";
+  // Note [oneDNN products] (dnnl_matmul.h): float32 goes to oneDNN first where its kernel is
+  // brgemm; which kernel a mid-sized product gets says whether this CPU has one.
+  std::string dnnl;
+  if (dnnlGemmEnabled()) {
+    const std::string kernel = dnnlGemmKernel(false, false, 128, 128, 128);
+    dnnl = kernel.starts_with("brg") ? "oneDNN matmul (float32, " + kernel + "), else "
+                                     : "oneDNN matmul only where forced (its kernel here: " +
+                                           (kernel.empty() ? std::string("none") : kernel) + "), ";
+  }
 #if defined(EIGEN_USE_BLAS) && defined(TSCOPE_HAVE_OPENBLAS)
   selectBlasKernels();
   const char* core = openblas_get_corename();

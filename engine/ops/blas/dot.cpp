@@ -42,16 +42,28 @@ void forEachBatch(const Tensor& a, const Tensor& b, int nb, F&& f) {
 }
 
 // Row-major rows of a stack that b does not vary over: (batch..., m, k) as one (batch*m, k)
-// matrix when the batch axes step uniformly over the rows (a contiguous stack of matrices).
-bool foldsIntoRows(const Tensor& a, const Tensor& b, int nb) {
+// matrix when the batch axes step uniformly over the rows (a contiguous stack of matrices), with
+// rowStride the step from one row to the next. Axes of size 1 take no step, whatever their stride:
+// a sequence-first (T, 1, D) activation read through a transpose is still T rows of D, and folding
+// it makes one GEMM of what would be T matrix-vector products, each reading all of b.
+bool foldsIntoRows(const Tensor& a, const Tensor& b, int nb, std::int64_t& rowStride) {
   if (nb == 0) return false;
   for (int i = 0; i < nb; ++i)
     if (b.strides()[static_cast<std::size_t>(i)] != 0 &&
         b.shape()[static_cast<std::size_t>(i)] != 1)
       return false;
-  for (int i = nb - 1; i >= 0; --i) {
+  rowStride = a.strides()[static_cast<std::size_t>(nb)];
+  bool first = true;
+  std::int64_t next = 0;  // the stride the next non-unit axis up must have
+  for (int i = nb; i >= 0; --i) {
     const auto u = static_cast<std::size_t>(i);
-    if (a.strides()[u] != a.strides()[u + 1] * a.shape()[u + 1]) return false;
+    if (a.shape()[u] == 1) continue;
+    if (first)
+      rowStride = a.strides()[u];
+    else if (a.strides()[u] != next)
+      return false;
+    first = false;
+    next = a.strides()[u] * a.shape()[u];
   }
   return true;
 }
@@ -68,10 +80,10 @@ void batchedFloat(const Tensor& a, const Tensor& b, Tensor& c, int nb) {
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   T* pc = c.data<T>();
-  if (foldsIntoRows(a, b, nb)) {
+  if (std::int64_t rowStride = 0; foldsIntoRows(a, b, nb, rowStride)) {
     // One GEMM for the whole stack: (batch*m, k) . (k, n), the common (N, T, D) . (D, H) case.
     const std::int64_t rows = c.numel() / std::max<std::int64_t>(n, 1);
-    matmulStrided<T>({pa, rows, k, sar, sac}, {pb, k, n, sbr, sbc}, {pc, rows, n, n, 1}, T(1),
+    matmulStrided<T>({pa, rows, k, rowStride, sac}, {pb, k, n, sbr, sbc}, {pc, rows, n, n, 1}, T(1),
                      T(0));
     return;
   }

@@ -128,7 +128,8 @@ void TestBlas::testDotStrided_data() {
   QTest::addColumn<QString>("view");
   for (const char* v :
        {"a transposed", "b transposed", "both transposed", "batch transposed", "sliced inner",
-        "sliced rows", "reversed", "broadcast rows", "vector strided"})
+        "sliced rows", "reversed", "broadcast rows", "vector strided", "sequence first",
+        "sequence first, rows apart", "unit rows strided"})
     QTest::newRow(v) << QString(v);
 }
 
@@ -159,6 +160,21 @@ void TestBlas::testDotStrided() {
   } else if (view == "reversed") {
     a = randomTensor(DType::Float64, {2, 3}, 1).slice(1, 2, -4, -1);
     b = randomTensor(DType::Float64, {4, 3, 4}, 2).slice(0, 3, -5, -1);
+  } else if (view == "sequence first") {
+    // (T, 1, D) read through a transpose of (1, T, D): its unit axis has stride T*D; the stack
+    // folds into one (T, D) . (D, H) product whose row step is D.
+    const int perm[] = {1, 0, 2};
+    a = randomTensor(DType::Float32, {1, 7, 5}, 1).transpose(perm);
+    b = randomTensor(DType::Float32, {5, 4}, 2);
+  } else if (view == "sequence first, rows apart") {
+    // (T, 2, D) from (2, T, D): the rows of one batch element are not one step apart, no fold.
+    const int perm[] = {1, 0, 2};
+    a = randomTensor(DType::Float32, {2, 7, 5}, 1).transpose(perm);
+    b = randomTensor(DType::Float32, {5, 4}, 2);
+  } else if (view == "unit rows strided") {
+    // (3, 1, 4, D) with every other row of a (3, 1, 8, D) tensor: batch step 8*D, row step 2*D.
+    a = randomTensor(DType::Float32, {3, 1, 8, 5}, 1).slice(2, 0, 8, 2);
+    b = randomTensor(DType::Float32, {5, 6}, 2);
   } else if (view == "broadcast rows") {
     a = randomTensor(DType::Float64, {1, 3}, 1).broadcastTo({2, 3});
     b = randomTensor(DType::Float64, {3, 1}, 2).broadcastTo({3, 4});
@@ -166,7 +182,9 @@ void TestBlas::testDotStrided() {
     a = randomTensor(DType::Float64, {6}, 1).slice(0, 0, 6, 2);
     b = randomTensor(DType::Float64, {2, 3}, 2).transpose();
   }
-  QVERIFY(!a.isContiguous() || !b.isContiguous());
+  // A unit axis's stride does not count against contiguity: "sequence first" is contiguous, yet its
+  // stride on the unit axis is not what a packed (T, 1, D) tensor would have.
+  QVERIFY(!a.isContiguous() || !b.isContiguous() || view == "sequence first");
   const Tensor got = performOn(std::make_shared<Dot>(), {a, b});
   QVERIFY(
       closeTo(got, referenceMatmul(a, b, got.dtype()), tolFor(got.dtype()), tolFor(got.dtype())));

@@ -48,7 +48,11 @@ class TestDnnlGemm : public QObject {
  private slots:
   void init() {
     if (!cpu::dnnlGemmEnabled()) QSKIP("this build has no oneDNN (or TSCOPE_DNNL_GEMM=0)");
+    // Every product to oneDNN, whatever kernel this CPU gives it; testTakesOnlyBrgemm checks the
+    // default choice.
+    cpu::setDnnlGemmAnyKernel(true);
   }
+  void cleanup() { cpu::setDnnlGemmAnyKernel(false); }
 
   void testMatchesReference_data() {
     QTest::addColumn<bool>("ta");
@@ -106,6 +110,27 @@ class TestDnnlGemm : public QObject {
     cpu::gemm(false, false, 2, 2, 2, 1.f, a, 2, a, 2, 0.f, c, 2);
     QCOMPARE(c[0], 7.f);
     QCOMPARE(c[3], 22.f);
+  }
+
+  // By default oneDNN takes a product only where its kernel is brgemm (Note [oneDNN products]);
+  // the others go to BLAS through cpu::gemm with the same result.
+  void testTakesOnlyBrgemm() {
+    cpu::setDnnlGemmAnyKernel(false);
+    const std::int64_t m = 64, n = 96, k = 80;
+    const std::string kernel = cpu::dnnlGemmKernel(false, false, m, n, k);
+    QVERIFY2(!kernel.empty(), "oneDNN names a kernel for a plain product");
+    const std::vector<float> A = randomVector(static_cast<std::size_t>(m * k), 6);
+    const std::vector<float> B = randomVector(static_cast<std::size_t>(k * n), 7);
+    std::vector<float> C(static_cast<std::size_t>(m * n), 0.f);
+    const bool taken =
+        cpu::dnnlGemm(false, false, m, n, k, 1.f, A.data(), k, B.data(), n, 0.f, C.data(), n);
+    QCOMPARE(taken, kernel.starts_with("brg"));
+    cpu::gemm(false, false, m, n, k, 1.f, A.data(), k, B.data(), n, 0.f, C.data(), n);
+    const std::vector<float> none(C.size());
+    const std::vector<double> expected =
+        reference(false, false, m, n, k, 1.0, A, k, B, n, 0.0, none, n);
+    for (std::size_t i = 0; i < C.size(); ++i)
+      QVERIFY(std::abs(C[i] - expected[i]) <= 1e-4 * (1 + std::abs(expected[i])));
   }
 
   // Each element of C is one thread's dot product: the thread count does not change a bit.

@@ -72,6 +72,7 @@ class TestNnSoftmax : public QObject {
   void testValues_data();
   void testValues();
   void testLargeLogits();
+  void testLongRows();
   void testGradOpValues_data();
   void testGradOpValues();
   void testInferShape_data();
@@ -132,6 +133,33 @@ void TestNnSoftmax::testLargeLogits() {
     for (double v : out[1].toDoubles()) QVERIFY(std::isfinite(v));
     QCOMPARE(out[1].at({1, 2}) < -45.0, true);  // far from 0, not -inf
   }
+}
+
+// Rows longer than the lanes of the row max and sum (Note [Row reductions in lanes]), with a tail:
+// values against the direct loop; a NaN reaches its whole row and only that row; -inf entries
+// give exact zeros.
+void TestNnSoftmax::testLongRows() {
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (std::int64_t len : {16, 37, 128, 131}) {
+      Tensor x = randomTensor(dtype, {3, len}, 7, -4.0, 4.0);
+      x.set({1, len - 1}, 9.0);  // the max in the tail
+      x.set({2, 0}, -INFINITY);
+      Tensor withNan = x.clone();
+      withNan.set({0, len / 2}, NAN);
+      const auto out = evaluate(
+          [&](const std::vector<VarPtr>& in) {
+            return std::vector<VarPtr>{softmax(in[0]), logSoftmax(in[0]), softmax(in[1])};
+          },
+          {x, withNan});
+      QVERIFY(closeTo(out[0], alongAxis(x, 1, softmaxRow).astype(dtype), tol(dtype), tol(dtype)));
+      QVERIFY(
+          closeTo(out[1], alongAxis(x, 1, logSoftmaxRow).astype(dtype), tol(dtype), tol(dtype)));
+      QCOMPARE(out[0].at({2, 0}), 0.0);
+      for (std::int64_t k = 0; k < len; ++k) {
+        QVERIFY(std::isnan(out[2].at({0, k})));
+        QCOMPARE(out[2].at({1, k}), out[0].at({1, k}));
+      }
+    }
 }
 
 void TestNnSoftmax::testGradOpValues_data() {
