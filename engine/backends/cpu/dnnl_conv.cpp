@@ -47,20 +47,42 @@ using Dt = memory::data_type;
 // (brgconv, brdgmm_dw) want channel-last activations. Each call reorders the input to NHWC,
 // convolves, and reorders the output back: two passes over the activations, a small price next to
 // the convolution (0.06 ms each way for 64x56x56 here, against 1.0 ms for its 3x3 convolution).
+// Note [oneDNN threads per plan]: oneDNN's JIT convolutions fix their thread count when the
+// primitive is created (omp_get_max_threads() then, on the creating thread) and split every later
+// execution among that many threads, whatever omp_set_num_threads says by then. So the count is
+// set before a primitive is made and is part of its key. Before this, the process's first plan was
+// made at OpenMP's default (every CPU) and kept it: with TSCOPE_NUM_THREADS=1, MobileNetV2's first
+// convolution ran on two threads, and while another process used the second CPU its barrier waits
+// made that one convolution 6-12 ms instead of 0.26 ms (the inference 32.7 ms against 10.9 ms
+// with OMP_NUM_THREADS=1 as well).
 struct Key {
   std::int64_t n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, groups;
   bool bias, sum;
+  int threads;
   auto tie() const {
-    return std::tie(n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, groups, bias, sum);
+    return std::tie(n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, groups, bias, sum, threads);
   }
   bool operator<(const Key& k) const { return tie() < k.tie(); }
 };
 
 Key keyOf(const Conv2dGeometry& g, const ConvEpilogue& e) {
-  return {g.n,  g.c,  g.h,  g.w,      g.o,
-          g.kh, g.kw, g.sh, g.sw,     g.ph,
-          g.pw, g.dh, g.dw, g.groups, e.bias != nullptr,
-          e.sum};
+  return {g.n,
+          g.c,
+          g.h,
+          g.w,
+          g.o,
+          g.kh,
+          g.kw,
+          g.sh,
+          g.sw,
+          g.ph,
+          g.pw,
+          g.dh,
+          g.dw,
+          g.groups,
+          e.bias != nullptr,
+          e.sum,
+          intraOpThreads()};
 }
 
 struct Plan {
@@ -250,10 +272,11 @@ bool dnnlConv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
   if (g.n == 0 || g.o == 0 || g.oh <= 0 || g.ow <= 0) return false;  // nothing to convolve
   try {
     const Key key = keyOf(g, epilogue);
-    const std::shared_ptr<const Plan> plan = planFor(key, g, epilogue);
     // oneDNN's OpenMP threads: the engine's count (engine/backends/cpu/threads.h), set on this
-    // thread (OpenMP's count is per calling thread).
-    omp_set_num_threads(intraOpThreads());
+    // thread (OpenMP's count is per calling thread) before the plan is made (Note [oneDNN threads
+    // per plan]).
+    omp_set_num_threads(key.threads);
+    const std::shared_ptr<const Plan> plan = planFor(key, g, epilogue);
     dnnl::stream stream(cpuEngine());
     memory filters = filtersFor(key, *plan, w, weightsOwner, weightsVersion, stream);
     memory srcUser(plan->srcUser, cpuEngine(), const_cast<float*>(x));

@@ -47,7 +47,10 @@ struct Key {
   bool transA, transB;
   std::int64_t m, n, k, lda, ldb, ldc;
   float alpha, beta;
-  auto tie() const { return std::tie(transA, transB, m, n, k, lda, ldb, ldc, alpha, beta); }
+  int threads;  // fixed when the primitive is made (Note [oneDNN threads per plan], dnnl_conv.cpp)
+  auto tie() const {
+    return std::tie(transA, transB, m, n, k, lda, ldb, ldc, alpha, beta, threads);
+  }
   bool operator<(const Key& o) const { return tie() < o.tie(); }
 };
 
@@ -132,8 +135,10 @@ void setDnnlGemmAnyKernel(bool on) {
 std::string dnnlGemmKernel(bool transA, bool transB, std::int64_t m, std::int64_t n,
                            std::int64_t k) {
   if (m <= 0 || n <= 0 || k <= 0) return {};
-  const Key key{transA, transB, m, n, k, transA ? m : k, transB ? k : n, n, 1.0f, 0.0f};
+  const Key key{transA, transB,          m, n, k, transA ? m : k, transB ? k : n, n, 1.0f,
+                0.0f,   intraOpThreads()};
   try {
+    omp_set_num_threads(key.threads);
     return planFor(key)->kernel;
   } catch (const dnnl::error&) {
     return {};
@@ -146,12 +151,12 @@ bool dnnlGemm(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int
   if (m <= 0 || n <= 0 || k <= 0 || !enabled()) return false;
   if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < 32.0 * 32 * 32)
     return false;
-  const Key key{transA, transB, m, n, k, lda, ldb, ldc, alpha, beta};
+  const Key key{transA, transB, m, n, k, lda, ldb, ldc, alpha, beta, intraOpThreads()};
   try {
+    omp_set_num_threads(key.threads);
     const std::shared_ptr<const Plan> plan = planFor(key);
     // Note [oneDNN products] (dnnl_matmul.h): only its brgemm kernels beat OpenBLAS.
     if (!plan->brgemm && !anyKernel().load(std::memory_order_relaxed)) return false;
-    omp_set_num_threads(intraOpThreads());
     thread_local dnnl::stream stream(cpuEngine());
     memory a(plan->a, cpuEngine(), const_cast<float*>(A));
     memory b(plan->b, cpuEngine(), const_cast<float*>(B));

@@ -119,9 +119,12 @@ void Reshape::perform(const Apply&, std::span<const Tensor* const> inputs,
   } else if (product != n) {
     throw fail(" (" + std::to_string(product) + " elements)");
   }
-  if (x.isContiguous()) {
-    Strides strides = contiguousStrides(shape);
-    *outputs[0] = x.view(std::move(shape), std::move(strides), x.offset());
+  // Note [Reshape views]: a view whenever strides exist that read x in row-major order as the new
+  // shape (numpy's no-copy reshape), not only when x is contiguous: attention's heads split from a
+  // slice of the fused q/k/v projection ((T, 1, 256) with row step 768 -> (T, 4, 64)) stay views,
+  // and the batched products that read them take the row step as their leading dimension.
+  if (std::optional<Strides> strides = reshapeStrides(x.shape(), x.strides(), shape)) {
+    *outputs[0] = x.view(std::move(shape), std::move(*strides), x.offset());
     return;
   }
   Tensor& out = reuseOrAllocate(outputs[0], x.dtype(), shape);

@@ -10,6 +10,8 @@
 #include "op_test_support.h"
 #include "test_main.h"
 
+#include <filesystem>
+
 using namespace tscope::test;
 
 class TestIntraOpThreads : public QObject {
@@ -17,9 +19,36 @@ class TestIntraOpThreads : public QObject {
 
  private slots:
   void cleanup() { cpu::setIntraOpThreads(cpu::availableCpus()); }
+  void testOneThreadStartsNoWorkers();  // first: it needs a process no convolution ran in yet
   void testSetter();
   void testSameValuesOnMoreThreads();
 };
+
+namespace {
+int threadsOfThisProcess() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+}  // namespace
+
+// Note [oneDNN threads per plan] (dnnl_conv.cpp): at one intra-op thread the process's first
+// convolution starts no OpenMP worker. Its plan used to be made at OpenMP's default count (every
+// CPU) and kept it, so it ran on two threads with TSCOPE_NUM_THREADS=1.
+void TestIntraOpThreads::testOneThreadStartsNoWorkers() {
+  if (cpu::availableCpus() < 2) QSKIP("one CPU: OpenMP's default is one thread already");
+  if (!std::filesystem::exists("/proc/self/task")) QSKIP("no /proc/self/task to count threads");
+  cpu::setIntraOpThreads(1);
+  const Tensor x = randomTensor(DType::Float32, {1, 8, 24, 24}, 5),
+               w = randomTensor(DType::Float32, {16, 8, 3, 3}, 6);
+  const VarPtr xv = Variable::create(TensorType(DType::Float32, x.shape()), "x");
+  Conv2dParams p;
+  p.padding = {1, 1};
+  Function f = compile({xv}, {conv2d(xv, constant(w), p)});
+  const int before = threadsOfThisProcess();
+  for (int i = 0; i < 3; ++i) f({x});
+  QCOMPARE(threadsOfThisProcess(), before);
+}
 
 void TestIntraOpThreads::testSetter() {
   QVERIFY(cpu::availableCpus() >= 1);

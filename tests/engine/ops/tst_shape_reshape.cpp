@@ -59,6 +59,21 @@ class TestShapeReshape : public QObject {
     QVERIFY(!copy.sharesStorageWith(x));
     QVERIFY(closeTo(copy, xt.contiguous().reshape({6, 4})));
     QCOMPARE(copy.at({0, 1}), x.at({1, 0, 0}));
+    // Note [Reshape views]: a non-contiguous input whose axes split uniformly stays a view: columns
+    // 1..2 of each row of a (2, 3, 4) tensor (row step 4), as (2, 3, 2, 1) then (3, 2, 2)...
+    const Tensor cols = x.slice(2, 1, 3);  // (2, 3, 2), strides (12, 4, 1)
+    VarPtr c = symbol(DType::Float32, {kUnknownDim, kUnknownDim, kUnknownDim}, "c");
+    Tensor split =
+        performNode(reshape(c, std::vector<std::int64_t>{2, 3, 2, 1}), {cols, Tensor()})[0];
+    QVERIFY(split.sharesStorageWith(x));
+    QVERIFY(closeTo(split, cols.contiguous().reshape({2, 3, 2, 1})));
+    Tensor merged = performNode(reshape(c, std::vector<std::int64_t>{6, 2}), {cols, Tensor()})[0];
+    QVERIFY(merged.sharesStorageWith(x));  // rows 12 apart per batch, 4 apart within: uniform
+    QVERIFY(closeTo(merged, cols.contiguous().reshape({6, 2})));
+    // ...but merging a row with its columns is not (the columns are 2 of every 4): a copy.
+    Tensor flat = performNode(reshape(c, std::vector<std::int64_t>{12}), {cols, Tensor()})[0];
+    QVERIFY(!flat.sharesStorageWith(x));
+    QVERIFY(closeTo(flat, cols.contiguous().reshape({12})));
   }
 
   void testReshapeStaticShapes() {

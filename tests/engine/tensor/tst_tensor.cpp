@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 
@@ -71,6 +72,7 @@ class TestTensor : public QObject {
   void testBroadcastTo();
   void testExpandDimsAndSqueeze();
   void testReshape();
+  void testReshapeStrides();
   void testContiguousAndClone();
   void testAstype_data();
   void testAstype();
@@ -331,6 +333,62 @@ void TestTensor::testReshape() {
   const Tensor flat = sliced.reshape({6});
   QVERIFY(flat.sharesStorageWith(sliced));
   QCOMPARE(values(flat), (QList<double>{3, 4, 5, 6, 7, 8}));
+}
+
+// reshapeStrides (numpy's no-copy reshape): where it gives strides, the view reads the same
+// row-major values as a copy; the cases a view must cover, and those that need a copy.
+void TestTensor::testReshapeStrides() {
+  const auto check = [](const Tensor& x, const Shape& to, bool expectView) {
+    const std::optional<Strides> st = reshapeStrides(x.shape(), x.strides(), to);
+    QCOMPARE(st.has_value(), expectView);
+    if (!st) return;
+    const Tensor view = x.view(to, *st, x.offset());
+    QCOMPARE(values(view), values(x.contiguous().reshape(to)));
+  };
+  const Tensor base = arange(DType::Float32, {4, 6, 5});
+  // Attention's heads: a column slice of a fused projection split into heads.
+  const Tensor q = arange(DType::Float32, {7, 1, 12}).slice(2, 4, 8);  // (7, 1, 4), row step 12
+  check(q, {7, 2, 2}, true);
+  check(q, {7, 1, 2, 2}, true);
+  check(q, {7, 4}, true);
+  check(q, {28}, false);  // the rows are 12 apart, not 4
+  const int perm[] = {1, 0, 2};
+  // (6, 4, 5) with strides (5, 30, 1): no two axes step uniformly, only splits are views.
+  check(base.transpose(perm), {6, 20}, false);
+  check(base.transpose(perm), {24, 5}, false);
+  check(base.transpose(perm), {3, 2, 4, 5}, true);
+  check(base.transpose(), {5, 24}, false);
+  check(base.transpose(), {5, 6, 2, 2}, true);          // only splits
+  check(base.slice(1, 5, -7, -1), {4, 3, 2, 5}, true);  // reversed rows split
+  check(base.slice(1, 0, 6, 2), {12, 5}, true);
+  check(base.slice(2, 0, 5, 2), {24, 3}, true);  // strides (30, 5, 2): the rows merge
+  check(base.slice(2, 0, 5, 2), {4, 18}, false);
+  check(base.slice(2, 0, 1), {4, 6}, true);  // drops a unit axis
+  check(Tensor::full(DType::Float32, {1}, 2.0).broadcastTo({3, 4}), {12}, true);  // stride 0
+  check(Tensor::full(DType::Float32, {3, 1}, 2.0).broadcastTo({3, 4}), {12}, false);
+  check(Tensor::full(DType::Float32, {1}, 2.0).broadcastTo({3, 4}), {3, 1, 4}, true);
+  check(Tensor(DType::Float32, {0, 3}).transpose(), {3, 0, 1}, true);
+  // Random views against random regroupings of their axes.
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 300; ++trial) {
+    Tensor x = arange(DType::Int32, {2, 3, 4, 2});
+    if (rng() % 2) x = x.transpose();
+    if (rng() % 2) x = x.slice(static_cast<int>(rng() % 4), 0, 1 + rng() % 2);
+    if (rng() % 2) x = x.expandDims(static_cast<int>(rng() % 3));
+    Shape to;
+    std::int64_t left = x.numel();
+    while (left > 1) {
+      std::int64_t d = 1 + static_cast<std::int64_t>(rng() % 4);
+      while (left % d != 0) --d;
+      to.push_back(d);
+      left /= d;
+      if (rng() % 5 == 0) to.push_back(1);
+    }
+    if (to.empty()) to.push_back(1);
+    const std::optional<Strides> st = reshapeStrides(x.shape(), x.strides(), to);
+    if (x.isContiguous()) QVERIFY(st.has_value());
+    if (st) QCOMPARE(values(x.view(to, *st, x.offset())), values(x.contiguous().reshape(to)));
+  }
 }
 
 void TestTensor::testContiguousAndClone() {
