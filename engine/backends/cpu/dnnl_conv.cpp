@@ -248,7 +248,12 @@ std::string geometryText(const Conv2dGeometry& g) {
 }  // namespace
 
 bool dnnlAvailable() {
-  return true;
+  // TSCOPE_DNNL_CONV=0 sends convolutions to im2col + GEMM (conv.h), to compare the two.
+  static const bool on = [] {
+    const char* v = std::getenv("TSCOPE_DNNL_CONV");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return on;
 }
 
 std::string dnnlDescription() {
