@@ -59,6 +59,10 @@ class Importer {
   std::string m_baseDir;
   OnnxImportOptions m_options;
   int m_opset = 0;
+  // The model imports the default domain (false for a model of training optimizers alone, Note
+  // [Models without the default domain]); the ai.onnx.preview.training opset, 0 when not imported.
+  bool m_importsDefaultDomain = true;
+  int m_trainingOpset = 0;
   OnnxImportResult m_result;
   std::unordered_map<std::string, VarPtr> m_values;
   std::unordered_map<std::string, onnx::TypeProto> m_inferred;
