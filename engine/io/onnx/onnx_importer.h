@@ -40,6 +40,9 @@ class Importer {
   // a body graph with its inputs bound to `bound` and returns its outputs.
   std::vector<VarPtr> convertScan(const onnx::NodeProto& node, int index,
                                   const std::vector<VarPtr>& inputs);
+  // The opset-9 Scan of `inputs` (states, then sequences); convertScan unrolls Scan-8's batch.
+  std::vector<VarPtr> scanBody(const onnx::NodeProto& node, int index,
+                               const std::vector<VarPtr>& inputs);
   std::vector<VarPtr> convertLoop(const onnx::NodeProto& node, int index,
                                   const std::vector<VarPtr>& inputs);
   std::vector<VarPtr> convertBody(const onnx::GraphProto& g, const std::string& where,
