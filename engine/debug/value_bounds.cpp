@@ -27,6 +27,12 @@ double dtypeMaxAbs(DType dtype) {
       return 128.0;
     case DType::UInt8:
       return 255.0;
+    case DType::UInt16:
+      return 65535.0;
+    case DType::UInt32:
+      return 4294967295.0;
+    case DType::UInt64:
+      return 1.8e19;
     case DType::Int16:
       return 32768.0;
     case DType::Int32:
@@ -66,6 +72,10 @@ Bound readBound(const Tensor* t) {
 Bound scalarBound(ScalarOp op, std::span<const Bound> a, DType result) {
   for (const Bound& b : a)
     if (!b) return std::nullopt;
+  // An unsigned result of a negative value wraps to near its maximum (3 - 5 in uint8 is 254).
+  const bool wrapsBelowZero = isInteger(result) && !isSigned(result);
+  if (wrapsBelowZero && (op == ScalarOp::Sub || op == ScalarOp::Neg || op == ScalarOp::Cast))
+    return std::nullopt;
   auto at = [&](std::size_t k) { return *a[k]; };
   double r = 0;
   switch (op) {

@@ -45,8 +45,9 @@ constexpr std::array kDescrCodes{
     DescrCode{"b1", DType::Bool},    DescrCode{"i1", DType::Int8},
     DescrCode{"i2", DType::Int16},   DescrCode{"i4", DType::Int32},
     DescrCode{"i8", DType::Int64},   DescrCode{"u1", DType::UInt8},
-    DescrCode{"f2", DType::Float16}, DescrCode{"f4", DType::Float32},
-    DescrCode{"f8", DType::Float64},
+    DescrCode{"u2", DType::UInt16},  DescrCode{"u4", DType::UInt32},
+    DescrCode{"u8", DType::UInt64},  DescrCode{"f2", DType::Float16},
+    DescrCode{"f4", DType::Float32}, DescrCode{"f8", DType::Float64},
 };
 static_assert(std::size(kDescrCodes) == kDTypeCount);
 
@@ -76,7 +77,7 @@ std::string_view kindHint(char kind) {
     case 'm':
       return " (timedelta64 is not supported)";
     case 'u':
-      return " (of the unsigned integers only uint8 is supported)";
+      return " (the unsigned integers are uint8, uint16, uint32 and uint64)";
     case 'f':
       return " (of the floats only float16, float32 and float64 are supported)";
     default:
@@ -245,8 +246,9 @@ class HeaderScanner {
     const std::size_t kindAt = hasOrder ? 1 : 0;
     const char kind = kindAt < h.descr.size() ? h.descr[kindAt] : '\0';
     throw NpyError(m_source,
-                   "expected the 'descr' of a bool, int8..int64, uint8 or float16/32/64 array "
-                   "('|b1', '|i1', '<i2', '<i4', '<i8', '|u1', '<f2', '<f4', '<f8', or with '>' "
+                   "expected the 'descr' of a bool, int8..int64, uint8..uint64 or float16/32/64 "
+                   "array ('|b1', '|i1', '<i2', '<i4', '<i8', '|u1', '<u2', '<u4', '<u8', '<f2', "
+                   "'<f4', '<f8', or with '>' "
                    "for big-endian), found '" +
                        escaped(h.descr) + "'" + std::string(kindHint(kind)));
   }

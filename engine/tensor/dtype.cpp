@@ -13,14 +13,15 @@ constexpr int index(DType dtype) {
 }
 
 constexpr std::string_view kNames[] = {
-    "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64",
+    "bool",   "int8",   "int16",  "int32",   "int64",   "uint8",
+    "uint16", "uint32", "uint64", "float16", "float32", "float64",
 };
 static_assert(std::size(kNames) == kDTypeCount);
 
-constexpr std::size_t kSizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8};
+constexpr std::size_t kSizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8};
 static_assert(std::size(kSizes) == kDTypeCount);
 
-constexpr char kLetters[] = {'?', 'b', 'w', 'i', 'l', 'B', 'h', 'f', 'd'};
+constexpr char kLetters[] = {'?', 'b', 'w', 'i', 'l', 'B', 'H', 'I', 'L', 'h', 'f', 'd'};
 static_assert(std::size(kLetters) == kDTypeCount);
 
 constexpr std::string_view kDeviceNames[] = {"cpu", "cuda"};
@@ -28,31 +29,38 @@ static_assert(std::size(kDeviceNames) == 2);
 
 // numpy's np.result_type(a, b) for two array operands, row and column in DType order.
 // The non-obvious entries: a signed and an unsigned integer widen to a signed type that holds
-// both (int8 + uint8 -> int16); a float holds an integer only when its mantissa covers the
-// integer's range (float16 covers int8/uint8, float32 covers int16, float64 covers int32/int64),
-// so float16 + int16 -> float32 and float32 + int32 -> float64.
+// both (int8 + uint8 -> int16, int32 + uint32 -> int64), and as no signed integer holds uint64,
+// uint64 with a signed integer gives float64; a float holds an integer only when its mantissa
+// covers the integer's range (float16 covers int8/uint8, float32 covers int16, float64 covers
+// int32/int64), so float16 + int16 -> float32 and float32 + int32 -> float64.
 constexpr DType B = DType::Bool;
 constexpr DType I8 = DType::Int8;
 constexpr DType I16 = DType::Int16;
 constexpr DType I32 = DType::Int32;
 constexpr DType I64 = DType::Int64;
 constexpr DType U8 = DType::UInt8;
+constexpr DType U16 = DType::UInt16;
+constexpr DType U32 = DType::UInt32;
+constexpr DType U64 = DType::UInt64;
 constexpr DType F16 = DType::Float16;
 constexpr DType F32 = DType::Float32;
 constexpr DType F64 = DType::Float64;
 
 // clang-format off
 constexpr DType kPromotion[kDTypeCount][kDTypeCount] = {
-    //          bool  int8  int16 int32 int64 uint8 f16   f32   f64
-    /* bool  */ {B,   I8,   I16,  I32,  I64,  U8,   F16,  F32,  F64},
-    /* int8  */ {I8,  I8,   I16,  I32,  I64,  I16,  F16,  F32,  F64},
-    /* int16 */ {I16, I16,  I16,  I32,  I64,  I16,  F32,  F32,  F64},
-    /* int32 */ {I32, I32,  I32,  I32,  I64,  I32,  F64,  F64,  F64},
-    /* int64 */ {I64, I64,  I64,  I64,  I64,  I64,  F64,  F64,  F64},
-    /* uint8 */ {U8,  I16,  I16,  I32,  I64,  U8,   F16,  F32,  F64},
-    /* f16   */ {F16, F16,  F32,  F64,  F64,  F16,  F16,  F32,  F64},
-    /* f32   */ {F32, F32,  F32,  F64,  F64,  F32,  F32,  F32,  F64},
-    /* f64   */ {F64, F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64},
+    //           bool  int8  int16 int32 int64 uint8 u16   u32   u64   f16   f32   f64
+    /* bool   */ {B,   I8,   I16,  I32,  I64,  U8,   U16,  U32,  U64,  F16,  F32,  F64},
+    /* int8   */ {I8,  I8,   I16,  I32,  I64,  I16,  I32,  I64,  F64,  F16,  F32,  F64},
+    /* int16  */ {I16, I16,  I16,  I32,  I64,  I16,  I32,  I64,  F64,  F32,  F32,  F64},
+    /* int32  */ {I32, I32,  I32,  I32,  I64,  I32,  I32,  I64,  F64,  F64,  F64,  F64},
+    /* int64  */ {I64, I64,  I64,  I64,  I64,  I64,  I64,  I64,  F64,  F64,  F64,  F64},
+    /* uint8  */ {U8,  I16,  I16,  I32,  I64,  U8,   U16,  U32,  U64,  F16,  F32,  F64},
+    /* uint16 */ {U16, I32,  I32,  I32,  I64,  U16,  U16,  U32,  U64,  F32,  F32,  F64},
+    /* uint32 */ {U32, I64,  I64,  I64,  I64,  U32,  U32,  U32,  U64,  F64,  F64,  F64},
+    /* uint64 */ {U64, F64,  F64,  F64,  F64,  U64,  U64,  U64,  U64,  F64,  F64,  F64},
+    /* f16    */ {F16, F16,  F32,  F64,  F64,  F16,  F32,  F64,  F64,  F16,  F32,  F64},
+    /* f32    */ {F32, F32,  F32,  F64,  F64,  F32,  F32,  F64,  F64,  F32,  F32,  F64},
+    /* f64    */ {F64, F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64},
 };
 // clang-format on
 static_assert(std::size(kPromotion) == kDTypeCount);
@@ -92,6 +100,9 @@ bool isInteger(DType dtype) {
     case DType::Int32:
     case DType::Int64:
     case DType::UInt8:
+    case DType::UInt16:
+    case DType::UInt32:
+    case DType::UInt64:
       return true;
     default:
       return false;
@@ -99,7 +110,8 @@ bool isInteger(DType dtype) {
 }
 
 bool isSigned(DType dtype) {
-  return isFloat(dtype) || (isInteger(dtype) && dtype != DType::UInt8);
+  return isFloat(dtype) || dtype == DType::Int8 || dtype == DType::Int16 || dtype == DType::Int32 ||
+         dtype == DType::Int64;
 }
 
 char dtypeLetter(DType dtype) {

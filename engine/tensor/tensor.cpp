@@ -81,6 +81,12 @@ constexpr DType dtypeOf() {
     return DType::Int64;
   else if constexpr (std::is_same_v<T, std::uint8_t>)
     return DType::UInt8;
+  else if constexpr (std::is_same_v<T, std::uint16_t>)
+    return DType::UInt16;
+  else if constexpr (std::is_same_v<T, std::uint32_t>)
+    return DType::UInt32;
+  else if constexpr (std::is_same_v<T, std::uint64_t>)
+    return DType::UInt64;
   else if constexpr (std::is_same_v<T, Half>)
     return DType::Float16;
   else if constexpr (std::is_same_v<T, float>)
@@ -478,6 +484,9 @@ TSCOPE_INSTANTIATE_DATA(std::int16_t)
 TSCOPE_INSTANTIATE_DATA(std::int32_t)
 TSCOPE_INSTANTIATE_DATA(std::int64_t)
 TSCOPE_INSTANTIATE_DATA(std::uint8_t)
+TSCOPE_INSTANTIATE_DATA(std::uint16_t)
+TSCOPE_INSTANTIATE_DATA(std::uint32_t)
+TSCOPE_INSTANTIATE_DATA(std::uint64_t)
 TSCOPE_INSTANTIATE_DATA(Half)
 TSCOPE_INSTANTIATE_DATA(float)
 TSCOPE_INSTANTIATE_DATA(double)

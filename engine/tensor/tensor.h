@@ -102,7 +102,7 @@ class Tensor {
   void* rawData();
   const void* rawData() const;
   // Typed pointer to the first element; throws when T does not match dtype
-  // (bool <-> bool, std::int8_t.., std::uint8_t, Half, float, double).
+  // (bool <-> bool, std::int8_t.., std::uint8_t.., Half, float, double).
   template <class T>
   T* data();
   template <class T>
@@ -186,6 +186,12 @@ decltype(auto) dispatchDType(DType dtype, F&& f) {
       return f(std::int64_t{});
     case DType::UInt8:
       return f(std::uint8_t{});
+    case DType::UInt16:
+      return f(std::uint16_t{});
+    case DType::UInt32:
+      return f(std::uint32_t{});
+    case DType::UInt64:
+      return f(std::uint64_t{});
     case DType::Float16:
       return f(Half{});
     case DType::Float32:

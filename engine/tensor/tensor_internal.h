@@ -14,9 +14,12 @@ namespace tscope::engine::detail {
 // Float -> integer as numpy's astype: truncation toward zero. NaN and values beyond int64 have no
 // result numpy defines; like numpy on x86 they become int64's minimum. Narrower integers then
 // wrap like an integer cast (200.0 -> int8 gives -56, -1.0 -> uint8 gives 255, as numpy does).
+// uint64 takes [2^63, 2^64) exactly, as numpy does, rather than through int64.
 template <class To>
 To floatToInteger(double x) {
   const double t = std::trunc(x);
+  if constexpr (std::is_same_v<To, std::uint64_t>)
+    if (t >= 9223372036854775808.0 && t < 18446744073709551616.0) return static_cast<To>(t);
   std::int64_t wide = std::numeric_limits<std::int64_t>::min();
   if (t >= -9223372036854775808.0 && t < 9223372036854775808.0) wide = static_cast<std::int64_t>(t);
   return static_cast<To>(wide);

@@ -46,6 +46,8 @@ template <class T>
 std::string formatElement(T x) {
   if constexpr (std::is_same_v<T, bool>)
     return x ? "true" : "false";
+  else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>)
+    return std::to_string(static_cast<unsigned long long>(x));
   else if constexpr (std::is_integral_v<T>)
     return std::to_string(static_cast<long long>(x));
   else

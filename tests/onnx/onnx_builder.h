@@ -84,6 +84,8 @@ class ModelBuilder {
     return *n;
   }
   std::string bytes() const { return m_model.SerializeAsString(); }
+  // The model itself, for what the helpers do not cover (another domain's opset import).
+  ::onnx::ModelProto& proto() { return m_model; }
   const std::map<std::string, Tensor>& values() const { return m_values; }
 
  private:

@@ -42,6 +42,7 @@ struct Fixture {
   double atol = kDefaultAtol;
   bool exportable = true;  // a round trip through export applies
   std::string note;        // the sidecar's "note", if any
+  std::string badCase;     // the sidecar's "bad_case": why the reference contradicts the node
 };
 
 // DIR/NAME.in0.npy, DIR/NAME.in1.npy, ... up to the first missing index.
@@ -77,6 +78,7 @@ inline Fixture loadFixture(const std::filesystem::path& onnxPath) {
       f.atol = j.value("atol", kDefaultAtol);
       f.exportable = j.value("export", true);
       f.note = j.value("note", std::string());
+      f.badCase = j.value("bad_case", std::string());
     } catch (const nlohmann::json::exception& e) {
       throw std::runtime_error(sidecar.string() + ": " + e.what());
     }

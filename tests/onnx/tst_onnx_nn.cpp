@@ -506,16 +506,16 @@ std::vector<RefusedCase> refusedCases() {
                             [](auto& n) { attrString(n, "auto_pad", "SAME_UPPER"); });
        },
        "on an input of dynamic spatial size"},
-      {"maxpool indices",
+      {"maxpool indices dynamic",
        [=] {
          return windowModel(
-             "MaxPool", {1, 2, 4, 4}, {}, {},
+             "MaxPool", {1, 2, 4, 4}, dyn4, {},
              [](auto& n) {
                attrInts(n, "kernel_shape", {2, 2});
              },
              2);
        },
-       "MaxPool's Indices output is not supported"},
+       "MaxPool's Indices output on an input of dynamic spatial size is not supported"},
       {"pool ceil dynamic",
        [=] {
          return windowModel("MaxPool", {1, 2, 4, 4}, dyn4, {}, [](auto& n) {

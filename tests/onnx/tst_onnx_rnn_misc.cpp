@@ -657,9 +657,9 @@ void TestOnnxRnnMisc::testRefused_data() {
   QTest::newRow("resize unknown mode")
       << "resize area"
       << "attribute 'mode': expected nearest, linear or cubic, found 'area'";
-  QTest::newRow("resize crop")
+  QTest::newRow("resize crop without roi")
       << "resize crop"
-      << "coordinate_transformation_mode 'tf_crop_and_resize' is not supported yet";
+      << "tf_crop_and_resize: expected the roi input, found none";
   QTest::newRow("resize dynamic axis") << "resize dynamic"
                                        << "Resize of an axis whose size is not static (axis 0)";
   QTest::newRow("pad wrap") << "pad wrap"

@@ -120,6 +120,12 @@ std::string cudaTypeName(DType dtype) {
       return "ts_i64";
     case DType::UInt8:
       return "ts_u8";
+    case DType::UInt16:
+      return "ts_u16";
+    case DType::UInt32:
+      return "ts_u32";
+    case DType::UInt64:
+      return "ts_u64";
     case DType::Float16:
       break;
     case DType::Float32:

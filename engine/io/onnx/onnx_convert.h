@@ -148,4 +148,10 @@ void registerMiscConverters(ConverterTable& table);   // Pad, Resize, TopK
 
 const ConverterTable& defaultConverters();
 
+// The domain of ONNX's training optimizers, and its converters (onnx_ops_training.cpp: Adagrad,
+// Adam, Momentum; Note [Training optimizers]).
+inline constexpr std::string_view kTrainingDomain = "ai.onnx.preview.training";
+void registerTrainingConverters(ConverterTable& table);
+const ConverterTable& trainingConverters();
+
 }  // namespace tscope::engine::io::onnx_import

@@ -35,7 +35,11 @@ std::optional<DType> computeDTypeFor(DType d, DTypeSet allowed) {
       wider = {DType::Int16, DType::Int32, DType::Int64};
       break;
     case DType::Int16:
+    case DType::UInt16:
       wider = {DType::Int32, DType::Int64};
+      break;
+    case DType::UInt32:
+      wider = {DType::Int64};
       break;
     case DType::Int32:
       wider = {DType::Int64};

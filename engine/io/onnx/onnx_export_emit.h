@@ -32,6 +32,7 @@ namespace tscope::engine::io::onnx_export {
 // --- ONNX type constraints ---------------------------------------------------------------------
 // A set of dtypes (one bit per DType): what an ONNX op accepts for a type parameter.
 using DTypeSet = std::uint16_t;
+static_assert(kDTypeCount <= 16, "a DTypeSet has one bit per DType");
 constexpr DTypeSet dtypeBit(DType d) {
   return static_cast<DTypeSet>(1u << static_cast<unsigned>(d));
 }
@@ -40,7 +41,11 @@ inline constexpr DTypeSet kFloatTypes =
 inline constexpr DTypeSet kWideIntTypes = dtypeBit(DType::Int32) | dtypeBit(DType::Int64);
 inline constexpr DTypeSet kNarrowIntTypes =
     dtypeBit(DType::Int8) | dtypeBit(DType::Int16) | dtypeBit(DType::UInt8);
-inline constexpr DTypeSet kNumericTypes = kFloatTypes | kWideIntTypes | kNarrowIntTypes;
+// uint16..uint64: in every "all numeric types" constraint of the opsets written (13..17).
+inline constexpr DTypeSet kUnsignedIntTypes =
+    dtypeBit(DType::UInt16) | dtypeBit(DType::UInt32) | dtypeBit(DType::UInt64);
+inline constexpr DTypeSet kNumericTypes =
+    kFloatTypes | kWideIntTypes | kNarrowIntTypes | kUnsignedIntTypes;
 inline constexpr DTypeSet kAllTypes = kNumericTypes | dtypeBit(DType::Bool);
 inline bool contains(DTypeSet set, DType d) {
   return (set & dtypeBit(d)) != 0;

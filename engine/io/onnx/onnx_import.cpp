@@ -91,7 +91,19 @@ void Importer::readOpsets(const onnx::ModelProto& model) {
     if (opset.domain().empty() || opset.domain() == "ai.onnx") {
       m_opset = static_cast<int>(opset.version());
       found = true;
+    } else if (opset.domain() == kTrainingDomain) {
+      m_trainingOpset = static_cast<int>(opset.version());
     }
+  }
+  // Note [Models without the default domain]: ONNX's optimizer cases import only
+  // ai.onnx.preview.training. Such a model reads as if it imported the newest default-domain
+  // opset the ONNX library knows (so its checker and shape inference run), and a default-domain
+  // node in it is refused in convertNode, naming the node.
+  if (!found && m_trainingOpset > 0) {
+    m_importsDefaultDomain = false;
+    m_opset = std::min(libraryMaxOpset(), kOnnxMaxOpset);
+    m_result.opset = m_opset;
+    return;
   }
   if (!found) {
     // IR version 1-2 models carry no opset_import: they are opset 1, which we cannot read.
@@ -543,7 +555,13 @@ void Importer::convertNode(const onnx::NodeProto& node, int index) {
     inputs.push_back(m_values.at(name));  // nodeOrder() checked every name
   }
   const bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
-  Converter fn = defaultDomain ? defaultConverters().find(node.op_type()) : nullptr;
+  if (defaultDomain && !m_importsDefaultDomain)
+    fail(where, "the model imports no default-domain opset (only " + std::string(kTrainingDomain) +
+                    "), so it cannot hold the default-domain op " + safeText(node.op_type()));
+  const bool training = node.domain() == kTrainingDomain && m_trainingOpset > 0;
+  Converter fn = defaultDomain ? defaultConverters().find(node.op_type())
+                 : training    ? trainingConverters().find(node.op_type())
+                               : nullptr;
   std::vector<VarPtr> outputs;
   if (defaultDomain && node.op_type() == "If") {
     outputs = convertIf(node, index, inputs);
@@ -552,10 +570,12 @@ void Importer::convertNode(const onnx::NodeProto& node, int index) {
   } else if (defaultDomain && node.op_type() == "Loop") {
     outputs = convertLoop(node, index, inputs);
   } else if (!fn) {
-    std::string why = defaultDomain
-                          ? "the ONNX op " + safeText(node.op_type()) + " (opset " +
-                                std::to_string(m_opset) + ") has no Tensorscope converter yet"
-                          : "ops of the domain '" + safeText(node.domain()) + "' are not supported";
+    std::string why =
+        defaultDomain ? "the ONNX op " + safeText(node.op_type()) + " (opset " +
+                            std::to_string(m_opset) + ") has no Tensorscope converter yet"
+        : training ? "the " + std::string(kTrainingDomain) + " op " + safeText(node.op_type()) +
+                         " has no Tensorscope converter yet"
+                   : "ops of the domain '" + safeText(node.domain()) + "' are not supported";
     outputs = convertOpaque(node, index, inputs, why);
   } else {
     NodeContext ctx(*this, node, index, inputs);

@@ -7,19 +7,22 @@
 // - Scan (opset >= 9): inputs [N states, M scan inputs], body [states, slices] -> [new states,
 //   K scan outputs]; outputs [N final states, K stacked]. The states are Scan outputs that keep
 //   their last state (Store::Last), the scan outputs stacked ones. Scan inputs and outputs along
-//   axis 0 forwards only (others are refused, named).
+//   axis 0 forwards only (others are refused, named). Scan-8: Note [Scan before opset 9].
 // - Loop: inputs [M, cond, N carried], body [iteration, cond, carried] -> [cond, new carried, K
 //   scan outputs]; outputs [N final carried, K stacked]. A for loop: the trip count M is required,
-//   the initial cond must be absent or a constant true, and the body's cond output must be its
-//   cond input (directly or through Identity) or a constant true (PyTorch's scripted for loops,
-//   EmbeddingBag). The iteration number is a sequence, arange(M).
+//   and the body's cond output must be its cond input (directly or through Identity) or a
+//   constant true (PyTorch's scripted for loops, EmbeddingBag, ONNX's Range function); the
+//   initial cond may be computed (Note [Loop with a run-time cond]). The iteration number is a
+//   sequence, arange(M).
 #include "engine/io/onnx/onnx_import.h"
 #include "engine/io/onnx/onnx_importer.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/control/scan.h"
 #include "engine/ops/control/scan_internal.h"
 #include "engine/ops/shape/alloc.h"
+#include "engine/ops/shape/join.h"
 #include "engine/ops/shape/reshape.h"
+#include "engine/ops/shape/subtensor.h"
 
 namespace tscope::engine::io::onnx_import {
 
@@ -88,13 +91,50 @@ std::vector<VarPtr> Importer::convertScan(const onnx::NodeProto& node, int index
   const std::string where = nodeWhere(node, index);
   const onnx::GraphProto* body = bodyOf(node);
   if (!body) fail(where, "the attribute body (a graph) is missing");
+  // Note [Scan before opset 9]: Scan-8 takes an optional sequence_lens first, and its states,
+  // sequences and outputs carry a batch axis 0 (the sequences' scan axis is 1). Without
+  // sequence_lens it is the opset-9 Scan of each batch entry, stacked: unrolled over a static
+  // batch size.
+  if (m_opset < 9) {
+    if (!inputs.empty() && inputs[0])
+      fail(where, "Scan before opset 9 with a sequence_lens input is not supported");
+    const std::vector<VarPtr> rest(inputs.begin() + (inputs.empty() ? 0 : 1), inputs.end());
+    if (rest.empty() || !rest[0]) fail(where, "expected states or sequences, found none");
+    const std::int64_t batch =
+        rest[0]->type().shape().empty() ? kUnknownDim : rest[0]->type().shape()[0];
+    if (batch == kUnknownDim || batch < 1 || batch > 256)
+      fail(where, "Scan before opset 9: expected a static batch size from 1 to 256 (axis 0 of " +
+                      rest[0]->type().str() + ")");
+    std::vector<std::vector<VarPtr>> perEntry;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      std::vector<VarPtr> entry;
+      for (const VarPtr& v : rest) {
+        if (!v || v->type().ndim() < 1) fail(where, "expected every input to have a batch axis");
+        entry.push_back(select(v, 0, IdxBound(b)));
+      }
+      perEntry.push_back(scanBody(node, index, entry));
+    }
+    std::vector<VarPtr> outs;
+    for (std::size_t k = 0; k < perEntry[0].size(); ++k) {
+      std::vector<VarPtr> parts;
+      for (const auto& entry : perEntry) parts.push_back(entry[k]);
+      outs.push_back(stack(parts, 0));
+    }
+    return outs;
+  }
+  return scanBody(node, index, inputs);
+}
+
+std::vector<VarPtr> Importer::scanBody(const onnx::NodeProto& node, int index,
+                                       const std::vector<VarPtr>& inputs) {
+  const std::string where = nodeWhere(node, index);
+  const onnx::GraphProto* body = bodyOf(node);
   const auto m = intOf(node, "num_scan_inputs");
   if (!m || *m < 1 || *m > static_cast<std::int64_t>(inputs.size()))
     fail(where, "num_scan_inputs must be between 1 and the number of inputs (" +
                     std::to_string(inputs.size()) + ")");
-  if (m_opset < 9) fail(where, "Scan before opset 9 (with a sequence_lens input) is not supported");
-  for (const char* attr :
-       {"scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"})
+  for (const char* attr : {"scan_input_axes", "scan_input_directions", "scan_output_axes",
+                           "scan_output_directions", "directions"})
     for (std::int64_t v : intsOf(node, attr))
       if (v != 0)
         fail(where, std::string(attr) + " holds " + std::to_string(v) +
@@ -143,10 +183,20 @@ std::vector<VarPtr> Importer::convertLoop(const onnx::NodeProto& node, int index
   if (inputs.size() < 2) fail(where, "Loop expects inputs M, cond and the loop-carried values");
   if (!inputs[0])
     fail(where, "a Loop without a trip count M (a while loop) is not supported; only for loops");
+  // Note [Loop with a run-time cond]: the body passes its cond through (checked below), so the
+  // cond never changes: the loop runs M times when the initial cond is true and not at all when
+  // it is false, whether the cond is a constant or computed at run time; the trip count is then
+  // where(cond, M, 0).
+  VarPtr trips = scalarOf(inputs[0]);
   if (inputs[1]) {
     const std::optional<Tensor> c = constantValue(inputs[1]);
-    if (!c || c->numel() != 1 || c->item() == 0)
-      fail(where, "the initial cond must be absent or a constant true (a for loop)");
+    if (c && c->numel() != 1)
+      fail(where,
+           "expected the initial cond to hold one value, found " + std::to_string(c->numel()));
+    if (c && c->item() == 0)
+      trips = constantInt(0);
+    else if (!c)
+      trips = engine::where(cast(scalarOf(inputs[1]), DType::Bool), trips, constantInt(0));
   }
   const std::size_t nCarried = inputs.size() - 2;
   for (std::size_t i = 2; i < inputs.size(); ++i)
@@ -155,7 +205,6 @@ std::vector<VarPtr> Importer::convertLoop(const onnx::NodeProto& node, int index
   if (static_cast<std::size_t>(nOut) < 1 + nCarried)
     fail(where, "the body gives " + std::to_string(nOut) + " outputs; expected cond and " +
                     std::to_string(nCarried) + " loop-carried values first");
-  const VarPtr trips = scalarOf(inputs[0]);
   std::vector<ScanSequence> seqs{ScanSequence(arange(trips))};
   std::vector<ScanOutputInfo> infos;
   std::vector<Scan::Store> stores;

@@ -40,6 +40,9 @@ class Importer {
   // a body graph with its inputs bound to `bound` and returns its outputs.
   std::vector<VarPtr> convertScan(const onnx::NodeProto& node, int index,
                                   const std::vector<VarPtr>& inputs);
+  // The opset-9 Scan of `inputs` (states, then sequences); convertScan unrolls Scan-8's batch.
+  std::vector<VarPtr> scanBody(const onnx::NodeProto& node, int index,
+                               const std::vector<VarPtr>& inputs);
   std::vector<VarPtr> convertLoop(const onnx::NodeProto& node, int index,
                                   const std::vector<VarPtr>& inputs);
   std::vector<VarPtr> convertBody(const onnx::GraphProto& g, const std::string& where,
@@ -59,6 +62,10 @@ class Importer {
   std::string m_baseDir;
   OnnxImportOptions m_options;
   int m_opset = 0;
+  // The model imports the default domain (false for a model of training optimizers alone, Note
+  // [Models without the default domain]); the ai.onnx.preview.training opset, 0 when not imported.
+  bool m_importsDefaultDomain = true;
+  int m_trainingOpset = 0;
   OnnxImportResult m_result;
   std::unordered_map<std::string, VarPtr> m_values;
   std::unordered_map<std::string, onnx::TypeProto> m_inferred;

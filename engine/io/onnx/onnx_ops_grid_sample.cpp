@@ -1,5 +1,5 @@
-// The converter of GridSample (opsets 16 to 18; F.grid_sample), modes bilinear and nearest with
-// zeros, border and reflection padding.
+// The converter of GridSample (opsets 16 to 18; F.grid_sample), modes bilinear, nearest and bicubic
+// with zeros, border and reflection padding.
 //
 // Note [GridSample as gathers]: out[n, c, i, j] samples x[n, c] at the point grid[n, i, j] =
 // (gx, gy) in [-1, 1]^2 (outside it: padding). Each coordinate is mapped to pixels exactly as
@@ -37,19 +37,48 @@ VarPtr reflect(const VarPtr& c, const VarPtr& twiceLow, const VarPtr& twiceHigh)
   return where(eq(span, constant(0, dt)), constant(0, dt), reflected);
 }
 
-// A normalised coordinate g in [-1, 1] as a pixel position along an axis of `size` pixels.
-VarPtr sourceIndex(const VarPtr& g, const VarPtr& size, bool alignCorners, Padding padding) {
-  const DType dt = g->type().dtype();
+// A pixel position c along an axis of `size` pixels with the padding applied (PyTorch's
+// compute_coordinates): clipped for border, reflected and clipped for reflection, as is for zeros.
+VarPtr padCoordinate(VarPtr c, const VarPtr& size, bool alignCorners, Padding padding) {
+  const DType dt = c->type().dtype();
   const VarPtr one = constant(1, dt), two = constant(2, dt), zero = constant(0, dt);
   const VarPtr last = sub(size, one);
-  VarPtr c = alignCorners ? mul(trueDiv(add(g, one), two), last)
-                          : trueDiv(sub(mul(add(g, one), size), one), two);
   if (padding == Padding::Reflection) {
     c = alignCorners ? reflect(c, zero, mul(two, last))
                      : reflect(c, neg(one), sub(mul(two, size), one));
   }
   if (padding != Padding::Zeros) c = clip(c, zero, last);
   return c;
+}
+
+// A normalised coordinate g in [-1, 1] as a pixel position along an axis of `size` pixels
+// (PyTorch's grid_sampler_unnormalize).
+VarPtr unnormalize(const VarPtr& g, const VarPtr& size, bool alignCorners) {
+  const DType dt = g->type().dtype();
+  const VarPtr one = constant(1, dt), two = constant(2, dt);
+  return alignCorners ? mul(trueDiv(add(g, one), two), sub(size, one))
+                      : trueDiv(sub(mul(add(g, one), size), one), two);
+}
+
+// The same, padded (grid_sampler_compute_source_index).
+VarPtr sourceIndex(const VarPtr& g, const VarPtr& size, bool alignCorners, Padding padding) {
+  return padCoordinate(unnormalize(g, size, alignCorners), size, alignCorners, padding);
+}
+
+// PyTorch's bicubic weights (cubic convolution, A = -0.75) of the taps at floor(c) - 1 ..
+// floor(c) + 2 for t = c - floor(c).
+std::vector<VarPtr> cubicWeights(const VarPtr& t) {
+  const DType dt = t->type().dtype();
+  const double a = -0.75;
+  auto c = [&](double v) { return constant(v, dt); };
+  // ((A + 2) d - (A + 3)) d^2 + 1 for |d| <= 1; ((A d - 5A) d + 8A) d - 4A for 1 < |d| < 2.
+  auto near = [&](const VarPtr& d) {
+    return add(mul(mul(sub(mul(c(a + 2), d), c(a + 3)), d), d), c(1));
+  };
+  auto far = [&](const VarPtr& d) {
+    return sub(mul(add(mul(sub(mul(c(a), d), c(5 * a)), d), c(8 * a)), d), c(4 * a));
+  };
+  return {far(add(t, c(1))), near(t), near(sub(c(1), t)), far(sub(c(2), t))};
 }
 
 struct Sampler {
@@ -80,8 +109,7 @@ std::vector<VarPtr> convertGridSample(NodeContext& ctx) {
   const std::string mode = ctx.attrString("mode", "bilinear");
   const std::string paddingName = ctx.attrString("padding_mode", "zeros");
   const bool alignCorners = ctx.attrInt("align_corners", 0) != 0;
-  if (mode == "bicubic") ctx.unsupported("GridSample mode 'bicubic'");
-  if (mode != "bilinear" && mode != "nearest")
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic")
     ctx.fail("attribute 'mode': expected bilinear, nearest or bicubic, found '" + mode + "'");
   Padding padding = Padding::Zeros;
   if (paddingName == "border")
@@ -98,8 +126,8 @@ std::vector<VarPtr> convertGridSample(NodeContext& ctx) {
       !isFloat(gt.dtype()))
     ctx.fail("input 1 (grid): expected a floating-point tensor (N, H_out, W_out, 2), found " +
              gt.str());
-  if (mode == "bilinear" && !isFloat(x->type().dtype()))
-    ctx.unsupported("GridSample in bilinear mode of a " +
+  if (mode != "nearest" && !isFloat(x->type().dtype()))
+    ctx.unsupported("GridSample in " + mode + " mode of a " +
                     std::string(dtypeName(x->type().dtype())) +
                     " input (expected a floating-point input 0)");
 
@@ -109,11 +137,32 @@ std::vector<VarPtr> convertGridSample(NodeContext& ctx) {
   s.batch = dimshuffle(arange(shapeI(x, 0)), {0, DimShuffle::kNewAxis, DimShuffle::kNewAxis});
   s.height = cast(shapeI(x, 2), dt);
   s.width = cast(shapeI(x, 3), dt);
-  const VarPtr ix =
-      sourceIndex(select(grid, 3, IdxBound(std::int64_t{0})), s.width, alignCorners, padding);
-  const VarPtr iy =
-      sourceIndex(select(grid, 3, IdxBound(std::int64_t{1})), s.height, alignCorners, padding);
+  const VarPtr gx = select(grid, 3, IdxBound(std::int64_t{0}));
+  const VarPtr gy = select(grid, 3, IdxBound(std::int64_t{1}));
   VarPtr out;
+  if (mode == "bicubic") {
+    // Note [Bicubic GridSample]: as PyTorch, the 4 x 4 pixels around the unpadded position, each
+    // tap's coordinates padded on their own (so border repeats and reflection mirrors the edge
+    // pixels), weighted by the cubic convolution weights of the fractional parts.
+    const VarPtr ix = unnormalize(gx, s.width, alignCorners);
+    const VarPtr iy = unnormalize(gy, s.height, alignCorners);
+    const VarPtr x0 = floor(ix), y0 = floor(iy);
+    const std::vector<VarPtr> wx = cubicWeights(sub(ix, x0)), wy = cubicWeights(sub(iy, y0));
+    for (int i = 0; i < 4; ++i) {
+      const VarPtr row =
+          padCoordinate(add(y0, constant(i - 1, dt)), s.height, alignCorners, padding);
+      for (int j = 0; j < 4; ++j) {
+        const VarPtr col =
+            padCoordinate(add(x0, constant(j - 1, dt)), s.width, alignCorners, padding);
+        const VarPtr term =
+            tap(s, row, col, mul(wx[static_cast<std::size_t>(j)], wy[static_cast<std::size_t>(i)]));
+        out = out ? add(out, term) : term;
+      }
+    }
+    return {dimshuffle(out, {0, 3, 1, 2})};
+  }
+  const VarPtr ix = sourceIndex(gx, s.width, alignCorners, padding);
+  const VarPtr iy = sourceIndex(gy, s.height, alignCorners, padding);
   if (mode == "nearest") {
     out = tap(s, round(iy), round(ix), nullptr);
   } else {

@@ -51,22 +51,22 @@ std::vector<VarPtr> convertReverseSequence(NodeContext& ctx) {
   return {advancedSubtensor(x, {bGrid, source})};
 }
 
-// BitShift on uint8 (the one unsigned dtype the engine has): x * 2^y modulo 256 to the left,
-// x // 2^y to the right, in int64 with y capped at 8 (a shift by 8 or more gives 0, as numpy's).
+// BitShift on unsigned integers, in their own dtype: x * 2^y to the left, x // 2^y to the right,
+// where 2^y is the engine's integer pow, which wraps, so a shift by the width or more gives the
+// factor 0 and the result 0, as numpy's shifts do (the engine's integer division by 0 gives 0).
 std::vector<VarPtr> convertBitShift(NodeContext& ctx) {
   const VarPtr& x = ctx.input(0);
   const VarPtr& y = ctx.input(1);
-  if (x->type().dtype() != DType::UInt8 || y->type().dtype() != DType::UInt8)
-    ctx.fail("expected uint8 inputs, found " + x->type().str() + " and " + y->type().str());
+  const DType dtype = x->type().dtype();
+  if (!isInteger(dtype) || isSigned(dtype) || y->type().dtype() != dtype)
+    ctx.fail("expected two inputs of one unsigned integer type (uint8..uint64), found " +
+             x->type().str() + " and " + y->type().str());
   const std::string direction = ctx.attrString("direction");
   if (direction != "LEFT" && direction != "RIGHT")
     ctx.fail("attribute 'direction': expected LEFT or RIGHT, found '" + direction + "'");
-  const VarPtr shift = minimum(cast(y, DType::Int64), constantInt(8));
-  const VarPtr factor =
-      cast(engine::pow(constant(2.0, DType::Float64), cast(shift, DType::Float64)), DType::Int64);
-  const VarPtr wide = cast(x, DType::Int64);
-  if (direction == "LEFT") return {cast(mod(mul(wide, factor), constantInt(256)), DType::UInt8)};
-  return {cast(intDiv(wide, factor), DType::UInt8)};
+  const VarPtr factor = engine::pow(constant(2.0, dtype), y);
+  if (direction == "LEFT") return {mul(x, factor)};
+  return {intDiv(x, factor)};
 }
 
 // DynamicQuantizeLinear, as its spec and reference write it: scale = (max(0, max x) - min(0,

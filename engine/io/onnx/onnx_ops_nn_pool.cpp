@@ -173,7 +173,117 @@ VarPtr poolAxisBySlices(const VarPtr& x, int axis, const PoolAxis& p, bool takeM
   return mul(pooled, constant(Tensor::fromDoubles(x->type().dtype(), shape, inverse)));
 }
 
-// x: input 0, or for MaxPool of small integers and float16 input 0 in float64.
+// Note [MaxPool indices]: MaxPool's second output holds, for each output, the flat index into x
+// (row-major over N, C and the spatial axes; with storage_order 1 the spatial part is
+// column-major) of the first element of its window, in window order, that equals the maximum y.
+// The windows are read as one strided slice per kernel offset of x padded with -inf, each with a
+// constant offset map and a mask of the positions inside x; walking the offsets from the last to
+// the first, idx = where(candidate == y && inside, base + offset, idx) leaves the first match.
+// base = (n * C + c) * (the spatial size) comes from the run-time N and C. Static spatial sizes.
+VarPtr maxPoolIndices(const NodeContext& ctx, const VarPtr& x, const VarPtr& y,
+                      const std::vector<PoolAxis>& axes) {
+  const auto nAxes = axes.size();
+  for (const PoolAxis& p : axes)
+    if (!p.window.known() || p.out == kUnknownDim)
+      ctx.unsupported("MaxPool's Indices output on an input of dynamic spatial size");
+  const bool columnMajor = ctx.attrInt("storage_order", 0) != 0;
+  std::vector<std::int64_t> placeValue(nAxes, 1);  // the index step of each spatial axis
+  std::int64_t spatial = 1;
+  for (std::size_t i = 0; i < nAxes; ++i) {
+    const std::size_t a = columnMajor ? i : nAxes - 1 - i;
+    placeValue[a] = spatial;
+    spatial *= axes[a].window.in;
+  }
+  // base: (N, C, 1, ..., 1) int64.
+  const VarPtr n = arange(shapeI(x, 0)), c = arange(shapeI(x, 1));
+  std::vector<int> nOrder{0, DimShuffle::kNewAxis}, cOrder{DimShuffle::kNewAxis, 0};
+  for (std::size_t i = 0; i < nAxes; ++i) {
+    nOrder.push_back(DimShuffle::kNewAxis);
+    cOrder.push_back(DimShuffle::kNewAxis);
+  }
+  const VarPtr base = mul(add(mul(dimshuffle(n, nOrder), shapeI(x, 1)), dimshuffle(c, cOrder)),
+                          constantInt(spatial));
+  VarPtr padded = x;
+  for (std::size_t i = 0; i < nAxes; ++i)
+    padded = padAxis(padded, 2 + static_cast<int>(i), axes[i].window.padBegin, axes[i].padEnd,
+                     kMinusInf);
+  Shape outShape(2, 1);
+  std::int64_t outCount = 1;
+  for (const PoolAxis& p : axes) {
+    outShape.push_back(p.out);
+    outCount *= p.out;
+  }
+  std::int64_t candidates = 1;
+  for (const PoolAxis& p : axes) candidates *= p.window.kernel;
+  VarPtr idx = constantInt(0);
+  for (std::int64_t k = candidates - 1; k >= 0; --k) {
+    std::vector<std::int64_t> offset(nAxes);  // the kernel offset of candidate k, row-major
+    for (std::int64_t rest = k, i = static_cast<std::int64_t>(nAxes) - 1; i >= 0; --i) {
+      offset[static_cast<std::size_t>(i)] = rest % axes[static_cast<std::size_t>(i)].window.kernel;
+      rest /= axes[static_cast<std::size_t>(i)].window.kernel;
+    }
+    VarPtr value = padded;
+    for (std::size_t i = 0; i < nAxes; ++i) {
+      const WindowAxis& a = axes[i].window;
+      const std::int64_t start = offset[i] * a.dilation;
+      value = slice(value, 2 + static_cast<int>(i), start, start + (axes[i].out - 1) * a.stride + 1,
+                    a.stride);
+    }
+    std::vector<double> flat(static_cast<std::size_t>(outCount)), inside(flat.size());
+    for (std::int64_t o = 0; o < outCount; ++o) {
+      std::int64_t rest = o, at = 0;
+      bool ok = true;
+      for (std::int64_t i = static_cast<std::int64_t>(nAxes) - 1; i >= 0; --i) {
+        const auto u = static_cast<std::size_t>(i);
+        const WindowAxis& a = axes[u].window;
+        const std::int64_t out = rest % axes[u].out;
+        rest /= axes[u].out;
+        const std::int64_t pos = out * a.stride - a.padBegin + offset[u] * a.dilation;
+        ok = ok && pos >= 0 && pos < a.in;
+        at += pos * placeValue[u];
+      }
+      flat[static_cast<std::size_t>(o)] = static_cast<double>(at);
+      inside[static_cast<std::size_t>(o)] = ok ? 1.0 : 0.0;
+    }
+    const VarPtr hit =
+        logicalAnd(eq(value, y), constant(Tensor::fromDoubles(DType::Bool, outShape, inside)));
+    const VarPtr at = add(base, constant(Tensor::fromDoubles(DType::Int64, outShape, flat)));
+    idx = where(hit, at, idx);
+  }
+  return idx;
+}
+
+// The pooled values of x over the planned axes (Note [ONNX pooling on Pool2d]).
+VarPtr poolValues(const NodeContext& ctx, const VarPtr& x, const std::vector<WindowAxis>& windows,
+                  const std::vector<PoolAxis>& axes, bool takeMax, bool countIncludePad) {
+  const int rank = ctx.rank(0);
+  const bool dilated = std::any_of(windows.begin(), windows.end(),
+                                   [](const WindowAxis& a) { return a.dilation != 1; });
+  if (dilated) {
+    VarPtr y = x;
+    for (int i = 0; i < rank - 2; ++i) {
+      if (!windows[static_cast<std::size_t>(i)].known())
+        ctx.unsupported("MaxPool with dilations on an input of dynamic spatial size");
+      y = poolAxisBySlices(y, 2 + i, axes[static_cast<std::size_t>(i)], true, false);
+    }
+    return y;
+  }
+  const PoolAxis unit{WindowAxis{1, 1, 1, 1, 0, 0}, 1, 0};
+  if (rank == 3)
+    return squeeze(pool2d(ctx, expandDims(x, 2), unit, axes[0], takeMax, countIncludePad), 2);
+  if (rank == 4) return pool2d(ctx, x, axes[0], axes[1], takeMax, countIncludePad);
+  // 3-d: (N, C, D, H, W) -> (N, C * D, H, W), pool H and W, then depth by slices.
+  if (!windows[0].known()) ctx.unsupported(ctx.opType() + " on an input of dynamic depth");
+  const VarPtr n = shapeI(x, 0), c = shapeI(x, 1), depth = shapeI(x, 2);
+  const VarPtr folded = reshape(x, ShapeExpr{n, dimProduct(c, depth), shapeI(x, 3), shapeI(x, 4)});
+  const VarPtr pooled = pool2d(ctx, folded, axes[1], axes[2], takeMax, countIncludePad);
+  const VarPtr unfolded =
+      reshape(pooled, ShapeExpr{n, c, depth, shapeI(pooled, 2), shapeI(pooled, 3)});
+  return poolAxisBySlices(unfolded, 2, axes[0], takeMax, countIncludePad);
+}
+
+// x: input 0, or for MaxPool of small integers and float16 input 0 in float64. MaxPool's second
+// output, the indices, when the model uses it (Note [MaxPool indices]).
 std::vector<VarPtr> convertPool(NodeContext& ctx, bool takeMax, const VarPtr& x) {
   const int rank = ctx.rank(0);
   if (rank > 5)
@@ -183,8 +293,6 @@ std::vector<VarPtr> convertPool(NodeContext& ctx, bool takeMax, const VarPtr& x)
   const DType dtype = x->type().dtype();
   if (dtype != DType::Float32 && dtype != DType::Float64)
     ctx.unsupported(ctx.opType() + " on " + std::string(dtypeName(dtype)) + " tensors");
-  if (takeMax && ctx.nOutputs() > 1 && ctx.wantsOutput(1))
-    ctx.unsupported("MaxPool's Indices output");
   const auto kernel = ctx.attrInts("kernel_shape");
   if (static_cast<int>(kernel.size()) != rank - 2)
     ctx.fail("expected kernel_shape with " + std::to_string(rank - 2) + " entries, found " +
@@ -195,29 +303,10 @@ std::vector<VarPtr> convertPool(NodeContext& ctx, bool takeMax, const VarPtr& x)
   const bool countIncludePad = !takeMax && ctx.attrInt("count_include_pad", 0) != 0;
   const std::vector<PoolAxis> axes = planPool(ctx, windows, ceilMode);
 
-  const bool dilated = std::any_of(windows.begin(), windows.end(),
-                                   [](const WindowAxis& a) { return a.dilation != 1; });
-  if (dilated) {
-    VarPtr y = x;
-    for (int i = 0; i < rank - 2; ++i) {
-      if (!windows[static_cast<std::size_t>(i)].known())
-        ctx.unsupported("MaxPool with dilations on an input of dynamic spatial size");
-      y = poolAxisBySlices(y, 2 + i, axes[static_cast<std::size_t>(i)], true, false);
-    }
-    return {y};
-  }
-  const PoolAxis unit{WindowAxis{1, 1, 1, 1, 0, 0}, 1, 0};
-  if (rank == 3)
-    return {squeeze(pool2d(ctx, expandDims(x, 2), unit, axes[0], takeMax, countIncludePad), 2)};
-  if (rank == 4) return {pool2d(ctx, x, axes[0], axes[1], takeMax, countIncludePad)};
-  // 3-d: (N, C, D, H, W) -> (N, C * D, H, W), pool H and W, then depth by slices.
-  if (!windows[0].known()) ctx.unsupported(ctx.opType() + " on an input of dynamic depth");
-  const VarPtr n = shapeI(x, 0), c = shapeI(x, 1), depth = shapeI(x, 2);
-  const VarPtr folded = reshape(x, ShapeExpr{n, dimProduct(c, depth), shapeI(x, 3), shapeI(x, 4)});
-  const VarPtr pooled = pool2d(ctx, folded, axes[1], axes[2], takeMax, countIncludePad);
-  const VarPtr unfolded =
-      reshape(pooled, ShapeExpr{n, c, depth, shapeI(pooled, 2), shapeI(pooled, 3)});
-  return {poolAxisBySlices(unfolded, 2, axes[0], takeMax, countIncludePad)};
+  const VarPtr y = poolValues(ctx, x, windows, axes, takeMax, countIncludePad);
+  if (takeMax && ctx.nOutputs() > 1 && ctx.wantsOutput(1))
+    return {y, maxPoolIndices(ctx, x, y, axes)};
+  return {y};
 }
 
 // Note [MaxPool of integers]: a maximum is one of its inputs, so MaxPool of int8, uint8, int16,
@@ -228,7 +317,8 @@ std::vector<VarPtr> convertMaxPool(NodeContext& ctx) {
   if (dtype == DType::UInt8 || dtype == DType::Int8 || dtype == DType::Int16 ||
       dtype == DType::Int32 || dtype == DType::Float16) {
     std::vector<VarPtr> y = convertPool(ctx, true, cast(x, DType::Float64));
-    return {cast(y[0], dtype)};
+    y[0] = cast(y[0], dtype);
+    return y;
   }
   return convertPool(ctx, true, x);
 }

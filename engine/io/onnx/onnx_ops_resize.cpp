@@ -37,7 +37,14 @@ namespace {
 // on two axes took 2.6 GB). Real resizes use a few thousand.
 constexpr std::int64_t kMaxResizeTable = std::int64_t{1} << 22;
 
-enum class Transform { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNn };
+enum class Transform {
+  HalfPixel,
+  PytorchHalfPixel,
+  AlignCorners,
+  Asymmetric,
+  TfHalfPixelForNn,
+  TfCropAndResize
+};
 enum class Nearest { Simple, RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
 enum class Mode { Nearest, Linear, Cubic };
 
@@ -48,7 +55,8 @@ Transform readTransform(const NodeContext& ctx) {
   if (m == "align_corners") return Transform::AlignCorners;
   if (m == "asymmetric") return Transform::Asymmetric;
   if (m == "tf_half_pixel_for_nn") return Transform::TfHalfPixelForNn;
-  if (m == "tf_crop_and_resize" || m == "half_pixel_symmetric")
+  if (m == "tf_crop_and_resize") return Transform::TfCropAndResize;
+  if (m == "half_pixel_symmetric")
     ctx.unsupported("Resize coordinate_transformation_mode '" + m + "'");
   ctx.fail("attribute 'coordinate_transformation_mode': unknown mode '" + m + "'");
 }
@@ -80,10 +88,22 @@ Mode readMode(const NodeContext& ctx) {
 // divides by the resized length less one, which ONNX's reference takes as in * scale when the node
 // gives scales (2.4 for 4 * 0.6, not the 2 positions the output has) and as the output size when it
 // gives sizes; `resizedLen` is that length. The two agree whenever in * scale is whole.
+// tf_crop_and_resize maps the output onto the region [roi.start, roi.end] of the axis (fractions of
+// in - 1; Note [Crop and resize]).
+struct Roi {
+  float start = 0;
+  float end = 1;
+};
+
 float originalCoordinate(std::int64_t o, float scale, std::int64_t outLen, std::int64_t inLen,
-                         Transform t, float resizedLen) {
+                         Transform t, float resizedLen, Roi roi = {}) {
   const auto x = static_cast<float>(o);
+  const auto last = static_cast<float>(inLen - 1);
   switch (t) {
+    case Transform::TfCropAndResize:
+      return (resizedLen == 1.0f ? (roi.end - roi.start) * last / 2.0f
+                                 : x * (roi.end - roi.start) * last / (resizedLen - 1.0f)) +
+             roi.start * last;
     case Transform::HalfPixel:
       return (x + 0.5f) / scale - 0.5f;
     case Transform::PytorchHalfPixel:
@@ -100,8 +120,8 @@ float originalCoordinate(std::int64_t o, float scale, std::int64_t outLen, std::
 
 // The input position output position o reads (Note [Nearest resize as a gather]).
 std::int64_t nearestSource(std::int64_t o, float scale, std::int64_t outLen, std::int64_t inLen,
-                           Transform t, Nearest mode, float resizedLen) {
-  const float orig = originalCoordinate(o, scale, outLen, inLen, t, resizedLen);
+                           Transform t, Nearest mode, float resizedLen, Roi roi) {
+  const float orig = originalCoordinate(o, scale, outLen, inLen, t, resizedLen, roi);
   std::int64_t i = 0;
   switch (mode) {
     // Resize-10 and Upsample had no nearest_mode: truncate when enlarging, ceil when shrinking.
@@ -148,12 +168,12 @@ std::vector<double> cubicWeights(double r, double a) {
 }
 
 Taps interpolationTaps(std::int64_t outLen, std::int64_t inLen, float scale,
-                       const Interpolation& how, float resizedLen) {
+                       const Interpolation& how, float resizedLen, Roi roi) {
   Taps taps;
   taps.width = how.mode == Mode::Cubic ? 4 : 2;
   const std::int64_t firstOffset = how.mode == Mode::Cubic ? -1 : 0;
   for (std::int64_t o = 0; o < outLen; ++o) {
-    const float s = originalCoordinate(o, scale, outLen, inLen, how.transform, resizedLen);
+    const float s = originalCoordinate(o, scale, outLen, inLen, how.transform, resizedLen, roi);
     const double base = std::floor(static_cast<double>(s));
     const double r = static_cast<double>(s) - base;
     std::vector<double> w =
@@ -244,13 +264,35 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
     ctx.fail(std::string(scales.empty() ? "sizes" : "scales") + ": expected " +
              std::to_string(axes.size()) + " values, one per axis, found " + std::to_string(given));
 
-  // Per resized axis: the constant source positions (nearest) or taps (linear, cubic).
+  // Note [Crop and resize]: tf_crop_and_resize reads the region of interest roi (starts, then
+  // ends, one per axis, as fractions of in - 1) resized to the output size; output positions whose
+  // coordinate falls outside the input take extrapolation_value, which is what ONNX's reference
+  // gives whatever the mode (an interpolation of such positions along the other axes is of
+  // extrapolated values only). An axis whose size stays is resized unless its roi is [0, 1].
+  const bool crop = transform == Transform::TfCropAndResize;
+  std::vector<double> roi;
+  if (crop) {
+    if (!ctx.hasInput(1)) ctx.fail("tf_crop_and_resize: expected the roi input, found none");
+    roi = ctx.constantDoubles(1, "Resize's roi");
+    if (roi.size() != 2 * axes.size())
+      ctx.fail("roi: expected " + std::to_string(2 * axes.size()) +
+               " values (the starts, then the ends, of each axis), found " +
+               std::to_string(roi.size()));
+  }
+  const double extrapolation = ctx.attrFloat("extrapolation_value", 0.0);
+
+  // Per resized axis: the constant source positions (nearest) or taps (linear, cubic), and for
+  // tf_crop_and_resize the output positions outside the input.
   std::map<int, std::vector<std::int64_t>> sources;
   std::map<int, Taps> taps;
+  std::map<int, std::vector<double>> outside;
   std::int64_t tableEntries = 0;
   for (std::size_t k = 0; k < axes.size(); ++k) {
     const int a = axes[k];
     const std::int64_t in = x->type().shape()[static_cast<std::size_t>(a)];
+    Roi region;
+    if (crop) region = {static_cast<float>(roi[k]), static_cast<float>(roi[axes.size() + k])};
+    const bool wholeAxis = region.start == 0 && region.end == 1;
     float scale = 1;
     std::int64_t out = in;
     float resizedLen = 0;  // Note [Align corners with scales]
@@ -258,7 +300,7 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
       scale = static_cast<float>(scales[k]);
       if (!(scale > 0))
         ctx.fail("scales: expected positive values, found " + std::to_string(scales[k]));
-      if (scale == 1) continue;
+      if (scale == 1 && wholeAxis) continue;
       if (in == kUnknownDim)
         ctx.unsupported(op + " of an axis whose size is not static (axis " + std::to_string(a) +
                         ")");
@@ -277,7 +319,7 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
       if (in == kUnknownDim)
         ctx.unsupported(op + " of an axis whose size is not static (axis " + std::to_string(a) +
                         ")");
-      if (out == in) continue;
+      if (out == in && wholeAxis) continue;
       scale = in == 0 ? 1.0f : static_cast<float>(out) / static_cast<float>(in);
       resizedLen = static_cast<float>(out);
     }
@@ -288,19 +330,37 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
       ctx.fail("the resized axes need " + std::to_string(tableEntries) +
                " entries of index tables up to axis " + std::to_string(a) + " (output size " +
                std::to_string(out) + "), expected at most " + std::to_string(kMaxResizeTable));
+    if (crop) {
+      std::vector<double> mask;
+      for (std::int64_t o = 0; o < out; ++o) {
+        const float c = originalCoordinate(o, scale, out, in, transform, resizedLen, region);
+        mask.push_back(c < 0 || c > static_cast<float>(in - 1) ? 1.0 : 0.0);
+      }
+      if (std::find(mask.begin(), mask.end(), 1.0) != mask.end()) outside[a] = std::move(mask);
+    }
     if (mode != Mode::Nearest) {
-      taps[a] = interpolationTaps(out, in, scale, how, resizedLen);
+      taps[a] = interpolationTaps(out, in, scale, how, resizedLen, region);
       continue;
     }
     std::vector<std::int64_t>& src = sources[a];
     for (std::int64_t o = 0; o < out; ++o)
-      src.push_back(nearestSource(o, scale, out, in, transform, nearest, resizedLen));
+      src.push_back(nearestSource(o, scale, out, in, transform, nearest, resizedLen, region));
   }
+  // extrapolation_value where a coordinate left the input (Note [Crop and resize]).
+  const auto extrapolate = [&](VarPtr y) {
+    for (const auto& [a, mask] : outside) {
+      std::vector<std::int64_t> shape(static_cast<std::size_t>(rank), 1);
+      shape[static_cast<std::size_t>(a)] = static_cast<std::int64_t>(mask.size());
+      y = where(constant(Tensor::fromDoubles(DType::Bool, shape, mask)),
+                scalarOf(extrapolation, y->type().dtype()), y);
+    }
+    return y;
+  };
   if (mode != Mode::Nearest) {
     if (taps.empty()) return {identity(x)};
     VarPtr y = x;
     for (const auto& [a, t] : taps) y = interpolateAxis(y, a, t);
-    return {y};
+    return {extrapolate(y)};
   }
   if (sources.empty()) return {identity(x)};
 
@@ -323,7 +383,7 @@ std::vector<VarPtr> convertResize(NodeContext& ctx) {
     }
     index.emplace_back(positions);
   }
-  return {advancedSubtensor(x, index)};
+  return {extrapolate(advancedSubtensor(x, index))};
 }
 
 }  // namespace

@@ -158,17 +158,24 @@ std::vector<VarPtr> convertGatherElements(NodeContext& ctx) {
 // ones. ONNX leaves duplicate indices undefined without a reduction; here the last one in
 // indices' row-major order wins, as AdvancedSetSubtensor does. Negative indices count from the
 // end (as ONNX Runtime reads them); an index out of range is a run-time error of the node. The
-// reductions "mul", "max" and "min" have no engine op and are refused.
+// reductions "mul", "max" and "min" have no engine op: they are unrolled (Note [ScatterND by
+// rows]).
+//
+// Note [ScatterND by rows]: with reduction mul, max or min, each of the M =
+// prod(indices.shape[:-1]) update rows is applied in turn, out[idx_i] = f(out[idx_i], updates_i),
+// one AdvancedSubtensor and one AdvancedSetSubtensor per row with 0-d indices; so duplicate indices
+// combine, in indices' order, exactly as ONNX's reference does. M must be static and at most
+// kMaxScatterRows.
+constexpr std::int64_t kMaxScatterRows = 1024;
+
 std::vector<VarPtr> convertScatterND(NodeContext& ctx) {
   const VarPtr& data = ctx.input(0);
   const VarPtr& indices = ctx.input(1);
   const VarPtr& updates = ctx.input(2);
   const std::string reduction = ctx.opset() >= 16 ? ctx.attrString("reduction", "none") : "none";
-  if (reduction != "none" && reduction != "add") {
-    if (reduction == "mul" || reduction == "max" || reduction == "min")
-      ctx.unsupported("ScatterND with reduction '" + reduction + "'");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min")
     ctx.fail("expected reduction none, add, mul, max or min, found '" + reduction + "'");
-  }
   const TensorType& it = indices->type();
   if (!isInteger(it.dtype()) || it.ndim() < 1)
     ctx.fail("expected integer indices of rank >= 1, found " + it.str());
@@ -196,7 +203,34 @@ std::vector<VarPtr> convertScatterND(NodeContext& ctx) {
   for (std::int64_t j = 0; j < k; ++j) index.emplace_back(select(idx, it.ndim() - 1, IdxBound(j)));
   for (std::int64_t a = k; a < rank; ++a) index.emplace_back(Idx::all());
   if (reduction == "add") return {advancedIncSubtensor(data, updates, index)};
-  return {advancedSetSubtensor(data, updates, index)};
+  if (reduction == "none") return {advancedSetSubtensor(data, updates, index)};
+  std::int64_t rows = 1;
+  for (int a = 0; a + 1 < it.ndim(); ++a) {
+    if (it.shape()[static_cast<std::size_t>(a)] == kUnknownDim)
+      ctx.unsupported("ScatterND with reduction '" + reduction + "' and indices of dynamic shape");
+    rows *= it.shape()[static_cast<std::size_t>(a)];
+  }
+  if (rows > kMaxScatterRows)
+    ctx.unsupported("ScatterND with reduction '" + reduction + "' over " + str(rows) +
+                    " index rows (at most " + str(kMaxScatterRows) + ")");
+  const VarPtr flatIdx = reshape(idx, ShapeExpr{constantInt(rows), constantInt(k)});
+  ShapeExpr updateShape{constantInt(rows)};
+  for (std::int64_t a = k; a < rank; ++a) updateShape.push_back(shapeI(data, static_cast<int>(a)));
+  const VarPtr flatUpdates = reshape(updates, updateShape);
+  VarPtr out = data;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const VarPtr row = select(flatIdx, 0, IdxBound(i));
+    std::vector<AdvIdx> at;
+    for (std::int64_t j = 0; j < k; ++j) at.emplace_back(select(row, 0, IdxBound(j)));
+    for (std::int64_t a = k; a < rank; ++a) at.emplace_back(Idx::all());
+    const VarPtr old = advancedSubtensor(out, at);
+    const VarPtr update = select(flatUpdates, 0, IdxBound(i));
+    const VarPtr combined = reduction == "mul"   ? mul(old, update)
+                            : reduction == "max" ? maximum(old, update)
+                                                 : minimum(old, update);
+    out = advancedSetSubtensor(out, combined, at);
+  }
+  return {out};
 }
 
 // Note [ScatterElements]: out = copy(data); out[i][indices[i][j][k]][k] = updates[i][j][k] for

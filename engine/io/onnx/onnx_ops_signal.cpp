@@ -1,4 +1,4 @@
-// ONNX's DFT, STFT and MaxUnpool, as exact compositions.
+// ONNX's DFT, STFT and MaxUnpool, as exact compositions, and MelWeightMatrix, a constant.
 
 #include "engine/io/onnx/onnx_ops_common.h"
 #include "engine/ops/blas/dot.h"
@@ -187,9 +187,71 @@ std::vector<VarPtr> convertMaxUnpool(NodeContext& ctx) {
   return {reshape(filled, out)};
 }
 
+// Note [MelWeightMatrix]: the matrix depends on its five scalar inputs alone, so it is computed
+// here, as ONNX's reference computes it (the mel edges in float32, the bins in float64, triangles
+// of integer bins), and the node becomes a constant; inputs computed at run time defer the node
+// (Note [Run-time ONNX values]).
+std::vector<VarPtr> convertMelWeightMatrix(NodeContext& ctx) {
+  const char* const names[] = {"num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz",
+                               "upper_edge_hertz"};
+  double in[5];
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<double> v = ctx.constantDoubles(i, names[i]);
+    if (v.size() != 1)
+      ctx.fail("input " + std::to_string(i) + " (" + names[i] + "): expected a scalar, found " +
+               std::to_string(v.size()) + " values");
+    in[i] = v[0];
+  }
+  const auto bins = static_cast<std::int64_t>(in[0]), dft = static_cast<std::int64_t>(in[1]),
+             rate = static_cast<std::int64_t>(in[2]);
+  if (bins < 1 || bins > 4096 || dft < 1 || dft > (1 << 20) || rate < 1)
+    ctx.fail(
+        "expected num_mel_bins in [1, 4096], dft_length in [1, 2^20] and sample_rate >= 1, "
+        "found " +
+        std::to_string(bins) + ", " + std::to_string(dft) + " and " + std::to_string(rate));
+  const auto to = static_cast<int>(ctx.attrInt("output_datatype", 1));
+  const std::optional<DType> dtype = dtypeFromOnnx(to);
+  if (!dtype || !isFloat(*dtype)) ctx.unsupported("MelWeightMatrix of " + onnxTypeName(to));
+  auto mel = [](double hertz) {
+    return 2595.0f * std::log10(1.0f + static_cast<float>(hertz) / 700.0f);
+  };
+  const float low = mel(in[3]), high = mel(in[4]);
+  const float step = (high - low) / static_cast<float>(bins + 2);
+  std::vector<std::int64_t> edge;
+  for (std::int64_t k = 0; k < bins + 2; ++k) {
+    const double f = static_cast<double>(k) * static_cast<double>(step) + static_cast<double>(low);
+    const double hertz = 700.0 * (std::pow(10.0, f / 2595.0) - 1.0);
+    edge.push_back(static_cast<std::int64_t>(
+        std::floor(static_cast<double>(dft + 1) * hertz / static_cast<double>(rate))));
+  }
+  const std::int64_t rows = dft / 2 + 1;
+  std::vector<double> w(static_cast<std::size_t>(rows * bins), 0.0);
+  auto at = [&](std::int64_t j, std::int64_t i) -> double& {
+    if (j < 0 || j >= rows)
+      ctx.fail("the mel band " + std::to_string(i) + " reaches the frequency bin " +
+               std::to_string(j) + ", past the " + std::to_string(rows) +
+               " bins of the spectrum (is upper_edge_hertz above sample_rate / 2?)");
+    return w[static_cast<std::size_t>(j * bins + i)];
+  };
+  for (std::int64_t i = 0; i < bins; ++i) {
+    const std::int64_t lo = edge[static_cast<std::size_t>(i)];
+    const std::int64_t mid = edge[static_cast<std::size_t>(i + 1)];
+    const std::int64_t hi = edge[static_cast<std::size_t>(i + 2)];
+    if (mid == lo)
+      at(mid, i) = 1;
+    else
+      for (std::int64_t j = lo; j <= mid; ++j)
+        at(j, i) = static_cast<double>(j - lo) / static_cast<double>(mid - lo);
+    for (std::int64_t j = mid; j < hi; ++j)
+      at(j, i) = static_cast<double>(hi - j) / static_cast<double>(hi - mid);
+  }
+  return {constant(Tensor::fromDoubles(*dtype, {rows, bins}, w))};
+}
+
 }  // namespace
 
 void registerSignalConverters(ConverterTable& table) {
+  table.add("MelWeightMatrix", &convertMelWeightMatrix);
   table.add("DFT", &convertDft);
   table.add("STFT", &convertStft);
   table.add("MaxUnpool", &convertMaxUnpool);

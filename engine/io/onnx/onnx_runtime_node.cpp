@@ -46,6 +46,7 @@ const std::map<std::string, std::vector<int>, std::less<>>& valueInputTable() {
       {"Range", {0, 1, 2}},
       {"CumSum", {1}},
       {"STFT", {1, 3}},
+      {"MelWeightMatrix", {0, 1, 2, 3, 4}},
       {"Split", {1}},
       {"Dropout", {1, 2}},
       {"LSTM", {4}},

@@ -97,6 +97,12 @@ std::optional<DType> dtypeFromOnnx(int onnxType) {
       return DType::Int64;
     case TP::UINT8:
       return DType::UInt8;
+    case TP::UINT16:
+      return DType::UInt16;
+    case TP::UINT32:
+      return DType::UInt32;
+    case TP::UINT64:
+      return DType::UInt64;
     case TP::BOOL:
       return DType::Bool;
     default:
@@ -122,6 +128,12 @@ int dtypeToOnnx(DType dtype) {
       return TP::INT64;
     case DType::UInt8:
       return TP::UINT8;
+    case DType::UInt16:
+      return TP::UINT16;
+    case DType::UInt32:
+      return TP::UINT32;
+    case DType::UInt64:
+      return TP::UINT64;
     case DType::Bool:
       return TP::BOOL;
   }
@@ -163,6 +175,10 @@ Tensor tensorFromOnnx(const TP& proto, const std::string& baseDir) {
     case TP::INT64:
       checkCount(proto.int64_data(), numel, "int64_data");
       break;
+    case TP::UINT32:  // ONNX keeps uint32 and uint64 values in uint64_data
+    case TP::UINT64:
+      checkCount(proto.uint64_data(), numel, "uint64_data");
+      break;
     default:
       checkCount(proto.int32_data(), numel, "int32_data");
   }
@@ -182,7 +198,16 @@ Tensor tensorFromOnnx(const TP& proto, const std::string& baseDir) {
     case TP::INT32:
       std::memcpy(t.rawData(), proto.int32_data().data(), nbytes);
       break;
-    default: {  // int8, int16, uint8, bool, float16 (its bits): one int32 per element
+    case TP::UINT64:
+      std::memcpy(t.rawData(), proto.uint64_data().data(), nbytes);
+      break;
+    case TP::UINT32: {
+      auto* out = static_cast<std::uint32_t*>(t.rawData());
+      for (std::size_t i = 0; i < numel; ++i)
+        out[i] = static_cast<std::uint32_t>(proto.uint64_data(static_cast<int>(i)));
+      break;
+    }
+    default: {  // int8, int16, uint8, uint16, bool, float16 (its bits): one int32 per element
       auto* out = static_cast<std::byte*>(t.rawData());
       const std::size_t item = dtypeSize(*dtype);
       for (std::size_t i = 0; i < numel; ++i) {

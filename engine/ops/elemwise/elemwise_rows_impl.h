@@ -463,6 +463,12 @@ ElemwiseRowFn rowForDType(DType dtype) {
       return rowFor<F, std::int64_t>();
     case DType::UInt8:
       return rowFor<F, std::uint8_t>();
+    case DType::UInt16:
+      return rowFor<F, std::uint16_t>();
+    case DType::UInt32:
+      return rowFor<F, std::uint32_t>();
+    case DType::UInt64:
+      return rowFor<F, std::uint64_t>();
     case DType::Float16:
       return nullptr;
     case DType::Float32:

@@ -81,9 +81,12 @@ DType upgradeToFloat(DType dtype) {
     case DType::Int8:
     case DType::Int16:
     case DType::UInt8:
+    case DType::UInt16:
       return DType::Float32;
     case DType::Int32:
     case DType::Int64:
+    case DType::UInt32:
+    case DType::UInt64:
       return DType::Float64;
     default:
       return dtype;

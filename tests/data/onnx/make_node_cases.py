@@ -102,7 +102,21 @@ test_resize_downsample_scales_linear_align_corners test_resize_downsample_scales
 test_sce_mean_weight_ii_3d_log_prob test_batchnorm_example_training_mode test_tfidfvectorizer_tf_batch_uniandbigrams_skip5 test_maxpool_2d_uint8 test_stft test_stft_with_window
 test_convinteger_with_padding test_convinteger_without_padding test_qlinearconv
 test_nllloss_NCd1_mean_weight_negative_ii_expanded
+test_bitshift_left_uint16 test_bitshift_right_uint64 test_max_uint32 test_min_uint64 test_mod_uint16
+test_pow_types_float32_uint32 test_adagrad test_adagrad_multiple test_adam
+test_momentum test_momentum_multiple test_nesterov_momentum
+test_maxpool_with_argmax_2d_precomputed_pads test_maxpool_with_argmax_2d_precomputed_strides
+test_scatternd_multiply test_melweightmatrix test_resize_tf_crop_and_resize test_gridsample_bicubic
 """.split()
+
+
+# Cases whose expected outputs contradict their own node (a defect of the case, not of an
+# implementation): the sidecar says why ("bad_case"); tst_onnx_node skips such a case when its
+# values differ, and onnx_node_report.py counts it apart from pass / refused / WRONG.
+KNOWN_BAD = {
+    "test_adam_multiple": "ONNX 1.12 computes the expected outputs with epsilon 1e-2, but the "
+    "node leaves epsilon at its default, 1e-6",
+}
 
 
 def as_tensor(value):
@@ -170,6 +184,8 @@ def write_case(directory, name, case, op, expanded, inputs, outputs):
         "export": False,
         "note": "ONNX 1.12 backend node case " + name,
     }
+    if name in KNOWN_BAD:
+        sidecar["bad_case"] = KNOWN_BAD[name]
     with open(os.path.join(directory, name + ".json"), "w") as f:
         json.dump(sidecar, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -1006,6 +1006,70 @@ def grid_sample():
     gs("gridsample_bilinear_float64", x.astype(np.float64), g.astype(np.float64), align=1)
 
 
+# GridSample bicubic (reference: F.grid_sample in float64), every padding mode; generated last so
+# that the fixtures before keep their random draws.
+def grid_sample_bicubic():
+    def gs(name, x, grid, padding, align, opset=16):
+        t = lambda a: torch.from_numpy(a.astype(np.float64))
+        y = F.grid_sample(t(x), t(grid), mode="bicubic", padding_mode=padding,
+                          align_corners=bool(align)).numpy()
+        attrs = {"mode": "bicubic", "padding_mode": padding, "align_corners": align}
+        one(name, "GridSample", {"x": x, "grid": grid}, y.astype(x.dtype), attrs, opset=opset)
+    x, g = f32(2, 3, 5, 7), f32(2, 4, 6, 2, lo=-1.3, hi=1.3)
+    far = f32(1, 3, 5, 2, lo=-3.5, hi=3.5)
+    gs("gridsample_bicubic_zeros", x, g, "zeros", 0)
+    gs("gridsample_bicubic_border_align_corners", x, g, "border", 1)
+    gs("gridsample_bicubic_reflection", x[:1], far, "reflection", 0)
+    gs("gridsample_bicubic_reflection_align_corners", x[:1], far, "reflection", 1)
+
+
+# ScatterND with reduction mul, max and min (Note [ScatterND by rows]): duplicates combine in
+# indices' order; the indices also as a run-time input. Generated last, after the bicubic cases.
+def scatternd_reductions():
+    def ref(data, indices, updates, reduction):
+        out = data.copy()
+        k = indices.shape[-1]
+        idx = indices.reshape(-1, k)
+        upd = updates.reshape((idx.shape[0],) + data.shape[k:])
+        f = {"mul": np.multiply, "max": np.maximum, "min": np.minimum}[reduction]
+        for i in range(idx.shape[0]):
+            t = tuple(int(v) for v in idx[i])
+            out[t] = f(out[t], upd[i])
+        return out
+    def sc(name, data, indices, updates, reduction, runtime=False):
+        ins = [("data", data)] + ([("indices", indices)] if runtime else []) + [("updates", updates)]
+        save(name, [("ScatterND", ["data", "indices", "updates"], ["out"], {"reduction": reduction})],
+             ins, [("out", ref(data, indices, updates, reduction))],
+             None if runtime else {"indices": indices}, 16, export=False)
+    data, dup = f32(4, 3), arr([[1], [3], [1], [1]])
+    sc("scatternd_mul_duplicates", data, dup, f32(4, 3), "mul")
+    sc("scatternd_max_duplicates", data, dup, f32(4, 3), "max")
+    sc("scatternd_min_k2_runtime_indices", f32(3, 4, 5), arr([[2, 1], [0, 3], [2, 1]]), f32(3, 5), "min",
+       runtime=True)
+
+
+# Resize tf_crop_and_resize (Note [Crop and resize]; reference: ONNX's interpolate_nd): a region
+# reaching past the input (extrapolation_value there), nearest, and cubic with a roi that also
+# resizes the channel axis. Generated last.
+def resize_crop():
+    from onnx.backend.test.case.node.resize import (interpolate_nd, linear_coeffs, nearest_coeffs,
+                                                    cubic_coeffs)
+    x = f32(1, 2, 4, 5)
+    def rc(name, roi, sizes, mode, extrapolation=None):
+        coeffs = {"linear": linear_coeffs, "nearest": nearest_coeffs, "cubic": cubic_coeffs}[mode]
+        kw = {} if extrapolation is None else {"extrapolation_value": extrapolation}
+        y = interpolate_nd(x, coeffs, output_size=sizes, roi=arr(roi, np.float32),
+                           coordinate_transformation_mode="tf_crop_and_resize", **kw)
+        attrs = {"mode": mode, "coordinate_transformation_mode": "tf_crop_and_resize"}
+        if extrapolation is not None:
+            attrs["extrapolation_value"] = extrapolation
+        save(name, [("Resize", ["x", "roi", "", "sizes"], ["y"], attrs)], [("x", x)],
+             [("y", y.astype(np.float32))], {"roi": arr(roi, np.float32), "sizes": arr(sizes)})
+    rc("resize_crop_linear_extrapolation", [0, 0, 0.4, 0.6, 1, 1, 1.2, 1.7], [1, 2, 3, 3], "linear", 10.0)
+    rc("resize_crop_nearest", [0, 0, 0.2, -0.3, 1, 1, 0.9, 0.8], [1, 2, 3, 4], "nearest")
+    rc("resize_crop_cubic_channels", [0, 0.5, 0.1, 0.1, 1, 1, 0.9, 0.9], [1, 2, 3, 3], "cubic")
+
+
 # NonZero (opsets 9/13; reference: numpy.nonzero stacked). torch.nonzero exports as
 # Transpose(NonZero(x)), boolean-mask indexing x[m] as GatherND(x, Transpose(NonZero(m))).
 def nonzero():
@@ -1103,7 +1167,8 @@ def main():
     os.makedirs(OUT)
     for family in (elementwise, logic, blas, conv, convtranspose, pool, norms, shapes, constants, reductions,
                    resize, rnn, resize_interpolation, depth_to_space, trilu, cumsum,
-                   einsum, scatternd, gathernd, grid_sample, nonzero, mod, scatter_elements):
+                   einsum, scatternd, gathernd, grid_sample, nonzero, mod, scatter_elements,
+                   grid_sample_bicubic, scatternd_reductions, resize_crop):
         family()
     total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
     print("%d fixtures, %d files, %.1f KiB in %s" % (len(names), len(os.listdir(OUT)), total / 1024, OUT))

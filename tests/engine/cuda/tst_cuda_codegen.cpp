@@ -52,8 +52,9 @@ std::string ptxOf(const std::string& source, const std::string& name) {
   return std::string(image.bytes.data());
 }
 
-const std::vector<DType> kDTypes{DType::Bool,  DType::Int8,  DType::Int16,   DType::Int32,
-                                 DType::Int64, DType::UInt8, DType::Float32, DType::Float64};
+const std::vector<DType> kDTypes{DType::Bool,   DType::Int8,    DType::Int16,  DType::Int32,
+                                 DType::Int64,  DType::UInt8,   DType::UInt16, DType::UInt32,
+                                 DType::UInt64, DType::Float32, DType::Float64};
 }  // namespace
 
 class TestCudaCodegen : public QObject {

@@ -463,12 +463,12 @@ void TestNpy::testMalformed_data() {
   row("unicode", edit("'<f4'", "'<U5'"), "found '<U5' (unicode strings are not supported)");
   row("bytes", edit("'<f4'", "'|S3'"), "found '|S3' (byte strings are not supported)");
   row("datetime", edit("'<f4'", "'<M8[ns]'"), "found '<M8[ns]' (datetime64 is not supported)");
-  row("uint16", edit("'<f4'", "'<u2'"),
-      "found '<u2' (of the unsigned integers only uint8 is supported)");
+  row("uint128", edit("'<f4'", "'<u16'"),
+      "found '<u16' (the unsigned integers are uint8, uint16, uint32 and uint64)");
   row("float128", edit("'<f4'", "'<f16'"),
       "found '<f16' (of the floats only float16, float32 and float64 are supported)");
   row("no byte order", edit("'<f4'", "'f4'"),
-      "expected the 'descr' of a bool, int8..int64, uint8 or float16/32/64 array");
+      "expected the 'descr' of a bool, int8..int64, uint8..uint64 or float16/32/64 array");
   row("dtype name", edit("'<f4'", "'float32'"), "found 'float32'");
   row("empty descr", edit("'<f4'", "''"), "found ''");
   row("structured list", edit("'<f4'", "[('a', '<f4'), ('b', '<i4')]"),

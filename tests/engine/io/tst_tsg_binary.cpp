@@ -61,7 +61,10 @@ std::vector<const Constant*> constantsOf(const FunctionGraph& fg) {
   std::vector<const Constant*> out;
   for (const Variable* v : fg.variables())
     if (auto* c = dynamic_cast<const Constant*>(v)) out.push_back(c);
-  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->name() < b->name(); });
+  // In the order constantsGraph made them: c0 .. c9, then c10 .. (by length, then name).
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) {
+    return std::pair(a->name().size(), a->name()) < std::pair(b->name().size(), b->name());
+  });
   return out;
 }
 

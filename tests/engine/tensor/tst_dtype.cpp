@@ -1,4 +1,5 @@
-// Element types: names, sizes, letters, numpy's promotion table and half-precision conversion.
+// Element types: names, sizes, letters, numpy's promotion table (with the unsigned integers) and
+// half-precision conversion.
 #include "engine/tensor/dtype.h"
 #include "test_main.h"
 
@@ -47,6 +48,9 @@ void TestDType::testProperties_data() {
   QTest::newRow("int32") << DType::Int32 << "int32" << 4 << 'i' << false << true << true;
   QTest::newRow("int64") << DType::Int64 << "int64" << 8 << 'l' << false << true << true;
   QTest::newRow("uint8") << DType::UInt8 << "uint8" << 1 << 'B' << false << true << false;
+  QTest::newRow("uint16") << DType::UInt16 << "uint16" << 2 << 'H' << false << true << false;
+  QTest::newRow("uint32") << DType::UInt32 << "uint32" << 4 << 'I' << false << true << false;
+  QTest::newRow("uint64") << DType::UInt64 << "uint64" << 8 << 'L' << false << true << false;
   QTest::newRow("float16") << DType::Float16 << "float16" << 2 << 'h' << true << false << true;
   QTest::newRow("float32") << DType::Float32 << "float32" << 4 << 'f' << true << false << true;
   QTest::newRow("float64") << DType::Float64 << "float64" << 8 << 'd' << true << false << true;
@@ -73,7 +77,8 @@ void TestDType::testUnknownName() {
   QVERIFY(!dtypeFromName("float").has_value());
   QVERIFY(!dtypeFromName("Float32").has_value());
   QVERIFY(!dtypeFromName("").has_value());
-  QVERIFY(!dtypeFromName("uint16").has_value());
+  QVERIFY(!dtypeFromName("uint128").has_value());
+  QVERIFY(!dtypeFromName("bfloat16").has_value());
 }
 
 void TestDType::testPromotion_data() {
@@ -86,17 +91,59 @@ void TestDType::testPromotion_data() {
   };
   using enum DType;
   const Case cases[] = {
-      {Bool, Bool, Bool},          {Bool, Int8, Int8},          {Bool, UInt8, UInt8},
-      {Bool, Int64, Int64},        {Bool, Float16, Float16},    {Bool, Float64, Float64},
-      {Int8, Int8, Int8},          {Int8, Int16, Int16},        {Int8, Int32, Int32},
-      {Int8, Int64, Int64},        {Int8, UInt8, Int16},        {Int16, UInt8, Int16},
-      {Int32, UInt8, Int32},       {Int64, UInt8, Int64},       {UInt8, UInt8, UInt8},
-      {Int16, Int32, Int32},       {Int32, Int64, Int64},       {Float16, Int8, Float16},
-      {Float16, UInt8, Float16},   {Float16, Int16, Float32},   {Float16, Int32, Float64},
-      {Float16, Int64, Float64},   {Float32, Int8, Float32},    {Float32, UInt8, Float32},
-      {Float32, Int16, Float32},   {Float32, Int32, Float64},   {Float32, Int64, Float64},
-      {Float64, Int64, Float64},   {Float16, Float16, Float16}, {Float32, Float16, Float32},
-      {Float64, Float16, Float64}, {Float64, Float32, Float64}, {Float32, Float32, Float32},
+      {Bool, Bool, Bool},
+      {Bool, Int8, Int8},
+      {Bool, UInt8, UInt8},
+      {Bool, Int64, Int64},
+      {Bool, Float16, Float16},
+      {Bool, Float64, Float64},
+      {Int8, Int8, Int8},
+      {Int8, Int16, Int16},
+      {Int8, Int32, Int32},
+      {Int8, Int64, Int64},
+      {Int8, UInt8, Int16},
+      {Int16, UInt8, Int16},
+      {Int32, UInt8, Int32},
+      {Int64, UInt8, Int64},
+      {UInt8, UInt8, UInt8},
+      {Int16, Int32, Int32},
+      {Int32, Int64, Int64},
+      {Float16, Int8, Float16},
+      {Float16, UInt8, Float16},
+      {Float16, Int16, Float32},
+      {Float16, Int32, Float64},
+      {Float16, Int64, Float64},
+      {Float32, Int8, Float32},
+      {Float32, UInt8, Float32},
+      {Float32, Int16, Float32},
+      {Float32, Int32, Float64},
+      {Float32, Int64, Float64},
+      {Float64, Int64, Float64},
+      {Float16, Float16, Float16},
+      {Float32, Float16, Float32},
+      {Float64, Float16, Float64},
+      {Float64, Float32, Float64},
+      {Float32, Float32, Float32},
+      // The wider unsigned integers: with a signed one, the signed type that holds both, and
+      // for uint64 (which no signed integer holds) float64.
+      {Bool, UInt64, UInt64},
+      {UInt8, UInt16, UInt16},
+      {UInt16, UInt32, UInt32},
+      {UInt32, UInt64, UInt64},
+      {Int8, UInt16, Int32},
+      {Int16, UInt16, Int32},
+      {Int32, UInt16, Int32},
+      {Int8, UInt32, Int64},
+      {Int32, UInt32, Int64},
+      {Int64, UInt32, Int64},
+      {Int8, UInt64, Float64},
+      {Int64, UInt64, Float64},
+      {Float16, UInt16, Float32},
+      {Float16, UInt32, Float64},
+      {Float32, UInt16, Float32},
+      {Float32, UInt32, Float64},
+      {Float32, UInt64, Float64},
+      {Float16, UInt64, Float64},
   };
   for (const Case& c : cases) {
     const std::string row = std::string(dtypeName(c.a)) + "+" + std::string(dtypeName(c.b));

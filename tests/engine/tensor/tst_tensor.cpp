@@ -47,7 +47,9 @@ double numpyConvert(double v, DType to) {
   if (to == DType::Bool) return v != 0 ? 1 : 0;
   if (isFloat(to)) return v;
   const double t = std::trunc(v);
-  return to == DType::UInt8 && t < 0 ? t + 256 : t;
+  // A negative value wraps into an unsigned type: -2 -> 2^bits - 2.
+  if (!isSigned(to) && t < 0) return t + std::ldexp(1.0, 8 * static_cast<int>(dtypeSize(to)));
+  return t;
 }
 
 }  // namespace
