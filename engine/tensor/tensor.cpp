@@ -3,6 +3,7 @@
 #include "engine/tensor/alloc_hook.h"
 #include "engine/tensor/big_block_cache.h"
 #include "engine/tensor/device_memory.h"
+#include "engine/tensor/reshape_strides.h"
 #include "engine/tensor/tensor_internal.h"
 
 #include <algorithm>

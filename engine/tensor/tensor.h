@@ -9,7 +9,6 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,13 +53,6 @@ class Storage {
 std::int64_t shapeNumel(std::span<const std::int64_t> shape);
 // Row-major (C order) strides in elements.
 Strides contiguousStrides(std::span<const std::int64_t> shape);
-// The strides under which a tensor of shape `from` with strides `fromStrides` reads as shape `to`
-// (same element count) in row-major order without a copy, or nullopt when no strides can (numpy's
-// no-copy reshape): each run of axes that merges or splits must step uniformly. Axes of size 1
-// are free.
-std::optional<Strides> reshapeStrides(std::span<const std::int64_t> from,
-                                      std::span<const std::int64_t> fromStrides,
-                                      std::span<const std::int64_t> to);
 // "(2, 3)"; "()" for a scalar.
 std::string shapeToString(std::span<const std::int64_t> shape);
 

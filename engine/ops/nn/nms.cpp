@@ -73,7 +73,10 @@ void NonMaxSuppression::perform(const Apply&, std::span<const Tensor* const> inp
                                 shapeToString(scoresT.shape()));
   const std::vector<double> boxes = boxesT.toDoubles();
   const std::vector<double> scores = scoresT.toDoubles();
-  const auto maxPerClass = static_cast<std::int64_t>(inputs[2]->item());
+  // Read exactly: exporters pass INT64_MAX for "no limit" (torchvision's batched_nms), which
+  // through a double is out of int64's range and came back negative, keeping no box at all.
+  const std::int64_t maxPerClass = shape_detail::readIndices(
+      inputs[2]->reshape({1}), "NonMaxSuppression max_output_boxes_per_class")[0];
   const double iouThreshold = inputs[3]->item();
   const double scoreThreshold = inputs[4]->item();
   if (iouThreshold < 0 || iouThreshold > 1)

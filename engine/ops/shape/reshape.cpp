@@ -5,6 +5,7 @@
 #include "engine/ops/shape/shape_common.h"
 #include "engine/ops/shape/shape_vector.h"
 #include "engine/ops/shape/subtensor.h"
+#include "engine/tensor/reshape_strides.h"
 #include "engine/tensor/tensor.h"
 
 #include <cstdlib>

@@ -13,6 +13,7 @@
 #include "test_main.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace tscope::test;
 
@@ -56,6 +57,22 @@ class TestNms : public QObject {
              (std::vector<double>{0, 0, 0, 0, 0, 1}));
     // max 0 selects nothing: a (0, 3) result.
     QCOMPARE(select(cornerBoxes(), scores, 0, 0.5, -INFINITY), (std::vector<double>{}));
+  }
+
+  // INT64_MAX means "no limit" (torchvision's batched_nms exports it): read exactly, not through a
+  // double (which came back negative and kept nothing).
+  void largestCountMeansNoLimit() {
+    const Tensor scores = Tensor::fromDoubles(DType::Float32, {1, 1, 3}, {0.9, 0.8, 0.7});
+    Tensor most(DType::Int64, {});
+    *most.data<std::int64_t>() = std::numeric_limits<std::int64_t>::max();
+    const Tensor out = evaluate(
+        [&](const std::vector<VarPtr>& in) {
+          return std::vector<VarPtr>{nonMaxSuppression(in[0], in[1], constant(most),
+                                                       constant(0.5, DType::Float32),
+                                                       constant(-INFINITY, DType::Float32))};
+        },
+        {cornerBoxes(), scores}, /*staticShapes=*/true)[0];
+    QCOMPARE(out.toDoubles(), (std::vector<double>{0, 0, 0, 0, 0, 2}));
   }
 
   void equalScoresKeepTheLowerIndex() {

@@ -1,5 +1,6 @@
 // Tensor: construction, views over shared storage, copies and conversions, comparison, printing,
 // and the messages of every error.
+#include "engine/tensor/reshape_strides.h"
 #include "engine/tensor/tensor.h"
 #include "test_main.h"
 
