@@ -172,6 +172,19 @@ void Importer::precheckConvLike(const onnx::GraphProto& graph) const {
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
     if (!(node.domain().empty() || node.domain() == "ai.onnx")) continue;
+    if (node.op_type() == "Scan") {
+      // ONNX 1.12's Scan inference (opset 8 at least) reads num_scan_inputs and the body without
+      // checking that they are there (found by fuzzing: a renamed num_scan_inputs).
+      bool body = false, count = false;
+      for (const auto& a : node.attribute()) {
+        body = body || (a.name() == "body" && a.type() == onnx::AttributeProto::GRAPH);
+        count = count || (a.name() == "num_scan_inputs" && a.type() == onnx::AttributeProto::INT);
+      }
+      if (!body || !count)
+        fail(nodeWhere(node, i),
+             "expected the attributes body (a graph) and num_scan_inputs (an integer)");
+      continue;
+    }
     const bool conv = convs.count(node.op_type()) > 0;
     if (!conv && !pools.count(node.op_type())) continue;
     auto rankOf = [&](int k) {
