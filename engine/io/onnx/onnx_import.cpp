@@ -172,6 +172,24 @@ void Importer::precheckConvLike(const onnx::GraphProto& graph) const {
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
     if (!(node.domain().empty() || node.domain() == "ai.onnx")) continue;
+    if (node.op_type() == "Scan") {
+      // ONNX 1.12's Scan inference reads num_scan_inputs and the body without checking that
+      // they are there, and sizes vectors by num_scan_inputs (found by fuzzing: a renamed
+      // num_scan_inputs crashed Scan-8's, num_scan_inputs = 2^31 made Scan-9's allocate 17 GB).
+      bool body = false;
+      std::int64_t count = -1;
+      for (const auto& a : node.attribute()) {
+        body = body || (a.name() == "body" && a.type() == onnx::AttributeProto::GRAPH);
+        if (a.name() == "num_scan_inputs" && a.type() == onnx::AttributeProto::INT) count = a.i();
+      }
+      if (!body || count < 1 || count > node.input_size())
+        fail(nodeWhere(node, i),
+             "expected the attributes body (a graph) and num_scan_inputs (from 1 to the " +
+                 std::to_string(node.input_size()) + " inputs), found " +
+                 (body ? "" : "no body and ") + "num_scan_inputs " +
+                 (count == -1 ? "missing" : std::to_string(count)));
+      continue;
+    }
     const bool conv = convs.count(node.op_type()) > 0;
     if (!conv && !pools.count(node.op_type())) continue;
     auto rankOf = [&](int k) {

@@ -215,6 +215,13 @@ VarPtr maxPoolIndices(const NodeContext& ctx, const VarPtr& x, const VarPtr& y,
   }
   std::int64_t candidates = 1;
   for (const PoolAxis& p : axes) candidates *= p.window.kernel;
+  // The offset maps are built while importing, and each kernel position is a few nodes: at most
+  // 4096 kernel positions and 2^22 entries in all, so that a bogus kernel or size cannot make the
+  // import build millions of nodes or allocate gigabytes.
+  if (candidates > 4096 || outCount > (std::int64_t{1} << 22) / candidates)
+    ctx.unsupported("MaxPool's Indices output over " + std::to_string(outCount) +
+                    " output positions with " + std::to_string(candidates) +
+                    " kernel positions (at most 4096 kernel positions and 2^22 together)");
   VarPtr idx = constantInt(0);
   for (std::int64_t k = candidates - 1; k >= 0; --k) {
     std::vector<std::int64_t> offset(nAxes);  // the kernel offset of candidate k, row-major

@@ -225,6 +225,9 @@ std::vector<VarPtr> convertMelWeightMatrix(NodeContext& ctx) {
         std::floor(static_cast<double>(dft + 1) * hertz / static_cast<double>(rate))));
   }
   const std::int64_t rows = dft / 2 + 1;
+  if (rows * bins > (std::int64_t{1} << 22))
+    ctx.fail("expected at most 2^22 entries in the matrix, found " + std::to_string(rows) + " x " +
+             std::to_string(bins));
   std::vector<double> w(static_cast<std::size_t>(rows * bins), 0.0);
   auto at = [&](std::int64_t j, std::int64_t i) -> double& {
     if (j < 0 || j >= rows)
