@@ -1,7 +1,7 @@
 #pragma once
 // Strides for a reshape without a copy (numpy's no-copy reshape): Note [Reshape views] in
-// engine/ops/shape/reshape.cpp. Defined in tensor.cpp; kept out of tensor.h, which every file
-// includes, because only the Reshape op and its tests need it.
+// engine/ops/shape/reshape.cpp. Kept out of tensor.h, which every file includes, because only the
+// Reshape op and its tests need it.
 
 #include "engine/tensor/tensor.h"
 
