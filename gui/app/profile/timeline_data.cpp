@@ -12,12 +12,33 @@ namespace tscope::gui {
 
 namespace {
 
-// Note [Timeline rows]: the scope bars of one track's top-level calls, level by level.
-void addScopeBars(const prof::Profile& profile,
-                  const std::vector<const prof::NodeEventRecord*>& calls, int track, int depth,
-                  std::vector<TimelineBar>& bars) {
-  struct Open {
+// The scope prefixes of each profile node ("a", "a/b", ...), split once per node rather than once
+// per call, with their labels.
+struct NodeScopes {
+  std::vector<std::vector<std::string>> prefixes;  // by profile node
+  std::vector<std::vector<QString>> labels;        // the same, for the bars
+};
+
+NodeScopes nodeScopes(const prof::Profile& profile) {
+  NodeScopes s;
+  s.prefixes.resize(profile.nodes.size());
+  s.labels.resize(profile.nodes.size());
+  for (std::size_t n = 0; n < profile.nodes.size(); ++n) {
     std::string prefix;
+    for (const std::string& part : prof::scopeComponents(profile.nodes[n].scope)) {
+      prefix += (prefix.empty() ? "" : "/") + part;
+      s.prefixes[n].push_back(prefix);
+      s.labels[n].push_back(QString::fromStdString(prefix));
+    }
+  }
+  return s;
+}
+
+// Note [Timeline rows]: the scope bars of one track's top-level calls, level by level.
+void addScopeBars(const NodeScopes& scopes, const std::vector<const prof::NodeEventRecord*>& calls,
+                  int track, int depth, std::vector<TimelineBar>& bars) {
+  struct Open {
+    const std::string* prefix = nullptr;
     TimelineBar bar;
     bool open = false;
   };
@@ -35,22 +56,20 @@ void addScopeBars(const prof::Profile& profile,
       close(0);
       run = e->run;
     }
-    const std::vector<std::string> parts =
-        prof::scopeComponents(profile.nodes[static_cast<std::size_t>(e->node)].scope);
-    std::string prefix;
+    const auto node = static_cast<std::size_t>(e->node);
+    const std::vector<std::string>& prefixes = scopes.prefixes[node];
     for (std::size_t l = 0; l < open.size(); ++l) {
-      if (l >= parts.size()) {
+      if (l >= prefixes.size()) {
         close(l);
         break;
       }
-      prefix += (l ? "/" : "") + parts[l];
-      if (open[l].open && open[l].prefix == prefix) {
+      if (open[l].open && *open[l].prefix == prefixes[l]) {
         open[l].bar.endNs = std::max(open[l].bar.endNs, e->endNs);
         continue;
       }
       close(l);
       open[l].open = true;
-      open[l].prefix = prefix;
+      open[l].prefix = &prefixes[l];
       open[l].bar = {TimelineBar::Kind::Scope,
                      track,
                      static_cast<int>(l) + 1,
@@ -58,10 +77,33 @@ void addScopeBars(const prof::Profile& profile,
                      e->endNs,
                      -1,
                      e->run,
-                     QString::fromStdString(prefix)};
+                     scopes.labels[node][l]};
     }
   }
   close(0);
+}
+
+// Orders the bars by (track, row, start). Bars arrive grouped by track and, within a row, mostly in
+// time order, so they are distributed into their rows (stable, linear) and a row is sorted only
+// when it is not in order already.
+void sortBars(std::vector<TimelineBar>& bars, const std::vector<TimelineTrack>& tracks,
+              int totalRows) {
+  auto keyOf = [&](const TimelineBar& b) {
+    return static_cast<std::size_t>(tracks[static_cast<std::size_t>(b.track)].firstRow + b.row);
+  };
+  std::vector<std::size_t> start(static_cast<std::size_t>(totalRows) + 1, 0);
+  for (const TimelineBar& b : bars) ++start[keyOf(b) + 1];
+  for (std::size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
+  std::vector<TimelineBar> sorted(bars.size());
+  std::vector<std::size_t> next(start.begin(), start.end() - 1);
+  for (TimelineBar& b : bars) sorted[next[keyOf(b)]++] = std::move(b);
+  auto earlier = [](const TimelineBar& a, const TimelineBar& b) { return a.startNs < b.startNs; };
+  for (std::size_t k = 0; k + 1 < start.size(); ++k) {
+    const auto first = sorted.begin() + static_cast<std::ptrdiff_t>(start[k]);
+    const auto last = sorted.begin() + static_cast<std::ptrdiff_t>(start[k + 1]);
+    if (!std::is_sorted(first, last, earlier)) std::stable_sort(first, last, earlier);
+  }
+  bars = std::move(sorted);
 }
 
 MemoryData memoryOf(const prof::Profile& profile, const engine::FunctionGraph* graph) {
@@ -75,8 +117,9 @@ MemoryData memoryOf(const prof::Profile& profile, const engine::FunctionGraph* g
     m.points.clear();
     return m;
   }
-  std::stable_sort(m.points.begin(), m.points.end(),
-                   [](const MemoryPoint& a, const MemoryPoint& b) { return a.timeNs < b.timeNs; });
+  auto earlier = [](const MemoryPoint& a, const MemoryPoint& b) { return a.timeNs < b.timeNs; };
+  if (!std::is_sorted(m.points.begin(), m.points.end(), earlier))
+    std::stable_sort(m.points.begin(), m.points.end(), earlier);
   for (std::size_t i = 0; i < m.points.size(); ++i)
     if (m.peak < 0 || m.points[i].liveBytes > m.points[static_cast<std::size_t>(m.peak)].liveBytes)
       m.peak = static_cast<int>(i);
@@ -130,13 +173,14 @@ std::shared_ptr<const TimelineData> TimelineData::build(const prof::Profile& pro
   auto t = std::make_shared<TimelineData>();
   // CPU threads, in order of their numbers.
   std::map<std::int32_t, std::vector<const prof::NodeEventRecord*>> byThread;
+  const NodeScopes scopes = nodeScopes(profile);
   int maxFrame = 0, maxScope = 0;
   for (const prof::NodeEventRecord& e : profile.events) {
     if (e.node < 0 || static_cast<std::size_t>(e.node) >= profile.nodes.size()) continue;
     byThread[e.thread].push_back(&e);
-    const prof::NodeProfile& node = profile.nodes[static_cast<std::size_t>(e.node)];
-    maxFrame = std::max(maxFrame, static_cast<int>(node.framePath.size()));
-    maxScope = std::max(maxScope, static_cast<int>(prof::scopeComponents(node.scope).size()));
+    const auto node = static_cast<std::size_t>(e.node);
+    maxFrame = std::max(maxFrame, static_cast<int>(profile.nodes[node].framePath.size()));
+    maxScope = std::max(maxScope, static_cast<int>(scopes.prefixes[node].size()));
   }
   if (byThread.empty() && !profile.runs.empty()) byThread[0];
   int row = 0;
@@ -162,7 +206,7 @@ std::shared_ptr<const TimelineData> TimelineData::build(const prof::Profile& pro
                          e->run,
                          {}});
     }
-    addScopeBars(profile, topLevel, track, maxScope, t->bars);
+    addScopeBars(scopes, topLevel, track, maxScope, t->bars);
   }
   std::map<std::pair<std::int32_t, std::int32_t>, int> streams;
   for (const prof::GpuEventRecord& e : profile.gpuEvents) {
@@ -176,11 +220,7 @@ std::shared_ptr<const TimelineData> TimelineData::build(const prof::Profile& pro
                        QString::fromStdString(e.name)});
   }
   t->totalRows = row;
-  std::stable_sort(t->bars.begin(), t->bars.end(), [](const TimelineBar& a, const TimelineBar& b) {
-    if (a.track != b.track) return a.track < b.track;
-    if (a.row != b.row) return a.row < b.row;
-    return a.startNs < b.startNs;
-  });
+  sortBars(t->bars, t->tracks, row);
   bool any = false;
   for (const TimelineBar& b : t->bars) {
     t->startNs = any ? std::min(t->startNs, b.startNs) : b.startNs;
