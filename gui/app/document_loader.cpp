@@ -1,10 +1,12 @@
 #include "gui/app/document_loader.h"
 
+#include "visualizers/threads/hand_off.h"
+
 #include <QCoreApplication>
 #include <QFileInfo>
+#include <QFutureInterface>
 #include <QFutureWatcher>
-#include <QPromise>
-#include <QtConcurrent/QtConcurrentRun>
+#include <QThreadPool>
 
 #include <exception>
 #include <functional>
@@ -66,37 +68,46 @@ void DocumentLoader::load(const QString& path) {
   m_path = QFileInfo(path).absoluteFilePath();
   const quint64 generation = ++m_generation;
   const QString absolute = m_path;
-  m_watcher = new QFutureWatcher<std::shared_ptr<Result>>(this);
+  m_watcher = new QFutureWatcher<void>(this);
   // One progress report arrives as progressValueChanged then progressTextChanged (the value read
   // from the future later may already be the next stage's).
   connect(m_watcher, &QFutureWatcherBase::progressValueChanged, this,
           [this](int value) { m_stage = value - 1; });
   connect(m_watcher, &QFutureWatcherBase::progressTextChanged, this,
           [this, generation](const QString& text) {
+            vis::handOffAcquire();  // the text was made on the worker
             if (generation != m_generation || !m_watcher) return;
             emit progress(m_stage, text);
           });
-  connect(m_watcher, &QFutureWatcherBase::finished, this,
-          [this, generation] { finish(generation); });
-  QFuture<std::shared_ptr<Result>> future =
-      QtConcurrent::run([absolute](QPromise<std::shared_ptr<Result>>& promise) {
+  // The future carries the progress and the cancel flag; the result comes through the mailbox
+  // (Note [Hand-offs TSan can see]: a result kept in the future would be freed by whichever
+  // thread drops the future last, in a hand-off TSan cannot see).
+  QFutureInterface<void> promise;
+  promise.reportStarted();
+  promise.setProgressRange(0, kStageCount + 1);
+  m_watcher->setFuture(promise.future());
+  const vis::Mailbox mail(this);
+  vis::startOnPool(
+      *QThreadPool::globalInstance(), [this, mail, promise, absolute, generation]() mutable {
         auto result = std::make_shared<Result>();
-        promise.setProgressRange(0, kStageCount + 1);
         try {
           result->document = buildDocument(
               absolute,
               // QFuture drops a progress value that does not grow, so stage s reports s + 1.
               [&promise](int stage, const QString& text) {
+                vis::handOffRelease();
                 promise.setProgressValueAndText(stage + 1, text);
               },
               [&promise] { return promise.isCanceled(); });
-          if (!result->document) return;  // cancelled: no result
         } catch (const std::exception& e) {
           result->error = QString::fromUtf8(e.what());
+        } catch (...) {
+          result->error = QStringLiteral("%1: an unknown error").arg(absolute);
         }
-        promise.addResult(result);
+        if (!result->document && result->error.isEmpty()) result.reset();  // cancelled
+        promise.reportFinished();
+        mail.post([this, generation, result] { finish(generation, result); });
       });
-  m_watcher->setFuture(future);
   emit started(m_path);
 }
 
@@ -118,16 +129,14 @@ QString DocumentLoader::path() const {
   return m_path;
 }
 
-void DocumentLoader::finish(quint64 generation) {
+void DocumentLoader::finish(quint64 generation, const std::shared_ptr<Result>& result) {
   if (generation != m_generation || !m_watcher) return;
-  QFuture<std::shared_ptr<Result>> future = m_watcher->future();
   m_watcher->deleteLater();
   m_watcher = nullptr;
-  if (future.isCanceled() || future.resultCount() == 0) {
+  if (!result) {
     emit cancelled(m_path);
     return;
   }
-  const std::shared_ptr<Result> result = future.result();
   if (!result->document) {
     emit failed(m_path, result->error.isEmpty() ? tr("%1: could not be loaded").arg(m_path)
                                                 : result->error);

@@ -47,9 +47,9 @@ class DocumentLoader : public QObject {
 
  private:
   struct Result;
-  void finish(quint64 generation);
+  void finish(quint64 generation, const std::shared_ptr<Result>& result);
 
-  QFutureWatcher<std::shared_ptr<Result>>* m_watcher = nullptr;
+  QFutureWatcher<void>* m_watcher = nullptr;  // progress and cancelling
   quint64 m_generation = 0;
   int m_stage = 0;  // of the progress report being delivered
   QString m_path;

@@ -3,13 +3,15 @@
 #include "gui/app/graph_pane_breadcrumb.h"
 #include "gui/app/search_index.h"
 #include "visualizers/model/palette.h"
+#include "visualizers/threads/hand_off.h"
 
-#include <QFuture>
+#include <QThreadPool>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <future>
 
 namespace tscope::gui {
 
@@ -49,7 +51,7 @@ struct GraphPane::Impl {
   int selected = -1;
   bool applying = false;  // selection changes made by the pane itself: no history entry
 
-  QFuture<std::shared_ptr<const SearchIndex>> indexFuture;
+  std::shared_future<std::shared_ptr<const SearchIndex>> indexFuture;
   std::shared_ptr<const SearchIndex> index;
   std::vector<int> hits;
   int currentHit = -1;
@@ -237,7 +239,7 @@ struct GraphPane::Impl {
   const SearchIndex* searchIndex() {
     // The index is built on a worker when the model is set; a search typed before it is done
     // waits for the rest of that build (tens of ms for 20,000 nodes), once.
-    if (!index && indexFuture.isValid()) index = indexFuture.result();
+    if (!index && indexFuture.valid()) index = indexFuture.get();
     return index.get();
   }
 };
@@ -310,7 +312,15 @@ void GraphPane::setModel(std::shared_ptr<const vis::ViewModel> model,
     return;
   }
   d.state = state ? *state : d.model->defaultState(400, d.parameterMode());
-  d.indexFuture = QtConcurrent::run([model = d.model] { return SearchIndex::build(*model); });
+  auto indexPromise = std::make_shared<std::promise<std::shared_ptr<const SearchIndex>>>();
+  d.indexFuture = indexPromise->get_future().share();
+  vis::startOnPool(*QThreadPool::globalInstance(), [indexPromise, model = d.model] {
+    try {
+      indexPromise->set_value(SearchIndex::build(*model));
+    } catch (...) {
+      indexPromise->set_exception(std::current_exception());
+    }
+  });
   d.fitOnLayout = true;
   d.pushHistory();
   d.updateBreadcrumb();
@@ -449,7 +459,9 @@ bool GraphPane::isLayoutPending() const {
 }
 
 bool GraphPane::isSearchReady() const {
-  return m_impl->index || (m_impl->indexFuture.isValid() && m_impl->indexFuture.isFinished());
+  return m_impl->index ||
+         (m_impl->indexFuture.valid() &&
+          m_impl->indexFuture.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
 }
 
 void GraphPane::setDecorations(const QString& layer,

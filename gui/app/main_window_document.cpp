@@ -13,7 +13,7 @@
 #include "gui/app/profile/profile_ui.h"
 #include "gui/app/recent_files.h"
 #include "gui/app/search_bar.h"
-#include "gui/app/worker.h"
+#include "visualizers/threads/hand_off.h"
 #include "visualizers/model/palette.h"
 #include "visualizers/scene/exporters.h"
 
@@ -194,7 +194,7 @@ void MainWindow::saveDocumentAs(const QString& path) {
   const std::shared_ptr<const Document> document = m_document;
   if (!document) return;
   statusBar()->showMessage(tr("Saving %1...").arg(QFileInfo(path).fileName()));
-  runOnWorker(
+  vis::runOnWorker(
       this,
       [document, path]() -> QString {
         try {
@@ -271,7 +271,7 @@ void MainWindow::showDocument(std::shared_ptr<const Document> document) {
     m_tabs->addTab(m_optimizedPane, tr("Optimized"));
     setPaneModel(m_optimizedPane, QStringLiteral("optimized"), document->optimizedModel);
     // Counterparts walk the rewrite log: on a worker, like everything that grows with the file.
-    runOnWorker(
+    vis::runOnWorker(
         this,
         [document] {
           return std::make_shared<const Counterparts>(*document->original, *document->optimized,

@@ -3,7 +3,7 @@
 #include "engine/session/optimize_graph.h"
 #include "gui/app/document_io.h"
 #include "gui/app/main_window.h"
-#include "gui/app/worker.h"
+#include "visualizers/threads/hand_off.h"
 
 #include <QAction>
 #include <QComboBox>
@@ -120,7 +120,7 @@ bool OptimizeUi::optimize(const QString& mode, const QStringList& include,
     QString error;
     double seconds = 0;
   };
-  runOnWorker(
+  vis::runOnWorker(
       this,
       [document, query] {
         Result r;

@@ -3,6 +3,7 @@
 #include "visualizers/layout/graphviz_level.h"
 #include "visualizers/layout/layout_assembly.h"
 #include "visualizers/layout/level_cache.h"
+#include "visualizers/threads/hand_off.h"
 
 #include <QMetaType>
 
@@ -54,11 +55,8 @@ struct LayoutService::Impl {
   LayoutService* q = nullptr;
   std::thread worker;
 
-  // Lock order: emitMutex, then mutex. emitMutex makes "is it still wanted?" and the emission one
-  // step, so a job cancelled or made stale before cancel()/request() returns is never emitted; it
-  // is recursive so a slot connected directly (run on the worker) may call request().
-  std::recursive_mutex emitMutex;
   std::mutex mutex;
+  std::optional<Mailbox> mail;  // to the service's thread (Note [Layout results])
   std::condition_variable wake;
   std::deque<Job> queue;
   bool stopping = false;
@@ -135,13 +133,19 @@ struct LayoutService::Impl {
     return laidOut;
   }
 
+  bool staleLocked(std::uint64_t id, const std::optional<int>& channel,
+                   const std::atomic<bool>& cancelled) {  // mutex held
+    return cancelled.load() || (channel && latestOfChannel[*channel] != id);
+  }
+
+  // Note [Layout results]: the worker posts a result to the service's thread, which checks there,
+  // when it is delivered, that the job is still wanted and emits it. cancel() and request() run on
+  // that thread too, so a job cancelled or made stale before they return is never emitted.
   void finish(const Job& job, LayoutPtr result, const std::string& error, bool cancelled) {
-    std::lock_guard emitLock(emitMutex);
     {
       std::lock_guard lock(mutex);
       running.reset();
-      const bool stale = job.cancelled->load() || cancelled ||
-                         (job.channel && latestOfChannel[*job.channel] != job.id);
+      const bool stale = cancelled || staleLocked(job.id, job.channel, *job.cancelled);
       if (job.waiter) {
         if (stale)
           dropLocked(job);
@@ -156,14 +160,23 @@ struct LayoutService::Impl {
         return;
       }
     }
-    if (error.empty())
-      emit q->layoutReady(job.id, std::move(result));
-    else
-      emit q->layoutFailed(job.id, QString::fromStdString(error));
+    mail->post([this, id = job.id, channel = job.channel, flag = job.cancelled,
+                result = std::move(result), error] {
+      {
+        std::lock_guard lock(mutex);
+        if (staleLocked(id, channel, *flag)) {
+          ++stats.jobsDropped;
+          return;
+        }
+      }
+      if (error.empty())
+        emit q->layoutReady(id, result);
+      else
+        emit q->layoutFailed(id, QString::fromStdString(error));
+    });
   }
 
   std::uint64_t enqueue(Job job) {
-    std::lock_guard emitLock(emitMutex);
     std::uint64_t id;
     {
       std::lock_guard lock(mutex);
@@ -194,6 +207,7 @@ struct LayoutService::Impl {
 LayoutService::LayoutService(QObject* parent) : QObject(parent), m_impl(std::make_unique<Impl>()) {
   qRegisterMetaType<std::shared_ptr<const tscope::vis::SceneLayout>>();
   m_impl->q = this;
+  m_impl->mail.emplace(this);
   m_impl->worker = std::thread([impl = m_impl.get()] { impl->run(); });
 }
 
@@ -221,7 +235,6 @@ std::uint64_t LayoutService::request(std::shared_ptr<const ViewModel> model, Gro
 }
 
 void LayoutService::cancel(std::uint64_t job) {
-  std::lock_guard emitLock(m_impl->emitMutex);
   std::lock_guard lock(m_impl->mutex);
   auto& queue = m_impl->queue;
   for (auto it = queue.begin(); it != queue.end(); ++it) {

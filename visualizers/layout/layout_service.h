@@ -1,9 +1,10 @@
 #pragma once
 // LayoutService: every Graphviz call of the process happens on the service's one worker thread
 // (Graphviz is not thread-safe, not even for reading: REFERENCE.md "Graphviz"). Callers queue
-// requests and get results by signal, tagged with the request's job id; a newer request on the
-// same channel makes the older ones stale: a pending stale job is dropped unrun, a running one
-// finishes but its result is not emitted. Results per group are cached (Note [Per-group layout]).
+// requests and get results by signal, tagged with the request's job id, emitted on the thread the
+// service lives in (Note [Layout results]); a newer request on the same channel makes the older
+// ones stale: a pending stale job is dropped unrun, a running one finishes but its result is not
+// emitted. Results per group are cached (Note [Per-group layout]).
 
 #include "visualizers/layout/scene_layout.h"
 

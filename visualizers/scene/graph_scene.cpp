@@ -3,13 +3,12 @@
 #include "visualizers/scene/graph_view.h"
 #include "visualizers/scene/scene_content.h"
 #include "visualizers/scene/scene_items.h"
+#include "visualizers/threads/hand_off.h"
 
-#include <QFuture>
 #include <QGraphicsSceneContextMenuEvent>
 #include <QGraphicsSceneMouseEvent>
 #include <QGraphicsView>
 #include <QStringList>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 
@@ -97,25 +96,22 @@ void GraphScene::setContentAsync(std::shared_ptr<const ViewModel> model,
           std::min(vp.width() / layout->bounds.width(), vp.height() / layout->bounds.height());
       if (fit < GraphView::kTextScale) overviewScale = std::max(overviewScale, fit);
     }
-  QtConcurrent::run([model = std::move(model), layout = std::move(layout), font = font(),
-                     overviewScale] {
-    // A second, finer image serves zooming in while still zoomed out (up to the text threshold).
-    const double detail = overviewScale > 0 ? GraphView::kTextScale / 2 : 0;
-    return SceneContent::build(model, layout, font, overviewScale, detail);
-  }).then(this, [this, generation](std::shared_ptr<const SceneContent> content) {
-    // then() runs a continuation at once when the worker has already finished; the switch is
-    // always queued, so a newer request made in the same event-loop turn supersedes this one
-    // and the old content stays until the loop turns.
-    QMetaObject::invokeMethod(
-        this,
-        [this, generation, content = std::move(content)]() mutable {
-          if (generation != m_generation) return;  // superseded
-          m_preparing = false;
-          switchTo(std::move(content), false);
-          m_slices.start();
-        },
-        Qt::QueuedConnection);
-  });
+  runOnWorker(
+      this,
+      [model = std::move(model), layout = std::move(layout), font = font(), overviewScale] {
+        // A second, finer image serves zooming in while still zoomed out (up to the text
+        // threshold).
+        const double detail = overviewScale > 0 ? GraphView::kTextScale / 2 : 0;
+        return SceneContent::build(model, layout, font, overviewScale, detail);
+      },
+      // Always queued: a newer request made in the same event-loop turn supersedes this one and
+      // the old content stays until the loop turns.
+      [this, generation](std::shared_ptr<const SceneContent> content) {
+        if (generation != m_generation) return;  // superseded
+        m_preparing = false;
+        switchTo(std::move(content), false);
+        m_slices.start();
+      });
 }
 
 bool GraphScene::isBuilding() const {

@@ -415,7 +415,7 @@ void DebugController::submit(Job job, bool start) {
   std::shared_ptr<Holder> holder = m_holder;
   const std::uint64_t generation = m_generation;
   if (m_pending++ == 0) emit busyChanged(true);
-  m_commands.start([this, holder, generation, job = std::move(job), start] {
+  vis::startOnPool(m_commands, [this, holder, generation, job = std::move(job), start] {
     auto r = std::make_shared<Result>();
     try {
       if (start && !holder->session)
@@ -465,8 +465,7 @@ void DebugController::submit(Job job, bool start) {
         if (r->error.isEmpty()) r->error = QString::fromUtf8(e.what());
       }
     }
-    QMetaObject::invokeMethod(
-        this, [this, generation, r] { finishJob(generation, r); }, Qt::QueuedConnection);
+    m_mailbox.post([this, generation, r] { finishJob(generation, r); });
   });
 }
 
@@ -613,18 +612,17 @@ void DebugController::stop() {
   const std::uint64_t generation = m_generation;
   auto answer = std::make_shared<std::future<debug::SessionState>>(holder->session->stop());
   if (m_pending++ == 0) emit busyChanged(true);  // until the answer arrives
-  m_waiters.start([this, holder, generation, answer] {
+  vis::startOnPool(m_waiters, [this, holder, generation, answer] {
     auto r = std::make_shared<Result>();
     try {
       auto snap = std::make_shared<DebugSnapshot>();
       snap->state = answer->get();
-      snap->run = holder->runs;  // read racily: only compared for "a newer run"
+      snap->run = holder->runs;  // may be a newer run's: only compared for "a newer run"
       r->snapshot = std::move(snap);
     } catch (const std::exception& e) {
       r->error = QString::fromUtf8(e.what());
     }
-    QMetaObject::invokeMethod(
-        this, [this, generation, r] { finishJob(generation, r); }, Qt::QueuedConnection);
+    m_mailbox.post([this, generation, r] { finishJob(generation, r); });
   });
 }
 

@@ -24,6 +24,7 @@
 #include "engine/debug/lineage.h"
 #include "engine/debug/nan_guard.h"
 #include "gui/app/document.h"
+#include "visualizers/threads/hand_off.h"
 
 #include <QObject>
 #include <QString>
@@ -207,8 +208,9 @@ class DebugController : public QObject {
   std::uint64_t m_runs = 0;
   int m_pending = 0;
   std::shared_ptr<const DebugSnapshot> m_snapshot;
-  QThreadPool m_commands;  // one thread: the commands in order
-  QThreadPool m_waiters;   // stop / interrupt answers
+  QThreadPool m_commands;        // one thread: the commands in order
+  QThreadPool m_waiters;         // stop / interrupt answers
+  vis::Mailbox m_mailbox{this};  // the jobs' results, to the GUI thread
 };
 
 }  // namespace tscope::gui

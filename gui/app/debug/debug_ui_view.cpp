@@ -11,7 +11,7 @@
 #include "gui/app/inspector/slice_table_model.h"
 #include "gui/app/inspector/value_view.h"
 #include "gui/app/main_window.h"
-#include "gui/app/worker.h"
+#include "visualizers/threads/hand_off.h"
 
 #include <QComboBox>
 #include <QDockWidget>
@@ -211,7 +211,7 @@ void DebugUi::rebuildMappers() {
   if (!doc) return;
   const auto compiled = m_controller->lineage();
   ++m_decorationJobs;
-  runOnWorker(
+  vis::runOnWorker(
       this,
       [doc, compiled] {
         std::shared_ptr<const debug::NodeLineage> docLineage;
@@ -247,7 +247,7 @@ void DebugUi::updateDecorations() {
   for (const auto& mapper : {m_originalMapper, m_optimizedMapper}) {
     if (!mapper) continue;
     ++m_decorationJobs;
-    runOnWorker(
+    vis::runOnWorker(
         this,
         [mapper, snapshot, breakpoints, event] {
           std::shared_ptr<const vis::Decorations> nan = event ? nanLayer(*mapper, *event) : nullptr;

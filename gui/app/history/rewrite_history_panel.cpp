@@ -3,7 +3,7 @@
 #include "engine/session/replay_rewrites.h"
 #include "gui/app/history/rewrite_log_model.h"
 #include "gui/app/history/rewrite_steps.h"
-#include "gui/app/worker.h"
+#include "visualizers/threads/hand_off.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -199,7 +199,7 @@ void RewriteHistoryPanel::setDocument(std::shared_ptr<const Document> document) 
   setState(State::Checking, tr("Checking that the optimizer reproduces the log…"));
   const quint64 generation = m_generation;
   ++m_runningJobs;
-  runOnWorker(
+  vis::runOnWorker(
       this,
       [doc = m_document] {
         CheckResult r;
@@ -290,7 +290,7 @@ void RewriteHistoryPanel::runSelectedStep() {
   m_pendingOrder = -1;
   const quint64 job = ++m_selectJob;
   ++m_runningJobs;
-  runOnWorker(
+  vis::runOnWorker(
       this,
       [doc = m_document, query = *m_query, order] {
         StepResult r;
@@ -332,7 +332,7 @@ void RewriteHistoryPanel::runSliderStep() {
   const int step = m_slider->value();
   const quint64 job = ++m_sliderJob;
   ++m_runningJobs;
-  runOnWorker(
+  vis::runOnWorker(
       this,
       [doc = m_document, query = *m_query, step] {
         GraphResult r;

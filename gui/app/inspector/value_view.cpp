@@ -3,7 +3,7 @@
 #include "engine/io/npy.h"
 #include "gui/app/inspector/histogram_widget.h"
 #include "gui/app/inspector/slice_table_model.h"
-#include "gui/app/worker.h"
+#include "visualizers/threads/hand_off.h"
 
 #include <QComboBox>
 #include <QFile>
@@ -128,7 +128,7 @@ void ValueView::showValue(int index) {
   m_save->setEnabled(true);
   const quint64 job = m_statsJob;
   // The worker holds its own handle to the tensor (storage shared, never written while shown).
-  runOnWorker(
+  vis::runOnWorker(
       this, [tensor] { return computeValueStats(tensor); },
       [this, job](ValueStats s) {
         if (job != m_statsJob) return;  // another value is shown by now

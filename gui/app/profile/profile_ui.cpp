@@ -4,7 +4,7 @@
 #include "gui/app/inspector/inspector_panel.h"
 #include "gui/app/main_window.h"
 #include "gui/app/profile/profile_panels.h"
-#include "gui/app/worker.h"
+#include "visualizers/threads/hand_off.h"
 #include "profiling/profile_diff.h"
 #include "visualizers/model/palette.h"
 
@@ -414,7 +414,7 @@ void ProfileUi::rebuild() {
   const std::optional<TimeRange> range = m_range;
   const HeatOptions heat = m_heat;
   const bool needTimeline = m_timelineOf != snapshot;
-  runOnWorker(
+  vis::runOnWorker(
       this, [=] { return build(snapshot, compare, range, heat, needTimeline); },
       [this, generation](std::shared_ptr<const Built> built) { applyBuilt(built, generation); });
 }

@@ -7,7 +7,7 @@
 #include "gui/app/main_window.h"
 #include "gui/app/profile/profile_panels.h"
 #include "gui/app/profile/profile_ui.h"
-#include "gui/app/worker.h"
+#include "visualizers/threads/hand_off.h"
 #include "profiling/calibration.h"
 #include "profiling/profile_graph.h"
 #include "profiling/profile_io.h"
@@ -177,7 +177,7 @@ void ProfileUi::runJob(std::function<std::vector<std::shared_ptr<const ProfileSn
   auto cancel = m_cancelFlag;
   auto done = m_done, total = m_total;
   const HeatOptions heat = m_heat;
-  runOnWorker(
+  vis::runOnWorker(
       this,
       [job = std::move(job), cancel, done, total, heat,
        diffFirst]() -> std::shared_ptr<const RunResult> {
@@ -270,7 +270,7 @@ void ProfileUi::onDocumentLoaded() {
     return;
   }
   ++m_pendingLoads;
-  runOnWorker(
+  vis::runOnWorker(
       this,
       [doc]() -> std::pair<std::vector<std::shared_ptr<const ProfileSnapshot>>, QString> {
         try {
@@ -303,7 +303,7 @@ void ProfileUi::saveProfile(const QString& path) {
   const auto snapshot = m_snapshot;
   if (!doc || !snapshot) return;
   ++m_pendingLoads;
-  runOnWorker(
+  vis::runOnWorker(
       this,
       [doc, snapshot, path]() -> QString {
         try {
@@ -338,7 +338,7 @@ void ProfileUi::exportTrace(const QString& path) {
   const auto view = m_view;
   if (!view) return;
   ++m_pendingLoads;
-  runOnWorker(
+  vis::runOnWorker(
       this,
       [view, path]() -> QString {
         try {
@@ -361,7 +361,7 @@ void ProfileUi::exportReport(const QString& path) {
   const auto view = m_view;
   if (!view) return;
   ++m_pendingLoads;
-  runOnWorker(
+  vis::runOnWorker(
       this,
       [view, path]() -> QString {
         const bool json = path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive);
@@ -487,7 +487,7 @@ void ProfileUi::applyPendingOptions() {
     }
     if (key == QLatin1String("compare")) {
       ++m_pendingLoads;
-      runOnWorker(
+      vis::runOnWorker(
           this,
           [value]() -> std::pair<std::shared_ptr<const ProfileSnapshot>, QString> {
             try {
