@@ -5,6 +5,10 @@ The generated files are committed, so building and testing need no Python; run t
 the fixtures (Debian's python3-torch 1.13, python3-torchvision 0.14, python3-onnx 1.12, numpy):
 
     /usr/bin/python3 tests/data/onnx/make_detection_fixtures.py
+    /usr/bin/python3 tests/data/onnx/make_detection_fixtures.py --full /tmp/detection-full
+
+The second writes torchvision's full-size models (FULL_SIZE; 14 MB and 78 MB, not committed) in the
+same layout, to compare by hand (docs/onnx.md, "Detection models").
 
 Per fixture NAME (Note [ONNX fixture layout] in tests/onnx/onnx_fixture.h) it writes into
 tests/data/onnx/detection/: NAME.onnx, the image NAME.in0.npy, PyTorch's detections NAME.out<i>.npy
@@ -39,6 +43,7 @@ before it is written (check_stable):
     the same ones and stays within the tolerance.
 Running the script twice writes identical files.
 """
+import argparse
 import json
 import math
 import pathlib
@@ -48,7 +53,7 @@ import numpy as np
 import onnx
 import torch
 from torch import nn
-from torchvision.models import mobilenetv3
+from torchvision.models import detection, mobilenetv3
 from torchvision.models.detection import _utils as det_utils
 from torchvision.models.detection.anchor_utils import AnchorGenerator, DefaultBoxGenerator
 from torchvision.models.detection.backbone_utils import BackboneWithFPN
@@ -161,22 +166,41 @@ def calibrate_batch_norms(model, images):
                 m.running_var.copy_(torch.maximum(m.running_var, 0.1 * m.running_var.mean()))
 
 
-def smooth_image(generator):
-    """IMAGE_SHAPE values in [0, 1): random 3x12x16 cells interpolated bicubically, so the
-    transform's Resize does not turn float32 rounding of its sampling positions into large value
-    differences, as it does for pixel noise."""
-    cells = torch.rand((1, IMAGE_SHAPE[0], 12, 16), generator=generator)
-    image = nn.functional.interpolate(cells, size=IMAGE_SHAPE[1:], mode="bicubic", align_corners=False)
+def smooth_image(generator, shape):
+    """An image of `shape` with values in [0, 1]: random 12x16 cells per channel interpolated
+    bicubically, so the transform's Resize does not turn float32 rounding of its sampling positions
+    into large value differences, as it does for pixel noise."""
+    cells = torch.rand((1, shape[0], 12, 16), generator=generator)
+    image = nn.functional.interpolate(cells, size=shape[1:], mode="bicubic", align_corners=False)
     return image[0].clamp(0, 1)
 
 
-# name -> (builder, score threshold, seed, head scale, regression scale): the model's own random
-# state is seeded with seed, the weights with seed + 1, the images with seed + 2. The values are
-# ones check_stable accepts; the score threshold (torchvision: 0.001 for SSD-lite, 0.05 for Faster
-# R-CNN) keeps the detections above the first pair of scores too close to compare.
+def full_ssdlite(score_thresh):
+    """torchvision's ssdlite320_mobilenet_v3_large itself (91 classes), for --full."""
+    model = detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)
+    model.score_thresh = score_thresh
+    return model
+
+
+def full_fasterrcnn(score_thresh):
+    """torchvision's fasterrcnn_mobilenet_v3_large_320_fpn itself (91 classes), for --full."""
+    model = detection.fasterrcnn_mobilenet_v3_large_320_fpn(weights=None, weights_backbone=None)
+    model.roi_heads.score_thresh = score_thresh
+    return model
+
+
+# name -> (builder, score threshold, seed, head scale, regression scale, image shape): the model's
+# own random state is seeded with seed, the weights with seed + 1, the images with seed + 2. The
+# values are ones check_stable accepts; the score threshold (torchvision: 0.001 for SSD-lite, 0.05
+# for Faster R-CNN) keeps the detections above the first pair of scores too close to compare.
 FIXTURES = {
-    "ssdlite": (build_ssdlite, 0.77, 49, 2.0, 0.1),
-    "fasterrcnn": (build_fasterrcnn, 0.39, 90, 1.0, 0.01),
+    "ssdlite": (build_ssdlite, 0.77, 49, 2.0, 0.1, IMAGE_SHAPE),
+    "fasterrcnn": (build_fasterrcnn, 0.39, 90, 1.0, 0.01, IMAGE_SHAPE),
+}
+# The full-size models (--full DIR; 14 MB and 78 MB, not committed) on a 3x320x320 image.
+FULL_SIZE = {
+    "ssdlite": (full_ssdlite, 0.3915, 40, 1.0, 0.1, (3, 320, 320)),
+    "fasterrcnn": (full_fasterrcnn, 0.18, 90, 1.0, 0.01, (3, 320, 320)),
 }
 
 
@@ -213,16 +237,16 @@ def check_stable(name, model, image, outputs):
     return margins.min()
 
 
-def write_fixture(name, build, score_thresh, seed, head_scale, regression_scale):
+def write_fixture(out_dir, name, build, score_thresh, seed, head_scale, regression_scale, shape):
     torch.manual_seed(seed)
     model = build(score_thresh)
     initialize(model, torch.Generator().manual_seed(seed + 1), head_scale, regression_scale)
     images = torch.Generator().manual_seed(seed + 2)
-    image = smooth_image(images)
-    calibrate_batch_norms(model, [image] + [smooth_image(images) for _ in range(CALIBRATION_IMAGES - 1)])
+    image = smooth_image(images, shape)
+    calibrate_batch_norms(model, [image] + [smooth_image(images, shape) for _ in range(CALIBRATION_IMAGES - 1)])
     outputs = detect(model, image)
     gap = check_stable(name, model, image, outputs)
-    path = OUT_DIR / f"{name}.onnx"
+    path = out_dir / f"{name}.onnx"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the exporter's tracer warnings on the detection code
         torch.onnx.export(model, ([image],), str(path), opset_version=OPSET, do_constant_folding=True,
@@ -231,14 +255,14 @@ def write_fixture(name, build, score_thresh, seed, head_scale, regression_scale)
     onnx.checker.check_model(proto)
     assert [i.name for i in proto.graph.input] == ["image"], name
     assert [o.name for o in proto.graph.output] == list(outputs), name
-    np.save(OUT_DIR / f"{name}.in0.npy", image.numpy(), allow_pickle=False)
+    np.save(out_dir / f"{name}.in0.npy", image.numpy(), allow_pickle=False)
     for i, o in enumerate(outputs.values()):
-        np.save(OUT_DIR / f"{name}.out{i}.npy", o.numpy(), allow_pickle=False)
+        np.save(out_dir / f"{name}.out{i}.npy", o.numpy(), allow_pickle=False)
     note = (f"torchvision {name} (MobileNetV3-Large backbone at width {WIDTH}), random weights; "
             f"{len(outputs['scores'])} detections, sorted scores at least {gap:.1f} times twice the "
             f"tolerance apart; opset {OPSET}")
     sidecar = {"rtol": RTOL, "atol": ATOL, "export": False, "note": note}
-    (OUT_DIR / f"{name}.json").write_text(json.dumps(sidecar, indent=2) + "\n")
+    (out_dir / f"{name}.json").write_text(json.dumps(sidecar, indent=2) + "\n")
     ops = sorted({n.op_type for n in proto.graph.node})
     print(f"{name}: {path.stat().st_size} bytes, {len(proto.graph.node)} nodes, "
           f"{len(outputs['scores'])} detections, score gaps >= {gap:.1f} x twice the tolerance: "
@@ -246,11 +270,16 @@ def write_fixture(name, build, score_thresh, seed, head_scale, regression_scale)
 
 
 def main():
-    OUT_DIR.mkdir(exist_ok=True)
-    for name, spec in FIXTURES.items():
-        write_fixture(name, *spec)
-    total = sum(p.stat().st_size for p in OUT_DIR.iterdir())
-    print(f"{OUT_DIR}: {total / 1e6:.2f} MB")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--full", metavar="DIR", type=pathlib.Path,
+                        help="write the full-size models into DIR instead of the fixtures")
+    args = parser.parse_args()
+    out_dir, specs = (args.full, FULL_SIZE) if args.full else (OUT_DIR, FIXTURES)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, spec in specs.items():
+        write_fixture(out_dir, name, *spec)
+    total = sum(p.stat().st_size for p in out_dir.iterdir())
+    print(f"{out_dir}: {total / 1e6:.2f} MB")
 
 
 if __name__ == "__main__":
