@@ -1,5 +1,7 @@
 // ONNX and the debugging ops: If imports onto IfElse (only the taken branch runs, branch nodes keep
-// their ONNX names, outer values and branch initializers flow in, bad branches are refused), IfElse
+// their ONNX names, outer values and branch initializers flow in, bad branches are refused,
+// branches of different ranks take the rank ONNX declares or the one the condition is known to
+// take, the other branch failing clearly when taken), IfElse
 // exports as If (checked by ONNX's checker and strict shape inference in writeOnnx; the model read
 // back computes what the graph does for both conditions, nested and differentiated IfElses too),
 // and BreakPoint exports as one Identity per monitored value with its name in the doc string.
@@ -171,6 +173,113 @@ class TestOnnxControl : public QObject {
     branchOutput(t, "t0");
     m.output("y", DType::Float32);
     checkRefused(m, "else_branch");
+  }
+
+  // Note [IfElse branches of another rank]: y = If(c) then Squeeze(x, axis 1) (rank 1) else
+  // Identity(x) (rank 2), with c given at run time and y declared as a vector: the then branch
+  // gives its value, the else branch fails at its AssertType naming the shape it gave. Without the
+  // declaration the rank is unknown and the import is refused.
+  void testIfBranchesOfAnotherRank() {
+    const Tensor x = Tensor::fromDoubles(DType::Float32, {3, 1}, {1, 2, 3});
+    auto model = [&](bool cond, bool declared) {
+      ModelBuilder m(11);
+      m.input("c", Tensor::fromDoubles(DType::Bool, {1}, {cond ? 1.0 : 0.0}));
+      m.input("x", x, {kUnknownDim, 1});
+      auto& n = m.node("If", {"c"}, {"y"});
+      n.set_name("/pool/If");
+      auto& t = branch(n, "then_branch", "then");
+      branchNode(t, "Squeeze", "/pool/Squeeze", {"x"}, "t0");
+      attrInts(*t.mutable_node(0), "axes", {1});
+      branchOutput(t, "t0");
+      auto& e = branch(n, "else_branch", "else");
+      branchNode(e, "Identity", "/pool/Identity", {"x"}, "e0");
+      branchOutput(e, "e0");
+      m.output("y", DType::Float32);
+      if (declared)
+        m.proto()
+            .mutable_graph()
+            ->mutable_output(0)
+            ->mutable_type()
+            ->mutable_tensor_type()
+            ->mutable_shape()
+            ->add_dim()
+            ->set_dim_param("n");
+      return m;
+    };
+    checkModel(model(true, true), {Tensor::fromDoubles(DType::Float32, {3}, {1, 2, 3})}, "IfElse");
+    const auto imported = io::readOnnx(model(false, true).bytes(), "if.onnx");
+    const FunctionGraph& g = *imported.document.original;
+    QCOMPARE(g.outputs()[0]->type(), TensorType(DType::Float32, {kUnknownDim}));
+    // The else body ends in the AssertType, which carries the If's scope.
+    const IfElse* op = nullptr;
+    for (const Apply* a : g.nodes())
+      if (auto* p = dynamic_cast<const IfElse*>(&a->op())) op = p;
+    QVERIFY(op != nullptr);
+    const Apply* guard = op->elseGraph().outputs()[0]->owner();
+    QVERIFY(guard != nullptr);
+    QCOMPARE(guard->op().str(), std::string("AssertType{shape=[-1]}"));
+    QCOMPARE(guard->scope(), std::string("pool"));
+    QCOMPARE(countOps(op->thenGraph(), "AssertType"), 0);
+    for (Mode mode : {Mode::None, Mode::FastRun}) {
+      session::RunInputs run;
+      run.byName = model(false, true).values();
+      run.mode = mode;
+      std::string error;
+      try {
+        session::runGraph(g, run);
+      } catch (const std::exception& ex) {
+        error = ex.what();
+      }
+      QVERIFY2(
+          error.find("AssertType{shape=[-1]}") != std::string::npos &&
+              error.find("expected a value of shape (?,), found shape (3, 1)") != std::string::npos,
+          error.c_str());
+    }
+    checkRefused(model(true, false),
+                 "output 0 'y' is TensorType(float32, (?,)) in then_branch and "
+                 "TensorType(float32, (?, 1)) in else_branch, and the condition is known only at "
+                 "run time");
+  }
+
+  // PyTorch's opset-11 Squeeze of an axis it cannot prove is 1 (Faster R-CNN's box_roi_pool):
+  // If(Equal(Gather(Shape(x), 1), 1)) then Squeeze(x, axis 1) else Identity(x), no type declared
+  // for the If's output. x's type knows axis 1 is 1, so the importer computes the condition and
+  // takes the then branch's rank.
+  void testIfSqueezeOfAKnownAxis() {
+    const Tensor x = Tensor::fromDoubles(DType::Float32, {4, 1}, {1, 2, 3, 4});
+    ModelBuilder m(11);
+    m.input("x", x, {kUnknownDim, 1});
+    m.initializer("one", Tensor::fromDoubles(DType::Int64, {1}, {1}));
+    m.node("Shape", {"x"}, {"s"});
+    m.node("Gather", {"s", "one"}, {"d"});
+    m.node("Equal", {"d", "one"}, {"c"});
+    auto& n = m.node("If", {"c"}, {"y"});
+    auto& t = branch(n, "then_branch", "then");
+    branchNode(t, "Squeeze", "/Squeeze", {"x"}, "t0");
+    attrInts(*t.mutable_node(0), "axes", {1});
+    branchOutput(t, "t0");
+    auto& e = branch(n, "else_branch", "else");
+    branchNode(e, "Identity", "/Identity", {"x"}, "e0");
+    branchOutput(e, "e0");
+    m.node("Mul", {"y", "y"}, {"z"});
+    m.output("z", DType::Float32);
+    checkModel(m, {Tensor::fromDoubles(DType::Float32, {4}, {1, 4, 9, 16})}, "IfElse");
+    const auto imported = io::readOnnx(m.bytes(), "squeeze.onnx");
+    const FunctionGraph& g = *imported.document.original;
+    for (const Apply* a : g.nodes())
+      if (auto* op = dynamic_cast<const IfElse*>(&a->op()))
+        QCOMPARE(countOps(op->elseGraph(), "AssertType"), 1);
+    // Exported, the AssertType is an Identity again: the model read back computes the same.
+    std::string bytes;
+    try {
+      bytes = io::writeOnnx(g);
+    } catch (const std::exception& e) {
+      QFAIL(e.what());
+    }
+    session::RunInputs run;
+    run.byName["x"] = x;
+    const auto out = session::runGraph(*io::readOnnx(bytes, "again.onnx").document.original, run);
+    QVERIFY(out.outputs.at(0).allClose(Tensor::fromDoubles(DType::Float32, {4}, {1, 4, 9, 16})));
   }
 
   // Two outputs, one of them a branch input passed through (an Identity in the subgraph), a

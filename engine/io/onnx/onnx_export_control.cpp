@@ -11,6 +11,7 @@
 #include "engine/ops/basic.h"
 #include "engine/ops/control/ifelse.h"
 #include "engine/ops/control/scan.h"
+#include "engine/ops/shape/assert_type.h"
 
 namespace tscope::engine::io::onnx_export {
 
@@ -25,8 +26,21 @@ void emitIfElse(NodeExport& n) {
   onnx::GraphProto branches[2];
   const char* const kAttr[2] = {"then_branch", "else_branch"};
   const FunctionGraph* bodies[2] = {&op.thenGraph(), &op.elseGraph()};
-  for (int b = 0; b < 2; ++b)
+  for (int b = 0; b < 2; ++b) {
     n.emitSubgraph(*bodies[b], inputs, n.newValue(b == 0 ? "If_then" : "If_else"), branches[b]);
+    // Note [IfElse branches of another rank]: a branch that asserts another rank than its value
+    // has is an Identity in ONNX, whose branch output then has the value's rank: left undeclared.
+    for (std::size_t k = 0; k < bodies[b]->outputs().size(); ++k) {
+      const Apply* last = bodies[b]->outputs()[k]->owner();
+      if (last && dynamic_cast<const AssertType*>(&last->op()) &&
+          last->input(0)->type().ndim() != last->outputRef(0).type().ndim())
+        branches[b]
+            .mutable_output(static_cast<int>(k))
+            ->mutable_type()
+            ->mutable_tensor_type()
+            ->clear_shape();
+    }
+  }
   std::vector<std::string> outputs;
   for (int k = 0; k < n.nOutputs(); ++k) outputs.push_back(n.output(k));
   onnx::NodeProto& node = n.add("If", {cond}, outputs);

@@ -152,6 +152,12 @@ void emitSpecifyShape(NodeExport& n) {
   n.add("Identity", {n.input(0)}, {n.output(0)});
 }
 
+// AssertType: ONNX types may differ between an If's branches, so the branch that asserts another
+// rank (Note [IfElse branches of another rank]) is an Identity again.
+void emitAssertType(NodeExport& n) {
+  n.add("Identity", {n.input(0)}, {n.output(0)});
+}
+
 // BreakPoint: one Identity per monitored value; the doc string (op str) keeps the name.
 void emitBreakPoint(NodeExport& n) {
   for (int o = 0; o < n.node().nOutputs(); ++o) n.add("Identity", {n.input(o + 1)}, {n.output(o)});
@@ -559,6 +565,7 @@ void registerShapeEmitters(EmitterTable& table) {
   table.add("ShapeI", &emitShapeI);
   table.add("MakeVector", &emitMakeVector);
   table.add("SpecifyShape", &emitSpecifyShape);
+  table.add("AssertType", &emitAssertType);
   table.add("BreakPoint", &emitBreakPoint);
   table.add("Join", &emitJoin);
   table.add("Split", &emitSplit);

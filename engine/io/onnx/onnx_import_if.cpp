@@ -7,10 +7,12 @@
 // the IfElse are the outer values the branches reach (the variables defined before the If);
 // ifelse() clones what the branches compute into its then and else bodies, and the temporary
 // nodes are left unused. A condition of shape [1] (what exporters write) is reshaped to 0-d.
+// Branches whose outputs differ in rank: Note [IfElse branches of another rank].
 #include "engine/graph/traversal.h"
 #include "engine/io/onnx/onnx_import.h"
 #include "engine/io/onnx/onnx_importer.h"
 #include "engine/ops/control/ifelse.h"
+#include "engine/ops/shape/assert_type.h"
 #include "engine/ops/shape/reshape.h"
 
 #include <unordered_set>
@@ -65,6 +67,32 @@ std::vector<VarPtr> Importer::convertIf(const onnx::NodeProto& node, int index,
     fail(where, "the branches give " + std::to_string(outs[0].size()) + " and " +
                     std::to_string(outs[1].size()) + " outputs; the node has " +
                     std::to_string(node.output_size()));
+  // Note [IfElse branches of another rank] (engine/ops/shape/assert_type.h): an output whose
+  // branches differ in rank takes the rank ONNX declares for it, else the rank of the branch the
+  // condition takes when the importer can compute the condition (PyTorch's Squeeze of an axis
+  // whose size the types know); the other branch asserts that rank when it runs.
+  std::optional<bool> taken;  // true: then
+  if (const std::optional<Tensor> c = constantValue(cond)) taken = c->toDoubles().at(0) != 0;
+  for (std::size_t o = 0; o < outs[0].size(); ++o) {
+    const TensorType& a = outs[0][o]->type();
+    const TensorType& b = outs[1][o]->type();
+    if (a.ndim() == b.ndim()) continue;
+    const std::string& name = node.output(static_cast<int>(o));
+    std::optional<TensorType> declared = name.empty() ? std::nullopt : inferredType(name);
+    if (!declared && taken) declared = *taken ? a : b;
+    if (!declared)
+      fail(where, "output " + std::to_string(o) + " '" + safeText(name) + "' is " + a.str() +
+                      " in then_branch and " + b.str() +
+                      " in else_branch, and the condition is known only at run time; a "
+                      "Tensorscope type has one rank, so such an output needs its type "
+                      "(with a shape) in the model's value_info");
+    for (int k = 0; k < 2; ++k) {
+      VarPtr& out = outs[k][o];
+      if (out->type().ndim() == declared->ndim()) continue;
+      out = assertType(out, declared->shape());
+      adoptNewNodes({out}, node, index);
+    }
+  }
   // The branch inputs: outer values (and the branches' own shared initializers) the branches read.
   std::vector<VarPtr> boundary;
   std::unordered_set<const Variable*> seen;

@@ -76,7 +76,8 @@ Built buildIfElse(const VarPtr& cond, const std::vector<VarPtr>& thenOutputs,
     if (a.dtype() != b.dtype() || a.ndim() != b.ndim() || a.device() != b.device())
       throw TypeError(op + ": output " + std::to_string(o) + " is " + a.str() +
                       " in the then branch and " + b.str() +
-                      " in the else branch; expected the same dtype and rank");
+                      " in the else branch; expected the same dtype and rank (a branch of "
+                      "another rank: Note [IfElse branches of another rank])");
   }
   Built built;
   built.inputs.push_back(cond);
@@ -172,7 +173,8 @@ IfElse::IfElse(std::shared_ptr<const FunctionGraph> thenGraph,
     if (a.dtype() != b.dtype() || a.ndim() != b.ndim() || a.device() != b.device())
       throw TypeError(str() + ": output " + std::to_string(o) + " is " + a.str() +
                       " in the then branch and " + b.str() +
-                      " in the else branch; expected the same dtype and rank");
+                      " in the else branch; expected the same dtype and rank (a branch of "
+                      "another rank: Note [IfElse branches of another rank])");
     std::vector<std::int64_t> shape(a.shape());
     for (std::size_t d = 0; d < shape.size(); ++d)
       if (shape[d] != b.shape()[d]) shape[d] = kUnknownDim;

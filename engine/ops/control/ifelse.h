@@ -16,7 +16,10 @@
 //   branch's nodes with the frame path and stepInto enters it. perform, the reference, evaluates
 //   the taken body node by node.
 // - The branches' outputs must agree in dtype and rank (TypeError naming the output and both
-//   types); the output type keeps the dimensions both know alike, unknown elsewhere. inferShape
+//   types); a branch whose output may have another rank gives it through assertType(), checked
+//   when that branch runs (Note [IfElse branches of another rank] in
+//   engine/ops/shape/assert_type.h). The output type keeps the dimensions both know alike,
+//   unknown elsewhere. inferShape
 //   gives a dimension both branches agree on (a constant, or the same input's size), else the
 //   output's own runtime size.
 // - The gradient of an output with respect to a branch input is another IfElse on the same

@@ -1,6 +1,7 @@
 // The shape and indexing family's registration (declared in dimshuffle.h, called from
 // registerAllOps).
 #include "engine/graph/op_registry.h"
+#include "engine/ops/shape/assert_type.h"
 #include "engine/ops/shape/nonzero.h"
 #include "engine/ops/shape/shape.h"
 #include "engine/ops/shape/topk.h"
@@ -12,6 +13,7 @@ void registerShapeOps(OpRegistry& registry) {
   registry.add("Shape", &ShapeOp::fromProps);
   registry.add("MakeVector", &MakeVector::fromProps);
   registry.add("SpecifyShape", &SpecifyShape::fromProps);
+  registry.add("AssertType", &AssertType::fromProps);
   registry.add("Reshape", &Reshape::fromProps);
   registry.add("Join", &Join::fromProps);
   registry.add("Split", &Split::fromProps);

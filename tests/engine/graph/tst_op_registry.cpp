@@ -143,6 +143,7 @@ void TestOpRegistry::testRegistryRoundTrip_data() {
   QTest::newRow("MakeVector int64") << "MakeVector" << json{{"dtype", "int64"}};
   QTest::newRow("MakeVector float32") << "MakeVector" << json{{"dtype", "float32"}};
   QTest::newRow("SpecifyShape") << "SpecifyShape" << json::object();
+  QTest::newRow("AssertType") << "AssertType" << json{{"shape", {-1, 4}}};
   QTest::newRow("Reshape") << "Reshape" << json{{"ndim", 2}};
   QTest::newRow("Reshape scalar") << "Reshape" << json{{"ndim", 0}};
   QTest::newRow("Join") << "Join" << json{{"axis", 1}};
@@ -301,6 +302,7 @@ void TestOpRegistry::testRegistryCoversEveryOp() {
                                      "Shape",
                                      "MakeVector",
                                      "SpecifyShape",
+                                     "AssertType",
                                      "Reshape",
                                      "Join",
                                      "Split",

@@ -1,6 +1,7 @@
 // IfElse (engine/ops/control/ifelse.h): only the taken branch runs (counted with kernels and an
 // observer, in every mode), several outputs, gradients through both branches, shapes, types that
-// disagree, .tsg round trips, explicit boundaries and stepInto into the taken branch.
+// disagree, branches of another rank (checked when taken), .tsg round trips, explicit boundaries
+// and stepInto into the taken branch.
 #include "engine/compile/function.h"
 #include "engine/grad/checkers.h"
 #include "engine/grad/grad.h"
@@ -12,6 +13,8 @@
 #include "engine/ops/debug/breakpoint.h"
 #include "engine/ops/op_test_support.h"
 #include "engine/ops/reduce/reduce.h"
+#include "engine/ops/shape/assert_type.h"
+#include "engine/ops/shape/dimshuffle.h"
 #include "engine/vm/vm.h"
 #include "test_main.h"
 
@@ -211,6 +214,65 @@ class TestIfElse : public QObject {
       ifelse(positive(x), std::vector<VarPtr>{x, x}, std::vector<VarPtr>{x}, "n");
     });
     QVERIFY2(count.find("2 outputs") != std::string::npos, count.c_str());
+  }
+
+  // Note [IfElse branches of another rank]: the then branch squeezes x's axis 1, the else branch
+  // gives x itself through an AssertType to rank 1. Either branch is taken by the run-time
+  // condition c: then gives its value (and gradient); else fails at the AssertType, naming the
+  // shape it gave, in every mode and in perform, and so does the gradient.
+  void testBranchesOfAnotherRank() {
+    auto x = fvar("x", {U, 1});
+    auto c = Variable::create(TensorType(DType::Bool, {}), "c");
+    VarPtr y = ifelse(c, {squeeze(x, 1) * 2.0}, {assertType(x + 1.0, {U})}, "squeeze")[0];
+    QCOMPARE(y->type(), TensorType(DType::Float32, {U}));
+    const std::string rank = errorOf([&] { ifelse(c, squeeze(x, 1), x + 1.0); });
+    QVERIFY2(rank.find("Note [IfElse branches of another rank]") != std::string::npos,
+             rank.c_str());
+    const Tensor xv = ft({3, 1}, {1, 2, 3});
+    const Tensor yes = Tensor::scalar(DType::Bool, 1), no = Tensor::scalar(DType::Bool, 0);
+    const VarPtr g = grad(sum(y * y), x);
+    for (Mode mode : kModes) {
+      Function f = compile({c, x}, {y, g}, {}, withMode(mode));
+      const auto r = f({yes, xv});
+      QVERIFY(closeTo(r[0], ft({3}, {2, 4, 6})));
+      QVERIFY(closeTo(r[1], ft({3, 1}, {8, 16, 24})));  // d/dx sum((2x)^2) = 8x
+      const std::string taken = errorOf([&] { f({no, xv}); });
+      QVERIFY2(
+          taken.find("expected a value of shape (?,), found shape (3, 1)") != std::string::npos,
+          taken.c_str());
+      // The gradient alone (it does not need y) fails in the else branch too.
+      Function fg = compile({c, x}, {g}, {}, withMode(mode));
+      QVERIFY(closeTo(fg({yes, xv})[0], ft({3, 1}, {8, 16, 24})));
+      const std::string back = errorOf([&] { fg({no, xv}); });
+      QVERIFY2(back.find("AssertType") != std::string::npos, back.c_str());
+    }
+    // perform, the reference, checks the same.
+    const Apply& node = *y->owner();
+    std::vector<const Tensor*> ins{&no, &xv};
+    Tensor out;
+    std::vector<Tensor*> outs{&out};
+    const std::string ref = errorOf([&] { node.op().perform(node, ins, outs); });
+    QVERIFY2(ref.find("expected a value of shape (?,), found shape (3, 1)") != std::string::npos,
+             ref.c_str());
+    ins[0] = &yes;
+    node.op().perform(node, ins, outs);
+    QVERIFY(closeTo(out, ft({3}, {2, 4, 6})));
+    // The finite-difference gradient of the then branch.
+    verifyGrad(
+        [](const std::vector<VarPtr>& in) -> std::vector<VarPtr> {
+          return {ifelse(positive(in[0]), exp(squeeze(in[0], 1)), assertType(in[0], {U}))};
+        },
+        {Tensor::full(DType::Float64, {3, 1}, 0.5)});
+    // A .tsg file keeps the AssertType inside the else body.
+    io::TsgDocument doc;
+    doc.original =
+        std::make_unique<FunctionGraph>(std::vector<VarPtr>{c, x}, std::vector<VarPtr>{y});
+    const std::string text = io::writeTsg(doc);
+    io::TsgDocument loaded = io::readTsg(text);
+    QCOMPARE(QString::fromStdString(io::writeTsg(loaded)), QString::fromStdString(text));
+    Function again = compile(loaded.original->inputs(), loaded.original->outputs());
+    QVERIFY(closeTo(again({yes, xv})[0], ft({3}, {2, 4, 6})));
+    QVERIFY(errorOf([&] { again({no, xv}); }).find("found shape (3, 1)") != std::string::npos);
   }
 
   void testTsgRoundTrip() {
