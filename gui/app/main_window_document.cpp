@@ -13,9 +13,9 @@
 #include "gui/app/profile/profile_ui.h"
 #include "gui/app/recent_files.h"
 #include "gui/app/search_bar.h"
-#include "visualizers/threads/hand_off.h"
 #include "visualizers/model/palette.h"
 #include "visualizers/scene/exporters.h"
+#include "visualizers/threads/hand_off.h"
 
 #include <QDockWidget>
 #include <QFileDialog>

@@ -4,9 +4,9 @@
 #include "gui/app/inspector/inspector_panel.h"
 #include "gui/app/main_window.h"
 #include "gui/app/profile/profile_panels.h"
-#include "visualizers/threads/hand_off.h"
 #include "profiling/profile_diff.h"
 #include "visualizers/model/palette.h"
+#include "visualizers/threads/hand_off.h"
 
 #include <QAction>
 #include <QComboBox>

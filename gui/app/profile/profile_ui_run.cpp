@@ -7,12 +7,12 @@
 #include "gui/app/main_window.h"
 #include "gui/app/profile/profile_panels.h"
 #include "gui/app/profile/profile_ui.h"
-#include "visualizers/threads/hand_off.h"
 #include "profiling/calibration.h"
 #include "profiling/profile_graph.h"
 #include "profiling/profile_io.h"
 #include "profiling/report.h"
 #include "profiling/trace.h"
+#include "visualizers/threads/hand_off.h"
 
 #include <QAction>
 #include <QDockWidget>
