@@ -5,6 +5,9 @@
 // per process except the steady state; run the binary a few times for the spread of the one-off
 // figures. The PyTorch peer is tests/bench/peers/resnet18_torch.py (same model, same weights).
 //   bench_onnx_resnet [N=200] [MODEL.onnx]
+// BENCH_SCALING=T adds the thread scaling measured in pairs: N pairs of one fast_run call on one
+// thread and one on T threads, alternating, and the median of the pairs' ratios (a shared VM's
+// speed drifts by tens of percent within seconds; a ratio of adjacent calls drifts much less).
 // Set OPENBLAS_CORETYPE=SkylakeX on this machine for the fast GEMM kernels
 // (Note [GEMM backend figures] in engine/backends/cpu/gemm.h); the peer wants it too.
 
@@ -59,6 +62,40 @@ SteadyState steadyState(Function& f, const std::vector<Tensor>& args, int n) {
   }
   std::sort(times.begin(), times.end());
   return {times[times.size() / 2], times.front()};
+}
+
+// One call on one thread, then one on `threads`, n times; the oneDNN plans of both counts are made
+// in the warm-up (Note [oneDNN threads per plan]).
+void pairedScaling(Function& f, const std::vector<Tensor>& args, int n, int threads) {
+  threads = std::max(2, threads);
+  for (const int t : {1, threads}) {
+    cpu::setIntraOpThreads(t);
+    for (int i = 0; i < 5; ++i) f(args);
+  }
+  std::vector<double> one, many, ratio;
+  for (int i = 0; i < n; ++i) {
+    cpu::setIntraOpThreads(1);
+    auto start = Clock::now();
+    f(args);
+    one.push_back(msSince(start));
+    cpu::setIntraOpThreads(threads);
+    start = Clock::now();
+    f(args);
+    many.push_back(msSince(start));
+    ratio.push_back(one.back() / many.back());
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<double> sorted = ratio;
+  std::sort(sorted.begin(), sorted.end());
+  std::printf(
+      "thread scaling, %d pairs: 1 thread %.3f ms, %d threads %.3f ms (medians); "
+      "paired ratio median %.2fx (quartiles %.2f-%.2f), of the minima %.2fx\n",
+      n, median(one), threads, median(many), median(ratio), sorted[sorted.size() / 4],
+      sorted[sorted.size() * 3 / 4],
+      *std::min_element(one.begin(), one.end()) / *std::min_element(many.begin(), many.end()));
 }
 
 Function compileGraph(const FunctionGraph& graph, Mode mode) {
@@ -123,6 +160,8 @@ int main(int argc, char** argv) {
                 plain.median, n, plain.min);
     std::printf("worst relative error vs PyTorch: fast_run %.2g, none %.2g\n",
                 worstRelativeError(first[0], expected), worstRelativeError(noneOut[0], expected));
+    if (const char* scaling = std::getenv("BENCH_SCALING"))
+      pairedScaling(fastRun, args, n, std::atoi(scaling));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_onnx_resnet: %s\n", e.what());
     return 1;
