@@ -5,6 +5,7 @@
 #include <QRunnable>
 #include <QtGlobal>
 
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 
@@ -34,6 +35,7 @@ class PoolJob final : public QRunnable {
     } catch (...) {
       qCritical("a worker job failed with an exception that is not a std::exception");
     }
+    handOffRelease();  // for the exit (startOnPool)
   }
 
  private:
@@ -82,6 +84,7 @@ class MailReceiver final : public QObject {
     link->receiver = nullptr;
   }
   bool event(QEvent* e) override {
+    handOffAcquire();  // before reading the event: a Delivery was made on the posting thread
     if (e->type() != deliveryType()) return QObject::event(e);
     static_cast<Delivery*>(e)->run();
     return true;
@@ -100,6 +103,11 @@ void handOffAcquire() {
 }
 
 void startOnPool(QThreadPool& pool, std::function<void()> job, int priority) {
+  // What a job read stays read when the process exits: static objects (the op registry, say) are
+  // destroyed after an acquire of every finished job's release, as Qt's pool threads end in a
+  // way TSan does not see either.
+  static const bool atExit = (std::atexit([] { handOffAcquire(); }), true);
+  (void)atExit;
   auto* runnable = new PoolJob(std::move(job));
   handOffRelease();
   pool.start(runnable, priority);
