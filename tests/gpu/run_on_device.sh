@@ -80,6 +80,7 @@ say "configure ok ($(elapsed))"
 
 targets=(tscope_engine tscope_profiling tscope_cuda tst_cuda_parity bench_cuda)
 grep -q "tst_cupti_source" "$build/build.ninja" && targets+=(tst_cupti_source)
+grep -q "tst_cudnn_parity" "$build/build.ninja" && targets+=(tst_cudnn_parity)
 build_args=()
 for t in "${targets[@]}"; do build_args+=(--target "$t"); done
 if ! cmake --build "$build" -j "$(nproc)" "${build_args[@]}" >"$logs/build.log" 2>&1; then
