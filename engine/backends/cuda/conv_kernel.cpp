@@ -10,6 +10,7 @@
 #include "engine/backends/cuda/cudnn_options.h"
 #include "engine/backends/cuda/device_runtime.h"
 #include "engine/backends/cuda/kernels.h"
+#include "engine/compile/kernel_notes.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/variable.h"
 #include "engine/ops/nn/conv2d.h"
@@ -244,6 +245,7 @@ AlgoPick choose(const Apply& node, ConvCall& c) {
   record.timeMs = timeMs;
   record.shapes = shapes;
   recordConvAlgoChoice(std::move(record));
+  setKernelNote(node, convAlgoNote(node.id()));
   std::lock_guard lock(g_keptMutex);
   g_kept[key] = Kept{generation, shapes, pick};
   return pick;

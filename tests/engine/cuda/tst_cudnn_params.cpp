@@ -7,6 +7,7 @@
 #include "engine/backends/cuda/cudnn_params.h"
 #include "engine/compile/function.h"
 #include "engine/compile/kernel.h"
+#include "engine/compile/kernel_notes.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/function_graph.h"
 #include "engine/graph/variable.h"
@@ -84,6 +85,7 @@ class TestCudnnParams : public QObject {
   void testByteCounts();
   void testOptionsFromEnvironment();
   void testChoiceRecord();
+  void testKernelNotes();
   void testSmallCnnPlacement();
   void testFloat64AndClipStayOnCpu();
 };
@@ -352,6 +354,22 @@ void TestCudnnParams::testChoiceRecord() {
   forgetConvAlgoChoices();
   QVERIFY(cudnnConvAlgoChoices().empty());
   QVERIFY(convAlgoGeneration() > before);
+}
+
+void TestCudnnParams::testKernelNotes() {
+  // The hook the cuDNN convolutions write their choice through (engine/compile/kernel_notes.h).
+  const VarPtr x = Variable::create(TensorType(DType::Float32, {1, 1, 6, 6}), "x");
+  const VarPtr w = Variable::create(TensorType(DType::Float32, {1, 1, 3, 3}), "w");
+  const VarPtr y = conv2d(x, w), z = conv2d(y, w);
+  clearKernelNotes();
+  QCOMPARE(kernelNote(*y->owner()), std::string());
+  setKernelNote(*y->owner(), "cudnn fwd GEMM (guess_once, ws 0 B)");
+  QCOMPARE(kernelNote(*y->owner()), std::string("cudnn fwd GEMM (guess_once, ws 0 B)"));
+  QCOMPARE(kernelNote(*z->owner()), std::string());
+  setKernelNote(*y->owner(), "cudnn fwd DIRECT (guess_once, ws 0 B)");  // the latest wins
+  QCOMPARE(kernelNote(*y->owner()), std::string("cudnn fwd DIRECT (guess_once, ws 0 B)"));
+  clearKernelNotes();
+  QCOMPARE(kernelNote(*y->owner()), std::string());
 }
 
 void TestCudnnParams::testSmallCnnPlacement() {
