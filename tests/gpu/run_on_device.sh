@@ -95,7 +95,7 @@ ctest_rc=$?
 grep -E "Test +#|tests passed|tests failed|Skipped|\*\*\*" "$logs/ctest.log" | tee -a "$summary"
 # The parity suite's sections and its "N passed, N failed" line.
 sed 's/^[0-9]*: //' "$logs/ctest.log" |
-  grep -E "^[a-z ()]+ +(ok|FAILED)$|passed, [0-9]+ failed|allocator:|^device:|CHECK failed|exception|SKIP" |
+  grep -E "^[a-z0-9 ()]+ +(ok|FAILED)$|^  [a-z_]+: (ok|FAILED)$|passed, [0-9]+ failed|allocator:|^device:|CHECK failed|exception|SKIP" |
   tee -a "$summary"
 say "ctest -L gpu: exit $ctest_rc ($(elapsed))"
 

@@ -36,8 +36,7 @@ void fusedConv2dKernel(const Op& op, const Apply& node, std::span<const Tensor* 
                        std::span<Tensor* const> outputs);
 void conv2dGradInputsKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
                             std::span<Tensor* const> outputs);
-void conv2dGradWeightsKernel(const Op& op, const Apply& node,
-                             std::span<const Tensor* const> inputs,
+void conv2dGradWeightsKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
                              std::span<Tensor* const> outputs);
 void poolKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
                 std::span<Tensor* const> outputs);
