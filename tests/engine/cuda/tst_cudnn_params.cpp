@@ -48,6 +48,9 @@ Shape cpuShape(const VarPtr& y, const std::vector<VarPtr>& in, const std::vector
 
 struct Placement {
   std::map<std::string, int> onDevice, onHost;
+  // Nodes whose output types contradict what their op infers from the placed inputs (a .tsg of
+  // the placed graph would not load).
+  std::vector<std::string> typeMismatches;
 };
 Placement place(FunctionGraph& fg) {
   KernelRegistry kernels;
@@ -59,6 +62,18 @@ Placement place(FunctionGraph& fg) {
   for (const Apply* node : fg.nodes()) {
     const bool device = node->outputRef(0).type().device() == Device::Cuda;
     ++(device ? p.onDevice : p.onHost)[node->op().name()];
+    // Compatible: the same dtype, device and rank, and no known dimension that disagrees (the
+    // op may know less: a gradient op's size input is a GpuFromHost of a constant once placed).
+    const std::vector<TensorType> inferred = node->op().outputTypes(node->inputs());
+    for (int o = 0; o < node->nOutputs(); ++o) {
+      const TensorType& a = inferred[static_cast<std::size_t>(o)];
+      const TensorType& b = node->outputRef(o).type();
+      bool fits = a.dtype() == b.dtype() && a.device() == b.device() && a.ndim() == b.ndim();
+      for (int d = 0; fits && d < a.ndim(); ++d)
+        fits = !a.isDimKnown(d) ||
+               a.shape()[static_cast<std::size_t>(d)] == b.shape()[static_cast<std::size_t>(d)];
+      if (!fits) p.typeMismatches.push_back(node->op().str() + ": " + a.str() + " vs " + b.str());
+    }
   }
   return p;
 }
@@ -389,6 +404,7 @@ void TestCudnnParams::testSmallCnnPlacement() {
   const VarPtr gs = logSoftmaxGrad(probs, logSoftmax(probs, 1), 1);
   FunctionGraph fg({x, w, W, gy}, {probs, gx, gw, ga, gs});
   Placement p = place(fg);
+  QCOMPARE(p.typeMismatches, std::vector<std::string>{});
   for (const char* op : {"Conv2d", "MaxPool2d", "Softmax", "Dot", "Conv2dGradInputs",
                          "Conv2dGradWeights", "AvgPool2dGrad", "LogSoftmax", "LogSoftmaxGrad"}) {
     QVERIFY2(p.onDevice.count(op) == 1, op);
@@ -417,11 +433,14 @@ void TestCudnnParams::testFloat64AndClipStayOnCpu() {
   const VarPtr y64 = softmax(conv2d(x, w), 1);
   const VarPtr relu6 = fusedConv2d(xf, wf, b, {}, {cpu::ConvActivation::Clip, 0.0, 6.0});
   const VarPtr clip = fusedConv2d(xf, wf, b, {}, {cpu::ConvActivation::Clip, -1.0, 1.0});
-  FunctionGraph fg({x, w, xf, wf, b}, {y64, relu6, clip});
+  const VarPtr r = Variable::create(TensorType(DType::Float32, {2, 4, 6, 6}), "r");
+  const VarPtr residual = fusedConv2dResidual(xf, wf, b, r, {}, {cpu::ConvActivation::Relu, 0, 0});
+  FunctionGraph fg({x, w, xf, wf, b, r}, {y64, relu6, clip, residual});
   Placement p = place(fg);
+  QCOMPARE(p.typeMismatches, std::vector<std::string>{});
   QCOMPARE(p.onHost["Conv2d"], 1);  // float64
   QCOMPARE(p.onHost["Softmax"], 1);
-  QCOMPARE(p.onDevice["FusedConv2d"], 1);  // relu6: cuDNN's clipped relu
+  QCOMPARE(p.onDevice["FusedConv2d"], 2);  // relu6 (cuDNN's clipped relu), the residual one
   QCOMPARE(p.onHost["FusedConv2d"], 1);    // clip(-1, 1): no cuDNN activation
 }
 
