@@ -81,6 +81,9 @@ struct NodeProfile {
   // over the measured runs; 0 without a GPU source.
   double gpuSeconds = 0;
   std::int64_t gpuKernels = 0;
+  // What the node's kernel said about how it ran it (Note [Kernel notes] in
+  // engine/compile/kernel_notes.h): cuDNN's convolution algorithm; "" for most nodes.
+  std::string kernelNote;
 
   bool operator==(const NodeProfile&) const = default;
 };

@@ -34,28 +34,31 @@ json nodeJson(const NodeProfile& n) {
                        {"kind", std::string(outputKindName(o.kind))}});
   json path = json::array();
   for (std::int64_t id : n.framePath) path.push_back(id);
-  return {{"framePath", std::move(path)},
-          {"id", n.id},
-          {"body", n.body},
-          {"position", n.position},
-          {"op", n.op},
-          {"opClass", n.opClass},
-          {"scope", n.scope},
-          {"hasInnerGraph", n.hasInnerGraph},
-          {"inputShapes", std::move(inputs)},
-          {"outputs", std::move(outputs)},
-          {"calls", n.calls},
-          {"time", timeStatsJson(n.time)},
-          {"allocatedBytes", n.allocatedBytes},
-          {"freedBytes", n.freedBytes},
-          {"cost",
-           {{"flops", n.cost.flops},
-            {"bytesRead", n.cost.bytesRead},
-            {"bytesWritten", n.cost.bytesWritten},
-            {"known", n.cost.known}}},
-          {"gpuSeconds", n.gpuSeconds},
-          {"gpuKernels", n.gpuKernels},
-          {"iterationSeconds", n.iterationSeconds}};
+  json out = {{"framePath", std::move(path)},
+              {"id", n.id},
+              {"body", n.body},
+              {"position", n.position},
+              {"op", n.op},
+              {"opClass", n.opClass},
+              {"scope", n.scope},
+              {"hasInnerGraph", n.hasInnerGraph},
+              {"inputShapes", std::move(inputs)},
+              {"outputs", std::move(outputs)},
+              {"calls", n.calls},
+              {"time", timeStatsJson(n.time)},
+              {"allocatedBytes", n.allocatedBytes},
+              {"freedBytes", n.freedBytes},
+              {"cost",
+               {{"flops", n.cost.flops},
+                {"bytesRead", n.cost.bytesRead},
+                {"bytesWritten", n.cost.bytesWritten},
+                {"known", n.cost.known}}},
+              {"gpuSeconds", n.gpuSeconds},
+              {"gpuKernels", n.gpuKernels},
+              {"iterationSeconds", n.iterationSeconds}};
+  // Written only when a kernel left one, so files of graphs without such kernels do not change.
+  if (!n.kernelNote.empty()) out["kernelNote"] = n.kernelNote;
+  return out;
 }
 
 }  // namespace
@@ -317,6 +320,8 @@ NodeProfile node(const json& v, const Path& at) {
     for (std::size_t i = 0; i < its.size(); ++i)
       n.iterationSeconds.push_back(seconds(its[i], ip[i]));
   }
+  // The kernel's note (absent unless a kernel left one, and in files written before notes).
+  if (v.contains("kernelNote")) n.kernelNote = string(v["kernelNote"], at / "kernelNote");
   return n;
 }
 

@@ -1,5 +1,6 @@
 #include "profiling/profiler.h"
 
+#include "engine/compile/kernel_notes.h"
 #include "engine/compile/program.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/op.h"
@@ -548,6 +549,7 @@ Profile Profiler::snapshotOf(const Program& program) const {
     n.op = s.node->op().str();
     n.opClass = s.node->op().name();
     n.scope = s.node->scope();
+    n.kernelNote = engine::kernelNote(*s.node);
     n.hasInnerGraph = !s.bodies.empty();
     n.inputShapes = s.inputShapes;
     const auto nOut = static_cast<std::size_t>(s.node->nOutputs());

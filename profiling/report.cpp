@@ -230,6 +230,7 @@ std::string applyTable(const Profile& p, const Tables& t, std::size_t limit) {
     std::string name = node.op;
     if (!node.scope.empty()) name += " (" + node.scope + ")";
     if (!node.inputShapes.empty()) name += " [" + shapeList(node.inputShapes) + "]";
+    if (!node.kernelNote.empty()) name += " {" + node.kernelNote + "}";
     std::vector<std::string> cells = {formatShare(r.share),         formatShare(cumulative),
                                       formatSeconds(r.selfSeconds), formatSeconds(r.totalSeconds),
                                       formatSeconds(r.perCall),     formatSeconds(r.p95),

@@ -80,6 +80,7 @@ say "configure ok ($(elapsed))"
 
 targets=(tscope_engine tscope_profiling tscope_cuda tst_cuda_parity bench_cuda)
 grep -q "tst_cupti_source" "$build/build.ninja" && targets+=(tst_cupti_source)
+grep -q "tst_cudnn_parity" "$build/build.ninja" && targets+=(tst_cudnn_parity)
 build_args=()
 for t in "${targets[@]}"; do build_args+=(--target "$t"); done
 if ! cmake --build "$build" -j "$(nproc)" "${build_args[@]}" >"$logs/build.log" 2>&1; then
@@ -94,7 +95,7 @@ ctest_rc=$?
 grep -E "Test +#|tests passed|tests failed|Skipped|\*\*\*" "$logs/ctest.log" | tee -a "$summary"
 # The parity suite's sections and its "N passed, N failed" line.
 sed 's/^[0-9]*: //' "$logs/ctest.log" |
-  grep -E "^[a-z ()]+ +(ok|FAILED)$|passed, [0-9]+ failed|allocator:|^device:|CHECK failed|exception|SKIP" |
+  grep -E "^[a-z0-9 ()]+ +(ok|FAILED)$|^  [a-z_]+: (ok|FAILED)$|passed, [0-9]+ failed|allocator:|^device:|CHECK failed|exception|SKIP" |
   tee -a "$summary"
 say "ctest -L gpu: exit $ctest_rc ($(elapsed))"
 

@@ -11,6 +11,8 @@
 
 #include <QTemporaryDir>
 
+#include <map>
+
 using namespace tscope;
 using namespace tscope::engine;
 
@@ -150,6 +152,32 @@ class TestCliOptimize : public QObject {
         QCOMPARE(node->outputRef(o).type().device(), Device::Cpu);
     Result p = cli({"print", out, "--graph", "optimized"});
     QVERIFY2(contains(p.out, "on cuda"), p.out.c_str());
+  }
+
+  // The cuDNN kernels (issue 22) take the fixture ResNet-18's convolutions, FusedConv2d with a
+  // residual included, and its max pool; the placed file reloads (each node's type is checked
+  // against its op's inference on load).
+  void placedResnetReloads() {
+#ifndef TSCOPE_HAVE_ONNX
+    QSKIP("this build has no ONNX support");
+#else
+    if (!engine::cuda::cudaStatus().built) QSKIP("this build has no CUDA backend");
+    QTemporaryDir dir;
+    const std::string out = dir.filePath("resnet_cuda.tsg").toStdString();
+    Result r = cli({"optimize", std::string(TSCOPE_TEST_DATA_DIR) + "/onnx/models/resnet18.onnx",
+                    "-o", out, "--device", "cuda"});
+    QVERIFY2(r.code == 0, r.err.c_str());
+    const io::TsgDocument doc = io::loadTsg(out);
+    std::map<std::string, int> onDevice, onHost;
+    for (const Apply* node : doc.optimized->nodes())
+      ++(node->outputRef(0).type().device() == Device::Cuda ? onDevice : onHost)[node->op().name()];
+    if (onDevice["FusedConv2d"] + onHost["FusedConv2d"] == 0) QSKIP("this build has no cuDNN");
+    QCOMPARE(onHost["FusedConv2d"], 0);
+    QCOMPARE(onDevice["FusedConv2d"], 20);
+    QCOMPARE(onDevice["MaxPool2d"], 1);
+    Result p = cli({"print", out, "--graph", "optimized"});
+    QVERIFY2(p.code == 0, p.err.c_str());
+#endif
   }
 
   void modesAndTags() {

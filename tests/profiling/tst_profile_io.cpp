@@ -45,6 +45,20 @@ class TestProfileIo : public QObject {
     QCOMPARE(prof::profileToJson(prof::profileFromJson(back, "/profiles/0")).dump(), j.dump());
   }
 
+  void testKernelNoteRoundTrips() {
+    // Written only when set (older files and graphs without such kernels are unchanged), read
+    // back exactly.
+    prof::Profile p = prof::testing::syntheticProfile();
+    QVERIFY(prof::profileToJson(p).dump().find("kernelNote") == std::string::npos);
+    p.nodes[0].kernelNote = "cudnn bwd_filter ALGO_1 (guess_once, ws 512 B)";
+    const json j = json::parse(prof::profileToJson(p).dump());
+    QCOMPARE(j["nodes"][0]["kernelNote"], json(p.nodes[0].kernelNote));
+    QCOMPARE(prof::profileFromJson(j, "/profiles/0"), p);
+    json bad = j;
+    bad["nodes"][0]["kernelNote"] = 3;
+    QVERIFY(!refusal(bad).empty());
+  }
+
   void testRealProfileRoundTrips() {
     auto x = engine::Variable::create(engine::TensorType(engine::DType::Float32, {4}), "x");
     engine::Function f = engine::compile({x}, {engine::exp(x) * 2.0 + 1.0});

@@ -179,6 +179,18 @@ class TestReport : public QObject {
              text.c_str());
   }
 
+  void kernelNoteFollowsTheOp() {
+    // Note [Kernel notes]: the cuDNN convolutions' chosen algorithm shows in the Apply table.
+    Profile p = sample();
+    p.nodes[0].kernelNote = "cudnn fwd WINOGRAD (time_once, ws 2 MiB)";
+    const std::string text = reportText(p, {.rows = 10});
+    QVERIFY2(text.find(p.nodes[0].op + " {cudnn fwd WINOGRAD (time_once, ws 2 MiB)}") !=
+                     std::string::npos ||
+                 text.find("{cudnn fwd WINOGRAD (time_once, ws 2 MiB)}") != std::string::npos,
+             text.c_str());
+    QVERIFY(reportText(sample(), {.rows = 10}).find("{cudnn") == std::string::npos);
+  }
+
   void jsonHasEveryRow() {
     const nlohmann::json j = reportJson(sample());
     QCOMPARE(j["schema"].get<int>(), 1);

@@ -108,6 +108,9 @@ void registerCudaKernels(KernelRegistry& kernels, DeviceSupport& rules) {
   rules.add("Gemm", d, &blasRule);
   kernels.add("Gemv", d, &gemvKernel, "cublas");
   rules.add("Gemv", d, &blasRule);
+#ifdef TSCOPE_HAVE_CUDNN
+  registerCudnnKernels(kernels, rules);
+#endif
   kernels.add("DimShuffle", d, &performKernel, "cuda-view");
   kernels.add("GpuFromHost", d, &performKernel, "cuda-copy");
   kernels.add("HostFromGpu", d, &performKernel, "cuda-copy");

@@ -6,6 +6,10 @@
 #include "engine/compile/kernel.h"
 #include "engine/tensor/tensor.h"
 
+namespace tscope::engine {
+class DeviceSupport;
+}
+
 namespace tscope::engine::cuda {
 
 // Elemwise and Composite: the NVRTC kernel generated from the node's scalar program
@@ -22,6 +26,31 @@ void gemmKernel(const Op& op, const Apply& node, std::span<const Tensor* const> 
                 std::span<Tensor* const> outputs);
 void gemvKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
                 std::span<Tensor* const> outputs);
+
+// cuDNN (built with TSCOPE_HAVE_CUDNN; cudnn_rules.cpp registers them): Conv2d, FusedConv2d and
+// the two convolution gradients (conv_kernel.cpp), pooling (pool_kernel.cpp), softmax
+// (softmax_kernel.cpp).
+void conv2dKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                  std::span<Tensor* const> outputs);
+void fusedConv2dKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                       std::span<Tensor* const> outputs);
+void conv2dGradInputsKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                            std::span<Tensor* const> outputs);
+void conv2dGradWeightsKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                             std::span<Tensor* const> outputs);
+void poolKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                std::span<Tensor* const> outputs);
+void maxPoolGradKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                       std::span<Tensor* const> outputs);
+void avgPoolGradKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                       std::span<Tensor* const> outputs);
+void softmaxKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                   std::span<Tensor* const> outputs);
+void softmaxGradKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                       std::span<Tensor* const> outputs);
+
+// Registers the cuDNN kernels above and their placement rules (Note [cuDNN placement rules]).
+void registerCudnnKernels(KernelRegistry& kernels, DeviceSupport& rules);
 
 // A contiguous copy of a device tensor on the device (t itself when already contiguous).
 Tensor deviceContiguous(const Tensor& t);

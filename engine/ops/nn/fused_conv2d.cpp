@@ -165,7 +165,7 @@ std::vector<TensorType> FusedConv2d::outputTypes(std::span<const VarPtr> inputs)
     Shape shape = y.shape();
     for (int d = 0; d < 4; ++d)
       if (!y.isDimKnown(d)) shape[d] = r.shape()[d];
-    y = TensorType(y.dtype(), shape);
+    y = TensorType(y.dtype(), shape, y.device());  // placed on a GPU, it stays there
   }
   return {y};
 }

@@ -206,6 +206,18 @@ class TestFusedConv2dResidual : public QObject {
     QVERIFY_THROWS_EXCEPTION(TypeError, fusedConv2dResidual(x, w, b, f64, same3x3(), {}));
   }
 
+  void testDeviceKept() {
+    // A node placed on the GPU (every value cuda-typed) infers a cuda output, residual or not: a
+    // .tsg of a placed ResNet block reloads (its types are checked against outputTypes).
+    auto cudaVar = [](Shape s, const char* name) {
+      return Variable::create(TensorType(DType::Float32, std::move(s), Device::Cuda), name);
+    };
+    const VarPtr x = cudaVar({1, 2, 5, 5}, "x"), w = cudaVar({3, 2, 3, 3}, "w");
+    const VarPtr b = cudaVar({3}, "b"), r = cudaVar({1, 3, 5, 5}, "r");
+    QCOMPARE(fusedConv2dResidual(x, w, b, r, same3x3(), {})->type().device(), Device::Cuda);
+    QCOMPARE(fusedConv2d(x, w, b, same3x3(), {})->type().device(), Device::Cuda);
+  }
+
   void testProps() {
     const FusedConv2d op(same3x3(), {cpu::ConvActivation::Relu, 0, 0}, true, true);
     const nlohmann::json j = op.props();
