@@ -16,6 +16,7 @@
 #include "engine/ops/shape/dimshuffle.h"
 #include "engine/tensor/device_memory.h"
 #include "gpu_check.h"
+#include "gpu_values.h"
 
 #include <cmath>
 #include <cstdio>
@@ -27,30 +28,8 @@
 using namespace tscope::engine;
 
 namespace {
-int g_passed = 0, g_failed = 0;
-
-void section(const char* name, const std::function<void()>& body) {
-  const int before = tscope::gputest::failures();
-  try {
-    body();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: exception: %s\n", name, e.what());
-    ++tscope::gputest::failures();
-  }
-  const bool ok = tscope::gputest::failures() == before;
-  std::printf("%-28s %s\n", name, ok ? "ok" : "FAILED");
-  ++(ok ? g_passed : g_failed);
-}
-
-Tensor random(DType d, Shape shape, unsigned seed, double lo = -2, double hi = 2) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(static_cast<std::size_t>(shapeNumel(shape)));
-  for (double& x : v) x = isFloat(d) ? u(rng) : std::floor(u(rng) * 10);
-  if (d == DType::Bool)
-    for (double& x : v) x = x > 0 ? 1 : 0;
-  return Tensor::fromDoubles(d, std::move(shape), v);
-}
+using tscope::gputest::random;
+using tscope::gputest::section;
 
 // Compiles outputs for the CPU and for the GPU (same mode), runs both on args, compares.
 bool sameOnBoth(const std::vector<VarPtr>& in, const std::vector<VarPtr>& out,
@@ -248,6 +227,6 @@ int main() {
   section("matrix products", matrixProducts);
   section("sgd step (gemm inplace)", sgdStep);
   section("allocator reuse", allocatorReuse);
-  std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  tscope::gputest::sectionSummary();
   return tscope::gputest::result();
 }

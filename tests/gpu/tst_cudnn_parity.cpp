@@ -16,6 +16,7 @@
 #include "engine/ops/nn/pool2d.h"
 #include "engine/ops/nn/softmax.h"
 #include "gpu_check.h"
+#include "gpu_values.h"
 
 #include <cstdio>
 #include <functional>
@@ -27,28 +28,8 @@ using namespace tscope::engine;
 namespace cuda = tscope::engine::cuda;
 
 namespace {
-int g_passed = 0, g_failed = 0;
-
-void section(const char* name, const std::function<void()>& body) {
-  const int before = tscope::gputest::failures();
-  try {
-    body();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: exception: %s\n", name, e.what());
-    ++tscope::gputest::failures();
-  }
-  const bool ok = tscope::gputest::failures() == before;
-  std::printf("%-28s %s\n", name, ok ? "ok" : "FAILED");
-  ++(ok ? g_passed : g_failed);
-}
-
-Tensor random(DType d, Shape shape, unsigned seed, double lo = -2, double hi = 2) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(static_cast<std::size_t>(shapeNumel(shape)));
-  for (double& x : v) x = u(rng);
-  return Tensor::fromDoubles(d, std::move(shape), v);
-}
+using tscope::gputest::random;
+using tscope::gputest::section;
 
 VarPtr var(DType d, Shape shape, const char* name) {
   return Variable::create(TensorType(d, std::move(shape)), name);
@@ -316,6 +297,6 @@ int main() {
   section("pooling and gradients", pooling);
   section("softmax and gradients", softmaxes);
   section("float64 stays on the cpu", float64StaysOnCpu);
-  std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  tscope::gputest::sectionSummary();
   return tscope::gputest::result();
 }
