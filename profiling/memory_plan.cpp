@@ -37,7 +37,9 @@ PlanGraph planGraphOf(const engine::Program& program, std::span<const std::int64
       if (out.aliasInput >= static_cast<int>(ln.nIn)) out.aliasInput = -1;
       n.outputs.push_back(out);
     }
-    const auto freed = plan.freedAfter(pos);
+    // Note [Recycled buffers] (engine/vm/vm_helpers.h): with keepBuffers a slot's buffer goes
+    // back to the frame's pool where it would be freed, for the next value to take.
+    const auto freed = plan.keepBuffers ? plan.recycledAfter(pos) : plan.freedAfter(pos);
     n.freedAfter.assign(freed.begin(), freed.end());
     g.nodes.push_back(std::move(n));
   }

@@ -7,6 +7,8 @@
 #include "engine/ops/debug/breakpoint.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 #include <unordered_map>
 
 namespace tscope::engine {
@@ -91,23 +93,32 @@ std::shared_ptr<const Program> linkProgram(const FunctionGraph& graph, std::vect
     }
   }
   for (std::uint32_t s : p.m_outputSlots) plan.lastUse[s] = nNodes;
-  std::vector<std::uint32_t> freeCount(p.m_schedule.size() + 1, 0);
-  auto freed = [&](std::size_t s) {
-    return !options.keepBuffers && !pinned[s] && plan.producer[s] >= 0 && plan.lastUse[s] >= 0;
-  };
-  for (std::size_t s = 0; s < nSlots; ++s)
-    if (freed(s)) ++freeCount[static_cast<std::size_t>(plan.lastUse[s])];
-  plan.freeBegin.assign(p.m_schedule.size() + 1, 0);
-  for (std::size_t pos = 0; pos < p.m_schedule.size(); ++pos)
-    plan.freeBegin[pos + 1] = plan.freeBegin[pos] + freeCount[pos];
-  plan.freeSlots.resize(plan.freeBegin.back());
-  {
-    std::vector<std::uint32_t> fill(plan.freeBegin.begin(), plan.freeBegin.end() - 1);
+  // The slots whose last reader is node p: freed after it, or with keepBuffers recycled (Note
+  // [Recycled buffers]; TSCOPE_RECYCLE_BUFFERS=0 keeps one buffer per slot instead, to compare).
+  static const bool recycle = [] {
+    const char* v = std::getenv("TSCOPE_RECYCLE_BUFFERS");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  auto lists = [&](bool keep, std::vector<std::uint32_t>& begin,
+                   std::vector<std::uint32_t>& slots) {
+    auto listed = [&](std::size_t s) {
+      return options.keepBuffers == keep && (!keep || recycle) && !pinned[s] &&
+             plan.producer[s] >= 0 && plan.lastUse[s] >= 0;
+    };
+    std::vector<std::uint32_t> count(p.m_schedule.size() + 1, 0);
     for (std::size_t s = 0; s < nSlots; ++s)
-      if (freed(s))
-        plan.freeSlots[fill[static_cast<std::size_t>(plan.lastUse[s])]++] =
-            static_cast<std::uint32_t>(s);
-  }
+      if (listed(s)) ++count[static_cast<std::size_t>(plan.lastUse[s])];
+    begin.assign(p.m_schedule.size() + 1, 0);
+    for (std::size_t pos = 0; pos < p.m_schedule.size(); ++pos)
+      begin[pos + 1] = begin[pos] + count[pos];
+    slots.resize(begin.back());
+    std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (std::size_t s = 0; s < nSlots; ++s)
+      if (listed(s))
+        slots[fill[static_cast<std::size_t>(plan.lastUse[s])]++] = static_cast<std::uint32_t>(s);
+  };
+  lists(false, plan.freeBegin, plan.freeSlots);
+  lists(true, plan.recycleBegin, plan.recycleSlots);
 
   // What is overwritten in place, and which graph inputs that reaches (Note [Overwritten inputs]).
   std::vector<bool> inputOverwritten(nSlots, false);

@@ -47,6 +47,11 @@ struct StoragePlan {
   // Slots freed after node p: freeSlots[freeBegin[p] .. freeBegin[p + 1]). Empty with keepBuffers.
   std::vector<std::uint32_t> freeBegin;
   std::vector<std::uint32_t> freeSlots;
+  // Note [Recycled buffers] (engine/vm/vm_helpers.h): with keepBuffers, the slots whose buffer
+  // goes back to the frame's pool after node p, the same slots freeSlots would free without it:
+  // recycleSlots[recycleBegin[p] .. recycleBegin[p + 1]). Empty without keepBuffers.
+  std::vector<std::uint32_t> recycleBegin;
+  std::vector<std::uint32_t> recycleSlots;
   std::vector<Overwrite> overwrites;
   // Graph inputs (positions in graph.inputs()) a node overwrites, directly or through views
   // (Note [Overwritten inputs] in vm.cpp).
@@ -54,6 +59,10 @@ struct StoragePlan {
 
   std::span<const std::uint32_t> freedAfter(std::size_t position) const {
     return {freeSlots.data() + freeBegin[position], freeBegin[position + 1] - freeBegin[position]};
+  }
+  std::span<const std::uint32_t> recycledAfter(std::size_t position) const {
+    return {recycleSlots.data() + recycleBegin[position],
+            recycleBegin[position + 1] - recycleBegin[position]};
   }
 };
 

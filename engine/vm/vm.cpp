@@ -342,7 +342,9 @@ void VM::runNode(Frame& f) {
           rethrowWithContext(f, t, e);
         }
       } else {
+        if (t.seed && m_options.retain != Retain::All) seedOutputs(f, t);
         invokeKernel(f, t, [&](const std::exception& e) { rethrowWithContext(f, t, e); });
+        if (t.seed) recordLayouts(f, t);
       }
     } catch (const ExecutionCancelled&) {
       restore();  // drive() stops the run
@@ -375,7 +377,7 @@ void VM::runNode(Frame& f) {
     m_breakOpNode = t.node;
     return;
   }
-  if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan().freeSlots.data());
+  if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan());
 }
 
 void VM::enterFrame(Frame& f) {
@@ -532,7 +534,7 @@ void VM::returnFromFrame() {
         m_observers, m_inCallbacks, true, [&](ExecutionObserver& o) { o.afterNode(*this, event); },
         [&](std::exception_ptr e) { fail(f, e, true); });
   }
-  if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan().freeSlots.data());
+  if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan());
 }
 
 void VM::finishRun() {
@@ -593,7 +595,7 @@ bool VM::runFast() {
   Frame& f = *m_root;
   const std::size_t n = f.hot.size();
   const Hot* hot = f.hot.data();
-  const std::uint32_t* freeSlots = m_program->plan().freeSlots.data();
+  const StoragePlan& plan = m_program->plan();
   CorrelationSink* const sink = m_correlation.get();
   const std::size_t commitAt = m_commitAt;
   auto loop = [&]<bool kCorrelated>() {
@@ -612,6 +614,7 @@ bool VM::runFast() {
       const Hot& t = hot[f.pc];
       if (t.child >= 0) return false;
       if (f.pc == commitAt) detail::t_cancelFlag = nullptr;  // drive()'s scope restores it
+      if (t.seed) seedOutputs(f, t);                         // Note [Recycled buffers]
       try {
         if constexpr (kCorrelated) {
           const CorrelationScope correlation(sink, {}, t.node->id());
@@ -626,7 +629,8 @@ bool VM::runFast() {
         fail(f, std::current_exception(), false);
         throw;
       }
-      freeAfter(f, t, freeSlots);
+      if (t.seed) recordLayouts(f, t);
+      freeAfter(f, t, plan);
       if (timed) {
         const std::int64_t now = nowNs();
         addTiming(f.timing, f.pc, now - previous);

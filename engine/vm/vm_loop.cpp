@@ -64,7 +64,7 @@ void VM::finishLoop(Frame& f, Frame& c) {
         m_observers, m_inCallbacks, true, [&](ExecutionObserver& o) { o.afterNode(*this, event); },
         [&](std::exception_ptr e) { fail(f, e, true); });
   }
-  if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan().freeSlots.data());
+  if (m_options.retain != Retain::All) freeAfter(f, t, f.program->plan());
 }
 
 }  // namespace tscope::engine

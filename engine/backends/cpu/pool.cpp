@@ -84,36 +84,6 @@ void maxPool2dForward(const Pool2dGeometry& g, const T* x, T* y) {
 }
 
 template <class T>
-void maxPool2dForwardChannelLast(const Pool2dGeometry& g, const T* x, T* y) {
-  const std::int64_t c = g.c;
-  for (std::int64_t n = 0; n < g.n; ++n) {
-    const T* xn = x + n * g.h * g.w * c;
-    T* yn = y + n * g.oh * g.ow * c;
-    for (std::int64_t oy = 0; oy < g.oh; ++oy) {
-      for (std::int64_t ox = 0; ox < g.ow; ++ox) {
-        const Window win = window(g, oy, ox);
-        T* out = yn + (oy * g.ow + ox) * c;
-        std::copy(xn + (win.y0 * g.w + win.x0) * c, xn + (win.y0 * g.w + win.x0 + 1) * c, out);
-        for (std::int64_t yy = win.y0; yy < win.y1; ++yy)
-          for (std::int64_t xx = win.x0; xx < win.x1; ++xx) {
-            const T* in = xn + (yy * g.w + xx) * c;
-            // Blocks of a constant trip count, which GCC vectorises at -O2 (Note [Blocked
-            // loops vectorize at -O2] in elemwise_rows_impl.h).
-            std::int64_t k = 0;
-            for (; k + 16 <= c; k += 16) {
-#pragma GCC ivdep
-              for (std::int64_t j = 0; j < 16; ++j) out[k + j] = nanMax(out[k + j], in[k + j]);
-            }
-            for (; k < c; ++k) out[k] = nanMax(out[k], in[k]);
-          }
-        for (std::int64_t k = 0; k < c; ++k)
-          if (out[k] != out[k]) out[k] = std::numeric_limits<T>::quiet_NaN();
-      }
-    }
-  }
-}
-
-template <class T>
 void maxPool2dGrad(const Pool2dGeometry& g, const T* x, const T* gy, T* gx) {
   const std::int64_t planes = g.n * g.c;
   std::fill(gx, gx + planes * g.h * g.w, T(0));
@@ -182,7 +152,6 @@ void avgPool2dGrad(const Pool2dGeometry& g, bool includePad, const T* gy, T* gx)
 
 #define TSCOPE_POOL_INSTANTIATE(T)                                                   \
   template void maxPool2dForward<T>(const Pool2dGeometry&, const T*, T*);            \
-  template void maxPool2dForwardChannelLast<T>(const Pool2dGeometry&, const T*, T*); \
   template void maxPool2dGrad<T>(const Pool2dGeometry&, const T*, const T*, T*);     \
   template void maxPool2dGradGrad<T>(const Pool2dGeometry&, const T*, const T*, T*); \
   template void avgPool2dForward<T>(const Pool2dGeometry&, bool, const T*, T*);      \

@@ -30,11 +30,6 @@ inline std::int64_t poolOutputSize(std::int64_t in, std::int64_t k, std::int64_t
 
 // All arrays contiguous (row-major); T is float or double. Outputs are overwritten.
 // y (N, C, OH, OW): the max of each window of x (N, C, H, W).
-// Max pooling of a channel-last (NHWC in memory) x into a channel-last y: each output position
-// takes the elementwise max of its window's channel vectors, contiguous runs of C values
-// (Note [Channel-last activations] in dnnl_conv.h). Same values and NaN rule as maxPool2dForward.
-template <class T>
-void maxPool2dForwardChannelLast(const Pool2dGeometry& g, const T* x, T* y);
 template <class T>
 void maxPool2dForward(const Pool2dGeometry& g, const T* x, T* y);
 // gx (N, C, H, W): each gy element added at the position of its window's max in x.

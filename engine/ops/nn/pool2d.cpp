@@ -4,9 +4,15 @@
 #include "engine/graph/errors.h"
 #include "engine/graph/op_registry.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/elemwise/elemwise_kernels.h"
+#include "engine/ops/elemwise/scalar_op.h"
 #include "engine/ops/nn/conv2d.h"
 #include "engine/ops/nn/nn_common.h"
 #include "engine/tensor/tensor.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
 
 namespace tscope::engine {
 
@@ -82,6 +88,62 @@ cpu::Pool2dGeometry geometry(const Op& op, const Pool2dParams& p, const Shape& x
   return g;
 }
 
+// Note [Separable channel-last max pooling]: a channel-last (NHWC in memory) x is pooled as
+// maxPool2dForward does on planes (Note [Separable max pooling] in engine/backends/cpu/pool.cpp),
+// with rows of W*C values instead of W: each output row first takes the max of its window's kh
+// input rows (contiguous runs of W*C), then each output position the max of its window's kw
+// channel vectors in that row (runs of C). Both passes are the elementwise row kernel of maximum
+// for the widest instruction set the CPU runs (NaN wins, as in Elemwise{maximum}); a NaN result
+// is then made the canonical quiet NaN, as the plane kernel's. ResNet-18's 3x3/2 pool of 64 x
+// 112 x 112 read its 9 window vectors one at a time before: 1.5 ms, against ONNX Runtime's 0.46.
+template <class T>
+void maxPoolChannelLast(const cpu::Pool2dGeometry& g, const T* x, T* y, ElemwiseRowFn maxRow) {
+  const std::int64_t c = g.c, rowLen = g.w * c;
+  const std::int64_t unit[2] = {1, 1};
+  auto max2 = [&](T* out, const T* a, const T* b, std::int64_t n) {
+    const char* in[2] = {reinterpret_cast<const char*>(a), reinterpret_cast<const char*>(b)};
+    maxRow(reinterpret_cast<char*>(out), 1, in, unit, n);
+  };
+  thread_local std::vector<T> rowBuffer;
+  rowBuffer.resize(static_cast<std::size_t>(rowLen));
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    const T* xn = x + n * g.h * rowLen;
+    T* yn = y + n * g.oh * g.ow * c;
+    for (std::int64_t oy = 0; oy < g.oh; ++oy) {
+      const std::int64_t y0 = std::max<std::int64_t>(oy * g.sh - g.ph, 0),
+                         y1 = std::min(oy * g.sh - g.ph + g.kh, g.h);
+      const T* rows = xn + y0 * rowLen;  // the max of rows y0..y1-1, each W*C values
+      if (y1 - y0 > 1) {
+        max2(rowBuffer.data(), rows, rows + rowLen, rowLen);
+        for (std::int64_t yy = y0 + 2; yy < y1; ++yy)
+          max2(rowBuffer.data(), rowBuffer.data(), xn + yy * rowLen, rowLen);
+        rows = rowBuffer.data();
+      }
+      T* out = yn + oy * g.ow * c;
+      for (std::int64_t ox = 0; ox < g.ow; ++ox, out += c) {
+        const std::int64_t x0 = std::max<std::int64_t>(ox * g.sw - g.pw, 0),
+                           x1 = std::min(ox * g.sw - g.pw + g.kw, g.w);
+        if (x1 - x0 == 1) {
+          std::copy(rows + x0 * c, rows + x1 * c, out);
+          continue;
+        }
+        max2(out, rows + x0 * c, rows + (x0 + 1) * c, c);
+        for (std::int64_t xx = x0 + 2; xx < x1; ++xx) max2(out, out, rows + xx * c, c);
+      }
+      // Blocks of a constant trip count, which GCC vectorises at -O2 (Note [Blocked loops
+      // vectorize at -O2] in elemwise_rows_impl.h).
+      T* row = yn + oy * g.ow * c;
+      const T nan = std::numeric_limits<T>::quiet_NaN();
+      std::int64_t k = 0;
+      const std::int64_t m = g.ow * c;
+      for (; k + 16 <= m; k += 16)
+        for (std::int64_t j = 0; j < 16; ++j)
+          row[k + j] = row[k + j] != row[k + j] ? nan : row[k + j];
+      for (; k < m; ++k) row[k] = row[k] != row[k] ? nan : row[k];
+    }
+  }
+}
+
 void checkShape(const Op& op, const char* what, const Shape& found, const Shape& expected) {
   if (found != expected)
     throw std::invalid_argument(op.str() + ": " + what + " has shape " + shapeToString(found) +
@@ -150,7 +212,8 @@ void MaxPool2d::perform(const Apply&, std::span<const Tensor* const> inputs,
     Tensor& y = conv2d_detail::channelLastOutput(outputs[0], x.dtype(), pooled(g));
     dispatchFloat(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      cpu::maxPool2dForwardChannelLast<T>(g, x.data<T>(), y.data<T>());
+      maxPoolChannelLast<T>(g, x.data<T>(), y.data<T>(),
+                            elemwiseRowKernel(ScalarOp::Maximum, x.dtype()));
     });
     return;
   }

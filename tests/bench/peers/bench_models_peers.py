@@ -4,6 +4,12 @@
 .onnx files, inputs and thread count in one run. Prints one line per model and runtime: the median
 and the minimum of N steady-state calls, in ms.
 
+With --paired BENCH (the path of build/tests/bench/bench_onnx_resnet) it runs ROUNDS rounds per
+model instead; each round times Tensorscope (BENCH, fast_run only), ONNX Runtime and PyTorch one
+after the other, N calls each, and keeps the round's ratios. It prints the median ratio with its
+quartiles: on a shared machine whose speed drifts by 30 % from minute to minute, the ratio of two
+runs a second apart is steadier than the ratio of two medians taken minutes apart.
+
     OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 tests/bench/peers/bench_models_peers.py \
         [--dir /work/models] [--threads 1] [--runs 100] [--ort-python /work/venv-ort/bin/python]
 
@@ -12,7 +18,9 @@ half runs in a child process of the interpreter given by --ort-python (this same
 --ort-only), one model after the other with PyTorch's."""
 import argparse
 import json
+import os
 import pathlib
+import re
 import statistics
 import subprocess
 import sys
@@ -62,6 +70,48 @@ def time_ort(name, directory, threads, runs):
     return steady(lambda: session.run(None, feed), runs)
 
 
+def ort_child(args, directory, name, runs):
+    out = subprocess.run([args.ort_python, __file__, "--ort-only", "--dir", str(directory),
+                          "--threads", str(args.threads), "--runs", str(runs),
+                          "--models", name], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"onnxruntime failed: {out.stderr.strip().splitlines()[-1:]}")
+    return json.loads(out.stdout)[name][0]
+
+
+def ours(args, directory, name, runs):
+    env = dict(os.environ, BENCH_FAST_ONLY="1", TSCOPE_NUM_THREADS=str(args.threads))
+    out = subprocess.run([args.paired, str(runs), str(directory / f"{name}.onnx")],
+                         capture_output=True, text=True, env=env)
+    match = re.search(r"steady-state inference, fast_run:\s+([0-9.]+) ms", out.stdout)
+    if out.returncode != 0 or not match:
+        raise RuntimeError(f"{args.paired} failed: {(out.stderr or out.stdout).strip()[-300:]}")
+    return float(match.group(1))
+
+
+def quartiles(values):
+    q = statistics.quantiles(values, n=4) if len(values) > 1 else values * 3
+    return statistics.median(values), q[0], q[-1]
+
+
+def paired(args, directory, names):
+    for name in names:
+        rows = []
+        for _ in range(args.rounds):
+            t = ours(args, directory, name, args.runs)
+            o = ort_child(args, directory, name, args.runs)
+            p = time_torch(name, directory, args.threads, args.runs)[0]
+            rows.append((t, o, p))
+        for label, k in (("tensorscope", 0), ("onnxruntime", 1), ("pytorch", 2)):
+            m, lo, hi = quartiles([r[k] for r in rows])
+            print(f"{name:12s} {label:12s} {m:8.3f} ms (median of {args.rounds} rounds' medians, "
+                  f"quartiles {lo:.3f}-{hi:.3f}), {args.threads} thread(s)")
+        for label, k in (("onnxruntime", 1), ("pytorch", 2)):
+            m, lo, hi = quartiles([r[0] / r[k] for r in rows])
+            print(f"{name:12s} tensorscope / {label:11s} {m:.3f} (quartiles {lo:.3f}-{hi:.3f}, "
+                  f"{args.rounds} paired rounds of {args.runs} calls)")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--dir", default="/work/models")
@@ -70,11 +120,16 @@ def main():
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--ort-python", default="/work/venv-ort/bin/python")
     parser.add_argument("--ort-only", action="store_true")
+    parser.add_argument("--paired", metavar="BENCH", help="build/tests/bench/bench_onnx_resnet")
+    parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
     directory = pathlib.Path(args.dir)
     names = args.models.split(",")
     if args.ort_only:
         print(json.dumps({n: time_ort(n, directory, args.threads, args.runs) for n in names}))
+        return
+    if args.paired:
+        paired(args, directory, names)
         return
     for name in names:
         median, best = time_torch(name, directory, args.threads, args.runs)

@@ -96,6 +96,8 @@ class TestPool : public QObject {
   void testValues();
   void testTiesGoToTheFirst();
   void testNaNPropagates();
+  void testChannelLastInput_data();
+  void testChannelLastInput();
   void testInferShape_data();
   void testInferShape();
   void testGrad_data();
@@ -179,6 +181,52 @@ void TestPool::testNaNPropagates() {
   QCOMPARE(out[0].at({0, 0, 0, 1}), 6.0);
   QVERIFY(closeTo(out[1],
                   Tensor::fromDoubles(DType::Float64, {1, 1, 2, 4}, {0, 0, 0, 0, 10, 0, 0, 100})));
+}
+
+void TestPool::testChannelLastInput_data() {
+  testValues_data();
+  QTest::newRow("float32 resnet stem 3x3 s2 p1, 20 channels")
+      << DType::Float32 << Shape{2, 20, 9, 11} << params({3, 3}, {2, 2}, {1, 1});
+  QTest::newRow("float32 3x3 s2 p1, 64 channels")
+      << DType::Float32 << Shape{1, 64, 14, 14} << params({3, 3}, {2, 2}, {1, 1});
+  QTest::newRow("float64 1x1") << DType::Float64 << Shape{1, 17, 3, 4}
+                               << params({1, 1}, {1, 1}, {0, 0});
+}
+
+// Note [Separable channel-last max pooling]: a channel-last input (a convolution's output, Note
+// [Channel-last activations]) is pooled by its own kernel into a channel-last output, with the
+// values of the plane kernel on the same input made contiguous: every max exact, NaN where a
+// window holds one.
+void TestPool::testChannelLastInput() {
+  QFETCH(DType, dtype);
+  QFETCH(Shape, xShape);
+  QFETCH(Pool2dParams, p);
+  const Shape nhwc{xShape[0], xShape[2], xShape[3], xShape[1]};
+  std::vector<double> values = randomTensor(DType::Float64, nhwc, 7).toDoubles();
+  for (std::size_t k = 3; k < values.size(); k += 37) values[k] = std::nan("");
+  const Tensor stored = Tensor::fromDoubles(dtype, nhwc, values);
+  const std::vector<int> toNchw{0, 3, 1, 2};
+  const Tensor x = stored.transpose(toNchw);  // logical NCHW, channel-last in memory
+  QVERIFY(!x.isContiguous());
+  const VarPtr in = symbolic(dtype, xShape);
+  const VarPtr y = maxPool2d(in, p);
+  Tensor got;
+  const Tensor* inputs[1] = {&x};
+  Tensor* outputs[1] = {&got};
+  y->owner()->op().perform(*y->owner(), inputs, outputs);
+  const Tensor want = evaluate(
+      [&](const std::vector<VarPtr>& v) { return std::vector<VarPtr>{maxPool2d(v[0], p)}; },
+      {x.contiguous()})[0];
+  QCOMPARE(got.shape(), want.shape());
+  QCOMPARE(got.strides()[1], std::int64_t{1});  // the output stays channel-last
+  const std::vector<double> g = got.toDoubles(), e = want.toDoubles();
+  std::size_t nans = 0;
+  for (std::size_t k = 0; k < g.size(); ++k) {
+    QCOMPARE(std::isnan(g[k]), std::isnan(e[k]));
+    nans += std::isnan(e[k]);
+    if (!std::isnan(e[k])) QCOMPARE(g[k], e[k]);
+  }
+  QVERIFY(nans > 0);
 }
 
 void TestPool::testInferShape_data() {
