@@ -152,7 +152,7 @@ void subtensors() {
   const Tensor yv = random(DType::Float32, {5}, 11), yiv = random(DType::Int16, {6, 5}, 12);
   CHECK(sameOnBoth({x, i, y, yi},
                    {setSubtensor(x, y, {Idx::slice(1, 4)}), incSubtensor(x, yi, {Idx::at(i)}),
-                    incSubtensor(x, exp(select(x, 0, i)), {Idx::all(), Idx::at(3)}),
+                    incSubtensor(x, exp(select(x, 1, i)), {Idx::all(), Idx::at(3)}),
                     setSubtensor(transpose(x), constant(0.5, DType::Float32),
                                  {Idx::slice(std::nullopt, std::nullopt, -2)})},
                    {v, iv, yv, yiv}, 1e-6, 1e-6));
