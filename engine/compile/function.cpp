@@ -371,7 +371,7 @@ void placeForDevice(FunctionGraph& fg, const CompileOptions& options,
   auto recorder = std::make_shared<RewriteRecorder>();
   recorder->setPhase("gpu");
   fg.attachFeature(recorder);
-  placeOnDevice(fg, kernels, options.device);
+  placeOnDevice(fg, kernels, options.device, options.deviceRules);
   fg.detachFeature(*recorder);
   for (RewriteRecord& record : recorder->takeRecords()) {
     record.order = log.size();

@@ -20,6 +20,7 @@ namespace tscope::engine {
 
 class VM;
 class ExecutionObserver;
+class DeviceSupport;
 class Program;
 class Function;
 
@@ -56,6 +57,9 @@ struct CompileOptions {
   // (null: defaultKernelRegistry()), falling back to the CPU reference (Note [Ops and backends]).
   Device device = Device::Cpu;
   const KernelRegistry* kernels = nullptr;
+  // The placement rules and host values for `device` (null: defaultDeviceSupport(); Note [GPU
+  // placement] in engine/rewrite/rules/gpu_placement.h).
+  const DeviceSupport* deviceRules = nullptr;
 };
 
 // One execution of a Function, driven by the caller (DESIGN.md "Execution"): Function::begin

@@ -78,7 +78,7 @@ fi
 say "configure ok ($(elapsed))"
 [[ $configure_only -eq 1 ]] && exit 0
 
-targets=(tscope_engine tscope_profiling tscope_cuda tst_cuda_parity bench_cuda)
+targets=(tscope_engine tscope_profiling tscope_cuda tst_cuda_parity tst_cuda_ops_parity bench_cuda)
 grep -q "tst_cupti_source" "$build/build.ninja" && targets+=(tst_cupti_source)
 grep -q "tst_cudnn_parity" "$build/build.ninja" && targets+=(tst_cudnn_parity)
 build_args=()

@@ -2,19 +2,23 @@
 // (groups, strides, dilation, padding, odd sizes) under each algorithm mode, FusedConv2d (bias,
 // relu, relu6, residual), the two convolution gradients, max and average pooling and their
 // gradients, softmax and log-softmax along several axes and their gradients, the workspace limit,
-// the choice record, and float64 left on the CPU. Skips (77) without a device. Ends with
+// the choice record, batch norm (training, inference, the gradient graph, m = 1), and float64 left
+// on the CPU. Skips (77) without a device. Ends with
 // "N passed, N failed" (one per section).
 #include "engine/backends/cuda/cuda_backend.h"
 #include "engine/backends/cuda/cudnn_options.h"
 #include "engine/compile/function.h"
 #include "engine/compile/program.h"
+#include "engine/grad/grad.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/variable.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/nn/batchnorm.h"
 #include "engine/ops/nn/conv2d.h"
 #include "engine/ops/nn/fused_conv2d.h"
 #include "engine/ops/nn/pool2d.h"
 #include "engine/ops/nn/softmax.h"
+#include "engine/ops/reduce/reduce.h"
 #include "gpu_check.h"
 #include "gpu_values.h"
 
@@ -272,6 +276,58 @@ void softmaxes() {
   }
 }
 
+void batchNorms() {
+  // Note [Batch norm semantics on cuDNN]: biased var out of training, inference with given
+  // statistics, the gradient graph (elementwise ops and sums on the device) and the running
+  // statistics; NCHW per channel, (N, F) per feature, NHWC, and one element per statistic.
+  struct Case {
+    Shape x;
+    std::vector<int> axes;
+  };
+  const Case cases[] = {{{8, 3, 5, 7}, {0, 2, 3}},
+                        {{32, 20}, {0}},
+                        {{4, 6, 6, 3}, {0, 1, 2}},
+                        {{1, 4, 1, 1}, {0, 2, 3}}};  // m = 1
+  unsigned seed = 100;
+  for (const Case& c : cases) {
+    Shape stat = c.x;
+    for (int a : c.axes) stat[static_cast<std::size_t>(a)] = 1;
+    const VarPtr x = var(DType::Float32, c.x, "x"), g = var(DType::Float32, stat, "g"),
+                 b = var(DType::Float32, stat, "b"), rm = var(DType::Float32, stat, "rm"),
+                 rv = var(DType::Float32, stat, "rv"), gy = var(DType::Float32, c.x, "gy");
+    const BatchNormTrainResult t = batchNormTrain(x, g, b, c.axes, 1e-5);
+    const VarPtr inf = batchNormInference(x, g, b, rm, rv, c.axes, 1e-3);
+    const BatchNormRunningStats running = batchNormRunningStats(x, t, rm, rv, c.axes, 0.1);
+    const VarPtr cost = sum(t.y * gy) + sum(inf * gy);
+    const std::vector<VarPtr> grads = grad(cost, {x, g, b});
+    std::vector<VarPtr> outs{t.y, t.mean, t.var, inf};
+    // The running variance divides by m - 1: not for m = 1.
+    if (shapeNumel(c.x) / shapeNumel(stat) > 1) {
+      outs.push_back(running.mean);
+      outs.push_back(running.var);
+    }
+    outs.insert(outs.end(), grads.begin(), grads.end());
+    int onDevice = 0;
+    const bool ok = sameOnBoth(
+        {x, g, b, rm, rv, gy}, outs,
+        {{random(DType::Float32, c.x, seed, -3, 5), random(DType::Float32, stat, seed + 1, 0.5, 2),
+          random(DType::Float32, stat, seed + 2), random(DType::Float32, stat, seed + 3),
+          random(DType::Float32, stat, seed + 4, 0.1, 2), random(DType::Float32, c.x, seed + 5)}},
+        2e-4, 2e-4, &onDevice);
+    seed += 6;
+    if (!ok) std::fprintf(stderr, "  batch norm %s\n", shapeToString(c.x).c_str());
+    CHECK(ok);
+    CHECK(onDevice == 2);  // BatchNormTrain, BatchNormInference
+  }
+  // float64 stays on the CPU.
+  const VarPtr x64 = var(DType::Float64, {6, 4}, "x64"), g64 = var(DType::Float64, {1, 4}, "g64");
+  int onDevice = -1;
+  CHECK(sameOnBoth({x64, g64}, {batchNormTrain(x64, g64, g64, {0}).y},
+                   {{random(DType::Float64, {6, 4}, 120), random(DType::Float64, {1, 4}, 121)}},
+                   1e-12, 1e-12, &onDevice));
+  CHECK(onDevice == 0);
+}
+
 void float64StaysOnCpu() {
   const VarPtr x = var(DType::Float64, {1, 2, 5, 5}, "x"),
                w = var(DType::Float64, {3, 2, 3, 3}, "w");
@@ -296,6 +352,7 @@ int main() {
   section("fused conv2d", fusedConvolutions);
   section("pooling and gradients", pooling);
   section("softmax and gradients", softmaxes);
+  section("batch norm", batchNorms);
   section("float64 stays on the cpu", float64StaysOnCpu);
   tscope::gputest::sectionSummary();
   return tscope::gputest::result();

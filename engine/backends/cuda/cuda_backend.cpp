@@ -18,7 +18,6 @@
 
 namespace tscope::engine::cuda {
 
-namespace {
 // Views and transfers: what perform does is right on the device (metadata only, or a copy through
 // the registered DeviceMemory); run under the node's scope for messages.
 void performKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
@@ -27,6 +26,7 @@ void performKernel(const Op& op, const Apply& node, std::span<const Tensor* cons
   op.perform(node, inputs, outputs);
 }
 
+namespace {
 bool allValues(const Apply& node, bool (*ok)(const TensorType&)) {
   for (const VarPtr& in : node.inputs())
     if (!ok(in->type())) return false;
@@ -43,21 +43,38 @@ bool float32Value(const TensorType& t) {
 }
 
 // Note [CUDA placement rules]: what the kernels take; every other node stays on the CPU.
+// Shape arithmetic stays on the host: an Elemwise or Composite whose every value is a 0-d
+// integer or bool and none of whose inputs a device node computes (sizes from Shape, ShapeI and
+// constants, on their way into Reshape, Alloc or MakeVector) would otherwise cross to the device
+// and back for one number each way.
+bool shapeArithmetic(const Apply& node) {
+  auto scalarInt = [](const TensorType& t) {
+    return t.ndim() == 0 && (isInteger(t.dtype()) || t.dtype() == DType::Bool);
+  };
+  for (const VarPtr& in : node.inputs())
+    if (!scalarInt(in->type()) || isDeviceValue(*in)) return false;
+  for (int o = 0; o < node.nOutputs(); ++o)
+    if (!scalarInt(node.outputRef(o).type())) return false;
+  return true;
+}
 bool elemwiseRule(const Apply& node) {
   // The kernel gives every output the broadcast shape of all inputs: a multi-output Composite
   // whose outputs depend on differently shaped inputs stays on the CPU.
   for (int o = 1; o < node.nOutputs(); ++o)
     if (node.outputRef(o).type().shape() != node.outputRef(0).type().shape()) return false;
-  return allValues(node, &elementwiseValue);
+  return allValues(node, &elementwiseValue) && !shapeArithmetic(node);
 }
 bool reduceRule(const Apply& node) {
   const auto& op = static_cast<const CAReduce&>(node.op());
   const ScalarOp s = op.scalarOp();
   const DType in = node.input(0)->type().dtype();
+  if (!allValues(node, &elementwiseValue)) return false;
+  // all/any: a bool accumulator folded as an int (Note [Reduction kernels]).
+  if (s == ScalarOp::And || s == ScalarOp::Or) return true;
   if (s != ScalarOp::Add && s != ScalarOp::Mul && s != ScalarOp::Maximum && s != ScalarOp::Minimum)
     return false;
   const DType acc = op.accDType(in);
-  return allValues(node, &elementwiseValue) && acc != DType::Bool && dtypeSize(acc) >= 4;
+  return acc != DType::Bool && dtypeSize(acc) >= 4;
 }
 bool dotRule(const Apply& node) {
   if (!allValues(node, &float32Value)) return false;
@@ -111,6 +128,7 @@ void registerCudaKernels(KernelRegistry& kernels, DeviceSupport& rules) {
 #ifdef TSCOPE_HAVE_CUDNN
   registerCudnnKernels(kernels, rules);
 #endif
+  registerOpKernels(kernels, rules);
   kernels.add("DimShuffle", d, &performKernel, "cuda-view");
   kernels.add("GpuFromHost", d, &performKernel, "cuda-copy");
   kernels.add("HostFromGpu", d, &performKernel, "cuda-copy");

@@ -3,6 +3,7 @@
 #include "engine/ops/nn/conv2d.h"
 #include "engine/ops/nn/pool2d.h"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -152,6 +153,53 @@ SoftmaxLayout softmaxLayout(const Shape& shape, int axis) {
   l.h = cudnnInt(after, "softmax inner size");
   // cuDNN's tensor descriptors hold at most 2^31 - 1 elements.
   cudnnInt(before * shape[static_cast<std::size_t>(a)] * after, "softmax element count");
+  return l;
+}
+
+bool batchNormAxesFit(int ndim, const std::vector<int>& axes) {
+  if (axes.empty()) return false;
+  std::vector<bool> reduced(static_cast<std::size_t>(std::max(ndim, 0)), false);
+  for (int a : axes) {
+    if (a < 0 || a >= ndim) return false;
+    reduced[static_cast<std::size_t>(a)] = true;
+  }
+  // reduced... kept... reduced...: at most one switch from reduced to kept and one back.
+  int switches = 0;
+  for (std::size_t d = 1; d < reduced.size(); ++d)
+    if (reduced[d] != reduced[d - 1]) ++switches;
+  if (ndim == 0) return false;
+  if (reduced.front() && reduced.back()) return switches == 0 || switches == 2;
+  return switches <= 1;
+}
+
+BatchNormLayout batchNormLayout(const Shape& shape, const std::vector<int>& axes) {
+  const int ndim = static_cast<int>(shape.size());
+  if (!batchNormAxesFit(ndim, axes)) {
+    std::string list;
+    for (int a : axes) list += (list.empty() ? "" : ", ") + std::to_string(a);
+    throw std::invalid_argument("cuDNN batch norm: axes [" + list + "] of a " +
+                                std::to_string(ndim) +
+                                "-d tensor are not a prefix and a suffix of its axes");
+  }
+  std::vector<bool> reduced(shape.size(), false);
+  for (int a : axes) reduced[static_cast<std::size_t>(a)] = true;
+  std::int64_t n = 1, c = 1, h = 1;
+  bool seenKept = false;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (!reduced[d]) {
+      seenKept = true;
+      c *= shape[d];
+    } else if (!seenKept) {
+      n *= shape[d];
+    } else {
+      h *= shape[d];
+    }
+  }
+  BatchNormLayout l;
+  l.n = cudnnInt(n, "the batch-norm N (the reduced axes before the kept ones)");
+  l.c = cudnnInt(c, "the batch-norm C (the kept axes)");
+  l.h = cudnnInt(h, "the batch-norm H (the reduced axes after the kept ones)");
+  l.m = n * h;
   return l;
 }
 

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tscope::engine {
 struct Conv2dParams;
@@ -59,6 +60,30 @@ struct SoftmaxLayout {
   int n = 1, c = 1, h = 1, w = 1;
 };
 SoftmaxLayout softmaxLayout(const Shape& shape, int axis);
+
+// Note [Batch norm on cuDNN]: BatchNormTrain / BatchNormInference over `axes` as cuDNN's
+// CUDNN_BATCHNORM_SPATIAL over an NCHW tensor, which normalizes per C over N, H and W: N = the
+// product of the reduced axes before the kept ones, C = the product of the kept axes, H = the
+// product of the reduced axes after them, W = 1. This needs the kept axes to be one block (the
+// reduced axes a prefix and a suffix of x's axes: NCHW with axes [0, 2, 3], (N, F) with [0],
+// NHWC with [0, 1, 2]); other axis sets (axes [1] of a 3-d x) stay on the CPU. The statistics'
+// keepdims tensors, contiguous, are then C values in the kept axes' row-major order, which is
+// the order of cuDNN's 1xCx1x1 descriptor. m = N H is the number of elements per statistic.
+struct BatchNormLayout {
+  int n = 1, c = 1, h = 1, w = 1;
+  std::int64_t m = 1;
+};
+// Whether the axes of a rank-ndim x fit (a prefix and a suffix, at least one axis).
+bool batchNormAxesFit(int ndim, const std::vector<int>& axes);
+// Throws std::invalid_argument when they do not fit or a product exceeds cuDNN's int.
+BatchNormLayout batchNormLayout(const Shape& shape, const std::vector<int>& axes);
+// cuDNN refuses an epsilon below CUDNN_BN_MIN_EPSILON: the placement rule's test.
+inline bool batchNormEpsilonFits(double epsilon, double minimum) {
+  return epsilon >= minimum;
+}
+// CUDNN_BN_MIN_EPSILON of the cuDNN this build compiled against (cudnn_rules.cpp; built with
+// cuDNN only).
+double cudnnBatchNormMinEpsilon();
 
 // "(8, 3, 32, 32)".
 std::string dimsString(const std::array<int, 4>& dims);

@@ -1,8 +1,10 @@
 // The cuDNN kernels' registration and placement rules (Note [CUDA placement rules] in
-// cuda_backend.cpp): which convolution, pooling and softmax nodes move to the GPU.
+// cuda_backend.cpp): which convolution, pooling, softmax and batch-norm nodes move to the GPU.
+#include "engine/backends/cuda/cudnn_common.h"
 #include "engine/backends/cuda/kernels.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/variable.h"
+#include "engine/ops/nn/batchnorm.h"
 #include "engine/ops/nn/fused_conv2d.h"
 #include "engine/rewrite/rules/gpu_placement.h"
 
@@ -23,6 +25,16 @@ bool float32Node(const Apply& node) {
   return node.nInputs() > 0 && node.input(0)->type().dtype() == DType::Float32;
 }
 
+// Note [Batch norm on cuDNN] (cudnn_params.h): float32, the kept axes one block, and an epsilon
+// cuDNN accepts (>= CUDNN_BN_MIN_EPSILON of the cuDNN this build compiled against: 0.0 in cuDNN
+// 9, so every epsilon the op allows (>= 0) qualifies there; 1e-5 in cuDNN 7 and before, where a
+// node with epsilon 1e-6 stays on the CPU).
+bool batchNormRule(const Apply& node) {
+  const auto& op = static_cast<const BatchNormFamilyOp&>(node.op());
+  return float32Node(node) && batchNormAxesFit(node.input(0)->type().ndim(), op.axes()) &&
+         batchNormEpsilonFits(op.epsilon(), cudnnBatchNormMinEpsilon());
+}
+
 // cuDNN's activations: relu, and clip only as min(max(v, 0), hi) (its clipped relu).
 bool fusedConvRule(const Apply& node) {
   const auto& a = static_cast<const FusedConv2d&>(node.op()).activation();
@@ -30,6 +42,10 @@ bool fusedConvRule(const Apply& node) {
   return float32Node(node);
 }
 }  // namespace
+
+double cudnnBatchNormMinEpsilon() {
+  return CUDNN_BN_MIN_EPSILON;
+}
 
 void registerCudnnKernels(KernelRegistry& kernels, DeviceSupport& rules) {
   const Device d = Device::Cuda;
@@ -51,6 +67,8 @@ void registerCudnnKernels(KernelRegistry& kernels, DeviceSupport& rules) {
       {"LogSoftmax", &softmaxKernel, &float32Node},
       {"SoftmaxGrad", &softmaxGradKernel, &float32Node},
       {"LogSoftmaxGrad", &softmaxGradKernel, &float32Node},
+      {"BatchNormTrain", &batchNormTrainKernel, &batchNormRule},
+      {"BatchNormInference", &batchNormInferenceKernel, &batchNormRule},
   };
   for (const Entry& e : entries) {
     kernels.add(e.op, d, e.fn, "cudnn");

@@ -261,40 +261,23 @@ GeneratedSource generateElemwise(const ScalarProgram& p) {
 // over the outputs), each thread folds a strided share of the nReduce elements in the
 // accumulator dtype, then the block combines: warp shuffles, one value per warp in shared
 // memory, the first warp again. One pass over the input; NaN wins max/min as on the CPU.
-GeneratedSource generateReduce(ScalarOp scalar, DType in, DType acc, DType out) {
-  std::string combine, identity;
-  const std::string a = cudaTypeName(acc);
-  // NVRTC has no INFINITY macro (no <math.h>): the bits of +inf.
-  const std::string inf = acc == DType::Float32 ? "__int_as_float(0x7f800000)"
-                                                : "__longlong_as_double(0x7ff0000000000000LL)";
-  switch (scalar) {
-    case ScalarOp::Add:
-      combine = "ts_add<" + a + ">";
-      identity = "(" + a + ")0";
-      break;
-    case ScalarOp::Mul:
-      combine = "ts_mul<" + a + ">";
-      identity = "(" + a + ")1";
-      break;
-    case ScalarOp::Maximum:
-      combine = "ts_maximum<" + a + ">";
-      identity = isFloat(acc) ? "(" + a + ")(-" + inf + ")" : "ts_lowest<" + a + ">()";
-      break;
-    case ScalarOp::Minimum:
-      combine = "ts_minimum<" + a + ">";
-      identity = isFloat(acc) ? "(" + a + ")(" + inf + ")" : "ts_highest<" + a + ">()";
-      break;
-    default:
-      // all/any (bool accumulators) stay on the CPU: warp shuffles take no bool.
-      throw std::invalid_argument("generateReduce: expected add, mul, maximum or minimum, found " +
-                                  std::string(scalarOpInfo(scalar).name));
-  }
-  if (acc == DType::Bool || dtypeSize(acc) < 4)
-    throw std::invalid_argument("generateReduce: expected a 32- or 64-bit accumulator, found " +
-                                std::string(dtypeName(acc)));
-  requireType(in, "CUDA reduction");
-  requireType(acc, "CUDA reduction");
-  requireType(out, "CUDA reduction");
+// all/any (And, Or: a bool accumulator) fold "x != 0" (NaN is true) in an int with & and |,
+// since warp shuffles take no bool. Argmax/argmin (generateArgReduce) fold (value, index) pairs:
+// the reduced axes are read in row-major order, so r is the index along one axis, or the flat
+// index for axis=null; the pair rule picks the first NaN if there is one, else the larger
+// (smaller) value, and the smaller index between equals, which is associative and gives
+// exactly the CPU's "first extreme, the first NaN wins" whatever the order the threads fold in.
+namespace {
+struct ReduceParts {
+  std::string accType;   // the accumulator's C++ type
+  std::string identity;  // of the fold
+  std::string (*combine)(const std::string& a, const std::string& b, const std::string& type);
+  std::string (*load)(const std::string& x, const std::string& type);
+};
+
+std::string reduceSkeleton(const ReduceParts& r, DType in, DType out) {
+  const std::string& a = r.accType;
+  auto comb = [&](const std::string& x, const std::string& y) { return r.combine(x, y, a); };
   std::string k;
   k += "struct NAME_rx { long long nKept; long long nRed; long long size[" +
        std::to_string(kMaxRank) + "]; long long stride[" + std::to_string(kMaxRank) + "]; };\n";
@@ -307,31 +290,185 @@ GeneratedSource generateReduce(ScalarOp scalar, DType in, DType acc, DType out) 
        "      base += (rem % ix.size[d]) * ix.stride[d];\n"
        "      rem /= ix.size[d];\n"
        "    }\n";
-  k += "    " + a + " acc = " + identity + ";\n";
+  k += "    " + a + " acc = " + r.identity + ";\n";
   k += "    for (long long r = threadIdx.x; r < nReduce; r += blockDim.x) {\n"
        "      long long off = base, left = r;\n"
        "      for (int d = (int)(ix.nKept + ix.nRed) - 1; d >= (int)ix.nKept; --d) {\n"
        "        off += (left % ix.size[d]) * ix.stride[d];\n"
        "        left /= ix.size[d];\n"
        "      }\n";
-  k += "      acc = " + combine + "(acc, (" + a + ")in[off]);\n    }\n";
-  k += "    for (int s = 16; s > 0; s >>= 1) acc = " + combine +
-       "(acc, __shfl_down_sync(0xffffffffu, acc, s));\n";
+  k += "      acc = " + comb("acc", r.load("in[off]", a)) + ";\n    }\n";
+  k += "    for (int s = 16; s > 0; s >>= 1) acc = " +
+       comb("acc", "__shfl_down_sync(0xffffffffu, acc, s)") + ";\n";
   k += "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
        "    if (lane == 0) partial[warp] = acc;\n"
        "    __syncthreads();\n"
        "    if (warp == 0) {\n"
        "      acc = lane < (int)((blockDim.x + 31) >> 5) ? partial[lane] : " +
-       identity + ";\n";
-  k += "      for (int s = 16; s > 0; s >>= 1) acc = " + combine +
-       "(acc, __shfl_down_sync(0xffffffffu, acc, s));\n";
+       r.identity + ";\n";
+  k += "      for (int s = 16; s > 0; s >>= 1) acc = " +
+       comb("acc", "__shfl_down_sync(0xffffffffu, acc, s)") + ";\n";
   k += "      if (lane == 0) out[o] = (" + cudaTypeName(out) +
        ")acc;\n"
        "    }\n"
        "    __syncthreads();\n"
        "  }\n}\n";
+  return k;
+}
+}  // namespace
+
+GeneratedSource generateReduce(ScalarOp scalar, DType in, DType acc, DType out) {
+  requireType(in, "CUDA reduction");
+  requireType(acc, "CUDA reduction");
+  requireType(out, "CUDA reduction");
+  ReduceParts r;
+  const bool logical = scalar == ScalarOp::And || scalar == ScalarOp::Or;
+  if (logical) {
+    if (acc != DType::Bool || out != DType::Bool)
+      throw std::invalid_argument("generateReduce: all/any accumulate and return bool, found " +
+                                  std::string(dtypeName(acc)) + " and " +
+                                  std::string(dtypeName(out)));
+    r.accType = "int";
+    r.load = [](const std::string& x, const std::string&) { return "(int)(" + x + " != 0)"; };
+    if (scalar == ScalarOp::And) {
+      r.identity = "1";
+      r.combine = [](const std::string& a, const std::string& b, const std::string&) {
+        return "(" + a + " & " + b + ")";
+      };
+    } else {
+      r.identity = "0";
+      r.combine = [](const std::string& a, const std::string& b, const std::string&) {
+        return "(" + a + " | " + b + ")";
+      };
+    }
+    GeneratedSource g;
+    std::string k = reduceSkeleton(r, in, out);
+    g.name = hexName("ts_red_", k);
+    for (std::size_t at = k.find("NAME"); at != std::string::npos; at = k.find("NAME", at))
+      k.replace(at, 4, g.name);
+    g.source = scalarPrelude() + "\n" + k;
+    return g;
+  }
+  if (acc == DType::Bool || dtypeSize(acc) < 4)
+    throw std::invalid_argument("generateReduce: expected a 32- or 64-bit accumulator, found " +
+                                std::string(dtypeName(acc)));
+  const std::string a = cudaTypeName(acc);
+  r.accType = a;
+  r.load = [](const std::string& x, const std::string& type) { return "(" + type + ")" + x; };
+  // NVRTC has no INFINITY macro (no <math.h>): the bits of +inf.
+  const std::string inf = acc == DType::Float32 ? "__int_as_float(0x7f800000)"
+                                                : "__longlong_as_double(0x7ff0000000000000LL)";
+  switch (scalar) {
+    case ScalarOp::Add:
+      r.combine = [](const std::string& x, const std::string& y, const std::string& t) {
+        return "ts_add<" + t + ">(" + x + ", " + y + ")";
+      };
+      r.identity = "(" + a + ")0";
+      break;
+    case ScalarOp::Mul:
+      r.combine = [](const std::string& x, const std::string& y, const std::string& t) {
+        return "ts_mul<" + t + ">(" + x + ", " + y + ")";
+      };
+      r.identity = "(" + a + ")1";
+      break;
+    case ScalarOp::Maximum:
+      r.combine = [](const std::string& x, const std::string& y, const std::string& t) {
+        return "ts_maximum<" + t + ">(" + x + ", " + y + ")";
+      };
+      r.identity = isFloat(acc) ? "(" + a + ")(-" + inf + ")" : "ts_lowest<" + a + ">()";
+      break;
+    case ScalarOp::Minimum:
+      r.combine = [](const std::string& x, const std::string& y, const std::string& t) {
+        return "ts_minimum<" + t + ">(" + x + ", " + y + ")";
+      };
+      r.identity = isFloat(acc) ? "(" + a + ")(" + inf + ")" : "ts_highest<" + a + ">()";
+      break;
+    default:
+      throw std::invalid_argument(
+          "generateReduce: expected add, mul, maximum, minimum, and or or, found " +
+          std::string(scalarOpInfo(scalar).name));
+  }
+  std::string k = reduceSkeleton(r, in, out);
   GeneratedSource g;
   g.name = hexName("ts_red_", k);
+  for (std::size_t at = k.find("NAME"); at != std::string::npos; at = k.find("NAME", at))
+    k.replace(at, 4, g.name);
+  g.source = scalarPrelude() + "\n" + k;
+  return g;
+}
+
+GeneratedSource generateArgReduce(bool max, DType in) {
+  requireType(in, "CUDA argmax/argmin");
+  // Values widen to a type warp shuffles take; the order of values is unchanged.
+  std::string w;
+  switch (in) {
+    case DType::Bool:
+    case DType::Int8:
+    case DType::Int16:
+    case DType::UInt8:
+    case DType::UInt16:
+    case DType::Int32:
+      w = "int";
+      break;
+    case DType::UInt32:
+      w = "unsigned int";
+      break;
+    default:
+      w = cudaTypeName(in);
+  }
+  const bool flt = isFloat(in);
+  const std::string better = max ? ">" : "<";
+  std::string k;
+  k += "struct NAME_rx { long long nKept; long long nRed; long long size[" +
+       std::to_string(kMaxRank) + "]; long long stride[" + std::to_string(kMaxRank) + "]; };\n";
+  // The pair rule (Note [Reduction kernels]); index -1 is "no element yet".
+  k += "__device__ __forceinline__ void NAME_pick(" + w + "& v, long long& i, " + w +
+       " v2, long long i2) {\n"
+       "  if (i2 < 0) return;\n"
+       "  if (i < 0) { v = v2; i = i2; return; }\n";
+  if (flt) {
+    k += "  const bool n1 = v != v, n2 = v2 != v2;\n"
+         "  if (n1 || n2) { if (n2 && (!n1 || i2 < i)) { v = v2; i = i2; } return; }\n";
+  }
+  k += "  if (v2 " + better + " v || (v2 == v && i2 < i)) { v = v2; i = i2; }\n}\n";
+  k += "extern \"C\" __global__ void NAME(long long nOut, long long nReduce, NAME_rx ix, const " +
+       cudaTypeName(in) + "* __restrict__ in, long long* __restrict__ out) {\n";
+  k += "  __shared__ " + w + " pv[32];\n  __shared__ long long pi[32];\n";
+  k += "  for (long long o = blockIdx.x; o < nOut; o += gridDim.x) {\n"
+       "    long long base = 0, rem = o;\n"
+       "    for (int d = (int)ix.nKept - 1; d >= 0; --d) {\n"
+       "      base += (rem % ix.size[d]) * ix.stride[d];\n"
+       "      rem /= ix.size[d];\n"
+       "    }\n";
+  k += "    " + w + " v = (" + w + ")0;\n    long long i = -1;\n";
+  k += "    for (long long r = threadIdx.x; r < nReduce; r += blockDim.x) {\n"
+       "      long long off = base, left = r;\n"
+       "      for (int d = (int)(ix.nKept + ix.nRed) - 1; d >= (int)ix.nKept; --d) {\n"
+       "        off += (left % ix.size[d]) * ix.stride[d];\n"
+       "        left /= ix.size[d];\n"
+       "      }\n";
+  k += "      NAME_pick(v, i, (" + w + ")in[off], r);\n    }\n";
+  const std::string shuffle = "for (int s = 16; s > 0; s >>= 1) { const " + w +
+                              " v2 = __shfl_down_sync(0xffffffffu, v, s); const long long i2 = "
+                              "__shfl_down_sync(0xffffffffu, i, s); NAME_pick(v, i, v2, i2); }\n";
+  k += "    " + shuffle;
+  k += "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+       "    if (lane == 0) { pv[warp] = v; pi[warp] = i; }\n"
+       "    __syncthreads();\n"
+       "    if (warp == 0) {\n"
+       "      const bool has = lane < (int)((blockDim.x + 31) >> 5);\n"
+       "      v = has ? pv[lane] : (" +
+       w +
+       ")0;\n"
+       "      i = has ? pi[lane] : -1;\n"
+       "      " +
+       shuffle +
+       "      if (lane == 0) out[o] = i;\n"
+       "    }\n"
+       "    __syncthreads();\n"
+       "  }\n}\n";
+  GeneratedSource g;
+  g.name = hexName(max ? "ts_argmax_" : "ts_argmin_", k);
   for (std::size_t at = k.find("NAME"); at != std::string::npos; at = k.find("NAME", at))
     k.replace(at, 4, g.name);
   g.source = scalarPrelude() + "\n" + k;

@@ -60,9 +60,13 @@ bool hasCudaType(DType dtype);
 
 GeneratedSource generateElemwise(const ScalarProgram& program);
 
-// A reduction of `scalar` (Add, Mul, Maximum, Minimum) from in to out accumulating in acc (32 or
-// 64 bits): kernel <name>(nOut, nReduce, ix, in, out), one block per output element, warp shuffles
-// then shared memory (Note [Reduction kernels] in elemwise_codegen.cpp).
+// A reduction of `scalar` (Add, Mul, Maximum, Minimum with a 32- or 64-bit accumulator; And, Or
+// with a bool one) from in to out: kernel <name>(nOut, nReduce, ix, in, out), one block per
+// output element, warp shuffles then shared memory (Note [Reduction kernels] in
+// elemwise_codegen.cpp).
 GeneratedSource generateReduce(ScalarOp scalar, DType in, DType acc, DType out);
+// Argmax (max) or argmin of in into int64 indices: the same kernel signature and index struct,
+// with the reduced axes read in row-major order (Note [Reduction kernels]).
+GeneratedSource generateArgReduce(bool max, DType in);
 
 }  // namespace tscope::engine::cuda

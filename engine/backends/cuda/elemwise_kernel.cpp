@@ -7,6 +7,7 @@
 #include "engine/graph/apply.h"
 #include "engine/graph/op.h"
 #include "engine/graph/variable.h"
+#include "engine/ops/reduce/argreduce.h"
 #include "engine/ops/reduce/careduce.h"
 
 #include <map>
@@ -146,16 +147,12 @@ Tensor deviceContiguous(const Tensor& t) {
   return out;
 }
 
-void reduceKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
-                  std::span<Tensor* const> outputs) {
-  NodeScope scope(&node);
-  const auto& reduce = static_cast<const CAReduce&>(op);
-  const Tensor& x = *inputs[0];
+Tensor reduceOnDevice(ScalarOp scalar, const Tensor& x, const std::vector<bool>& reduced, DType acc,
+                      DType outType) {
   if (x.ndim() > kMaxRank)
     throw std::invalid_argument("CUDA reduction: expected at most " + std::to_string(kMaxRank) +
                                 " dimensions, found " + shapeToString(x.shape()));
-  const DType acc = reduce.accDType(x.dtype()), outType = reduce.outputDType(x.dtype());
-  const GeneratedSource g = generateReduce(reduce.scalarOp(), x.dtype(), acc, outType);
+  const GeneratedSource g = generateReduce(scalar, x.dtype(), acc, outType);
   // TsRx: nKept, nRed, size[kMaxRank], stride[kMaxRank]: the kept axes, then the reduced ones.
   std::vector<long long> rx(2 + 2 * kMaxRank, 0);
   Shape kept;
@@ -163,7 +160,7 @@ void reduceKernel(const Op& op, const Apply& node, std::span<const Tensor* const
   std::size_t slot = 0;
   for (int pass = 0; pass < 2; ++pass)
     for (int d = 0; d < x.ndim(); ++d) {
-      if (reduce.reduces(d) != (pass == 1)) continue;
+      if (reduced[static_cast<std::size_t>(d)] != (pass == 1)) continue;
       const std::int64_t size = x.shape()[static_cast<std::size_t>(d)];
       rx[2 + slot] = size;
       rx[2 + kMaxRank + slot] = x.strides()[static_cast<std::size_t>(d)];
@@ -176,8 +173,118 @@ void reduceKernel(const Op& op, const Apply& node, std::span<const Tensor* const
         nReduce *= size;
       }
     }
-  *outputs[0] = emptyOn(Device::Cuda, outType, kept);
+  Tensor result = emptyOn(Device::Cuda, outType, kept);
+  if (nOut == 0) return result;
+  CudaRuntime& rt = CudaRuntime::instance();
+  const void* in = x.rawData();
+  void* out = result.rawData();
+  void* args[] = {&nOut, &nReduce, rx.data(), &in, &out};
+  const unsigned block = static_cast<unsigned>(
+      std::min<long long>(256, std::max<long long>(32, (nReduce + 31) / 32 * 32)));
+  const unsigned grid = static_cast<unsigned>(std::min<long long>(nOut, 1 << 20));
+  rt.launchGrid(rt.kernel(g.source, g.name), grid, block, args);
+  return result;
+}
+
+void reduceKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                  std::span<Tensor* const> outputs) {
+  NodeScope scope(&node);
+  const auto& reduce = static_cast<const CAReduce&>(op);
+  const Tensor& x = *inputs[0];
+  std::vector<bool> reduced(static_cast<std::size_t>(x.ndim()));
+  for (int d = 0; d < x.ndim(); ++d) reduced[static_cast<std::size_t>(d)] = reduce.reduces(d);
+  *outputs[0] = reduceOnDevice(reduce.scalarOp(), x, reduced, reduce.accDType(x.dtype()),
+                               reduce.outputDType(x.dtype()));
+}
+
+void sumToShapeKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                      std::span<Tensor* const> outputs) {
+  NodeScope scope(&node);
+  const Tensor& g = *inputs[0];
+  // SumToShape::perform's checks and messages; the sizes are host values.
+  const std::size_t k = inputs.size() - 1;
+  if (k > static_cast<std::size_t>(g.ndim()))
+    throw std::invalid_argument(op.str() + ": cannot sum a tensor of shape " +
+                                shapeToString(g.shape()) + " to " + std::to_string(k) +
+                                " dimensions");
+  Shape target(k);
+  for (std::size_t a = 0; a < k; ++a) target[a] = static_cast<std::int64_t>(inputs[a + 1]->item());
+  const std::size_t lead = static_cast<std::size_t>(g.ndim()) - k;
+  std::vector<bool> reduced(static_cast<std::size_t>(g.ndim()), false);
+  bool sums = lead > 0;
+  for (std::size_t a = 0; a < lead; ++a) reduced[a] = true;
+  for (std::size_t a = 0; a < k; ++a) {
+    if (target[a] == g.shape()[lead + a]) continue;
+    if (target[a] != 1) {
+      std::string msg = op.str() + ": cannot sum a tensor of shape " + shapeToString(g.shape()) +
+                        " to shape " + shapeToString(target) + " (axis " +
+                        std::to_string(lead + a) + ")";
+      if (!node.site().empty()) msg += "; the node was created at " + node.site().str();
+      throw std::invalid_argument(msg);
+    }
+    reduced[lead + a] = true;
+    sums = true;
+  }
+  if (!sums) {
+    *outputs[0] = g;  // nothing to sum: a view (viewMap)
+    return;
+  }
+  // A sum in g's own dtype, as the CPU's (the rule takes 32- and 64-bit dtypes only); the kept
+  // axes come out contiguous in order, which is the target's layout with its 1s put back.
+  const Tensor summed = reduceOnDevice(ScalarOp::Add, g, reduced, g.dtype(), g.dtype());
+  *outputs[0] = summed.view(target, contiguousStrides(target), summed.offset());
+}
+
+void argReduceKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                     std::span<Tensor* const> outputs) {
+  NodeScope scope(&node);
+  const auto& arg = static_cast<const ArgReduce&>(op);
+  const Tensor& x = *inputs[0];
+  if (x.ndim() > kMaxRank)
+    throw std::invalid_argument("CUDA " + op.name() + ": expected at most " +
+                                std::to_string(kMaxRank) + " dimensions, found " +
+                                shapeToString(x.shape()));
+  const std::optional<int>& axis = arg.axis();
+  // TsRx as for CAReduce: the kept axes, then the reduced ones (one axis, or all in row-major
+  // order for axis=null: r is then the flat index).
+  std::vector<long long> rx(2 + 2 * kMaxRank, 0);
+  Shape kept;
+  long long nOut = 1, nReduce = 1;
+  std::size_t slot = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int d = 0; d < x.ndim(); ++d) {
+      const bool reduced = !axis || *axis == d;
+      if (reduced != (pass == 1)) continue;
+      const std::int64_t size = x.shape()[static_cast<std::size_t>(d)];
+      rx[2 + slot] = size;
+      rx[2 + kMaxRank + slot] = x.strides()[static_cast<std::size_t>(d)];
+      ++slot;
+      ++rx[pass];
+      if (pass == 0) {
+        kept.push_back(size);
+        nOut *= size;
+      } else {
+        nReduce *= size;
+      }
+    }
+  if (nReduce == 0)
+    throw std::invalid_argument(
+        std::string(arg.kind() == ArgReduce::Kind::Max ? "argmax" : "argmin") +
+        ": attempt to get the index of an empty sequence (input shape " + shapeToString(x.shape()) +
+        ")");
+  *outputs[0] = emptyOn(Device::Cuda, DType::Int64, kept);
   if (nOut == 0) return;
+  static std::mutex mutex;
+  static std::map<std::pair<bool, DType>, GeneratedSource> sources;
+  const bool max = arg.kind() == ArgReduce::Kind::Max;
+  GeneratedSource g;
+  {
+    std::lock_guard lock(mutex);
+    auto it = sources.find({max, x.dtype()});
+    if (it == sources.end())
+      it = sources.emplace(std::pair{max, x.dtype()}, generateArgReduce(max, x.dtype())).first;
+    g = it->second;
+  }
   CudaRuntime& rt = CudaRuntime::instance();
   const void* in = x.rawData();
   void* out = outputs[0]->rawData();

@@ -97,7 +97,7 @@ std::vector<TensorType> OneHot::outputTypes(std::span<const VarPtr> inputs) cons
   if (inputs[1]->type().dtype() != DType::Int64 || inputs[1]->type().ndim() != 0)
     throwInputError(inputs, 1, "the depth (a 0-d int64 tensor)");
   const std::int64_t depth = constantIntValue(inputs[1]).value_or(kUnknownDim);
-  return {TensorType(m_dtype, {inputs[0]->type().shape()[0], depth})};
+  return {TensorType(m_dtype, {inputs[0]->type().shape()[0], depth}, inputs[0]->type().device())};
 }
 
 void OneHot::perform(const Apply&, std::span<const Tensor* const> inputs,
@@ -146,7 +146,7 @@ std::vector<TensorType> CategoricalCrossEntropy::outputTypes(std::span<const Var
   if (auto problem = predictionsAndTargetsProblem(inputs, 0, 1))
     throwInputError(inputs, problem->index, problem->expected);
   const TensorType& p = inputs[0]->type();
-  return {TensorType(p.dtype(), {p.shape()[0]})};
+  return {TensorType(p.dtype(), {p.shape()[0]}, p.device())};
 }
 
 void CategoricalCrossEntropy::perform(const Apply& node, std::span<const Tensor* const> inputs,
@@ -210,7 +210,7 @@ std::vector<TensorType> SoftmaxCrossEntropyWithLogits::outputTypes(
   if (auto problem = predictionsAndTargetsProblem(inputs, 0, 1))
     throwInputError(inputs, problem->index, problem->expected);
   const TensorType& z = inputs[0]->type();
-  return {TensorType(z.dtype(), {z.shape()[0]}), z};
+  return {TensorType(z.dtype(), {z.shape()[0]}, z.device()), z};
 }
 
 // Note [Stable softmax] in softmax.cpp: lse = m + log(sum exp(z - m)) with m the row maximum.

@@ -117,7 +117,16 @@ std::vector<TensorType> RandomOp::outputTypes(std::span<const VarPtr> inputs) co
                       std::string("the ") + names[static_cast<int>(m_distribution)][j] +
                           (integers ? " bound (a 0-d integer tensor)" : " (a 0-d number)"));
   }
-  return {TensorType(DType::Int64, {2}), TensorType(m_dtype, std::move(shape))};
+  // The new state lives where the state does; the sample where its two parameters do (both on
+  // the CPU, or both on a device when the CUDA backend places the draw: its kernel reads the
+  // state and the sizes on the host, Note [Host values of device nodes]).
+  const Device at = inputs[static_cast<std::size_t>(m_ndim) + 1]->type().device();
+  if (inputs[static_cast<std::size_t>(m_ndim) + 2]->type().device() != at)
+    throwInputError(
+        inputs, m_ndim + 2,
+        std::string("a parameter on ") + std::string(deviceName(at)) + ", where the other one is");
+  return {TensorType(DType::Int64, {2}, inputs[0]->type().device()),
+          TensorType(m_dtype, std::move(shape), at)};
 }
 
 void RandomOp::perform(const Apply&, std::span<const Tensor* const> inputs,
@@ -141,20 +150,7 @@ void RandomOp::perform(const Apply&, std::span<const Tensor* const> inputs,
   const Tensor& p0 = *inputs[static_cast<std::size_t>(m_ndim) + 1];
   const Tensor& p1 = *inputs[static_cast<std::size_t>(m_ndim) + 2];
 
-  // Note [Random state]: words per element, then whole blocks.
-  std::uint64_t words = 0;
-  switch (m_distribution) {
-    case RandomDistribution::Uniform:
-      words = static_cast<std::uint64_t>(n) * (m_dtype == DType::Float64 ? 2 : 1);
-      break;
-    case RandomDistribution::Normal:
-      words = 4 * ((static_cast<std::uint64_t>(n) + 1) / 2);
-      break;
-    case RandomDistribution::Integers:
-      words = 2 * static_cast<std::uint64_t>(n);
-      break;
-  }
-  const std::uint64_t blocks = (words + 3) / 4;
+  const std::uint64_t blocks = blocksFor(n);
   const std::vector<std::uint32_t> w = streamWords(key, counter, blocks);
 
   Tensor& sample = reuseOrAllocate(outputs[1], m_dtype, shape);
@@ -248,6 +244,23 @@ void RandomOp::perform(const Apply&, std::span<const Tensor* const> inputs,
   Tensor& newState = reuseOrAllocate(outputs[0], DType::Int64, Shape{2});
   newState.data<std::int64_t>()[0] = static_cast<std::int64_t>(key);
   newState.data<std::int64_t>()[1] = static_cast<std::int64_t>(counter + blocks);
+}
+
+std::uint64_t RandomOp::blocksFor(std::int64_t n) const {
+  // Note [Random state]: words per element, then whole blocks.
+  std::uint64_t words = 0;
+  switch (m_distribution) {
+    case RandomDistribution::Uniform:
+      words = static_cast<std::uint64_t>(n) * (m_dtype == DType::Float64 ? 2 : 1);
+      break;
+    case RandomDistribution::Normal:
+      words = 4 * ((static_cast<std::uint64_t>(n) + 1) / 2);
+      break;
+    case RandomDistribution::Integers:
+      words = 2 * static_cast<std::uint64_t>(n);
+      break;
+  }
+  return (words + 3) / 4;
 }
 
 std::vector<ShapeExpr> RandomOp::inferShape(const Apply& node, std::span<const ShapeExpr>) const {

@@ -50,6 +50,10 @@ class RandomOp final : public Op {
 
   static OpPtr fromProps(RandomDistribution distribution, const nlohmann::json& props);
 
+  // Note [Random state]: the Philox blocks a draw of n elements consumes (the state's counter
+  // advances by this many). The CUDA kernel advances the state by the same count.
+  std::uint64_t blocksFor(std::int64_t n) const;
+
  private:
   RandomDistribution m_distribution;
   DType m_dtype;

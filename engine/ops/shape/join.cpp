@@ -53,8 +53,7 @@ std::vector<TensorType> Join::outputTypes(std::span<const VarPtr> inputs) const 
   return {TensorType(dtype, std::move(shape), first.device())};
 }
 
-void Join::perform(const Apply&, std::span<const Tensor* const> inputs,
-                   std::span<Tensor* const> outputs) const {
+std::pair<Shape, DType> Join::outputShapeAndDType(std::span<const Tensor* const> inputs) const {
   const Tensor& first = *inputs[0];
   const std::size_t axis = static_cast<std::size_t>(m_axis);
   Shape shape = first.shape();
@@ -62,7 +61,6 @@ void Join::perform(const Apply&, std::span<const Tensor* const> inputs,
     throw std::invalid_argument(str() + ": input 0 of shape " + shapeToString(first.shape()) +
                                 " has no axis " + std::to_string(m_axis));
   DType dtype = first.dtype();
-  bool fast = first.isContiguous();
   for (std::size_t k = 1; k < inputs.size(); ++k) {
     const Tensor& t = *inputs[k];
     bool ok = t.ndim() == first.ndim();
@@ -75,9 +73,16 @@ void Join::perform(const Apply&, std::span<const Tensor* const> inputs,
           "; they must agree on every axis but the join axis " + std::to_string(m_axis));
     shape[axis] += t.shape()[axis];
     dtype = promoteTypes(dtype, t.dtype());
-    fast = fast && t.isContiguous();
   }
-  for (const Tensor* t : inputs) fast = fast && t->dtype() == dtype;
+  return {std::move(shape), dtype};
+}
+
+void Join::perform(const Apply&, std::span<const Tensor* const> inputs,
+                   std::span<Tensor* const> outputs) const {
+  const std::size_t axis = static_cast<std::size_t>(m_axis);
+  const auto [shape, dtype] = outputShapeAndDType(inputs);
+  bool fast = true;
+  for (const Tensor* t : inputs) fast = fast && t->isContiguous() && t->dtype() == dtype;
   Tensor& out = reuseOrAllocate(outputs[0], dtype, shape);
   if (fast) {
     // Row-major: for each index of the axes before `axis`, each input contributes one contiguous

@@ -30,6 +30,10 @@ class Join final : public Op {
                                                  std::span<const VarPtr> tangents) const override;
   static OpPtr fromProps(const nlohmann::json& props);
 
+  // The runtime output shape and dtype for these input values; throws std::invalid_argument as
+  // perform does. The CUDA kernel shares it.
+  std::pair<Shape, DType> outputShapeAndDType(std::span<const Tensor* const> inputs) const;
+
  private:
   int m_axis;
 };

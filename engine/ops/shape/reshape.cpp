@@ -90,15 +90,13 @@ std::vector<TensorType> Reshape::outputTypes(std::span<const VarPtr> inputs) con
   return {TensorType(x.dtype(), std::move(shape), x.device())};
 }
 
-void Reshape::perform(const Apply&, std::span<const Tensor* const> inputs,
-                      std::span<Tensor* const> outputs) const {
-  const Tensor& x = *inputs[0];
-  Shape shape = readIndices(*inputs[1], str() + ": shape");
-  const std::int64_t n = x.numel();
+Shape Reshape::outputShape(const Shape& xShape, const Tensor& shapeValue) const {
+  Shape shape = readIndices(shapeValue, str() + ": shape");
+  const std::int64_t n = shapeNumel(xShape);
   auto fail = [&](const std::string& why) {
     std::vector<std::int64_t> shown(shape.begin(), shape.end());
     return std::invalid_argument(
-        reshapeError(str(), shapeToString(x.shape()), n, shapeToString(shown), why));
+        reshapeError(str(), shapeToString(xShape), n, shapeToString(shown), why));
   };
   if (static_cast<int>(shape.size()) != m_ndim)
     throw fail(": expected " + std::to_string(m_ndim) + " sizes");
@@ -120,6 +118,13 @@ void Reshape::perform(const Apply&, std::span<const Tensor* const> inputs,
   } else if (product != n) {
     throw fail(" (" + std::to_string(product) + " elements)");
   }
+  return shape;
+}
+
+void Reshape::perform(const Apply&, std::span<const Tensor* const> inputs,
+                      std::span<Tensor* const> outputs) const {
+  const Tensor& x = *inputs[0];
+  Shape shape = outputShape(x.shape(), *inputs[1]);
   // Note [Reshape views]: a view whenever strides exist that read x in row-major order as the new
   // shape (numpy's no-copy reshape), not only when x is contiguous: attention's heads split from a
   // slice of the fused q/k/v projection ((T, 1, 256) with row step 768 -> (T, 4, 64)) stay views,

@@ -31,6 +31,10 @@ class Reshape final : public Op {
   std::vector<std::vector<bool>> connectionPattern(const Apply& node) const override;
   ViewMap viewMap() const override { return {{0, {0}}}; }
 
+  // The runtime output shape for x of shape xShape and the shape input's value (-1 inferred);
+  // throws std::invalid_argument as perform does. The CUDA kernel shares it.
+  Shape outputShape(const Shape& xShape, const Tensor& shape) const;
+
   static OpPtr fromProps(const nlohmann::json& props);
 
  private:

@@ -6,6 +6,7 @@
 #include "engine/graph/variable.h"
 #include "engine/ops/transfer/transfer.h"
 
+#include <algorithm>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -45,6 +46,20 @@ void DeviceSupport::add(std::string opName, Device device, NodeSupportFn support
   m_rules[ruleKey(opName, device)] = supports;
 }
 
+void DeviceSupport::addHostValues(std::string opName, Device device, HostValuesFn hostValues) {
+  m_hostValues[ruleKey(opName, device)] = hostValues;
+}
+
+HostValues DeviceSupport::hostValues(const Apply& node, Device device) const {
+  auto it = m_hostValues.find(ruleKey(node.op().name(), device));
+  if (it == m_hostValues.end() || it->second == nullptr) return {};
+  return it->second(node);
+}
+
+bool isDeviceValue(const Variable& v) {
+  return v.owner() != nullptr && dynamic_cast<const HostFromGpu*>(&v.owner()->op()) != nullptr;
+}
+
 bool DeviceSupport::supports(const KernelRegistry& kernels, const Apply& node,
                              Device device) const {
   const std::string name = node.op().name();
@@ -71,8 +86,18 @@ PlacementSummary placeOnDevice(FunctionGraph& fg, const KernelRegistry& kernels,
   std::unordered_map<const Variable*, std::pair<VarPtr, VarPtr>> twin;
   for (const ApplyPtr& node : order) {
     if (!placeable(*node, kernels, device, support)) continue;
+    // Note [Host values of device nodes]: these inputs are read as they are, these outputs stay.
+    const HostValues onHost = support.hostValues(*node, device);
+    auto listed = [](const std::vector<int>& positions, int i) {
+      return std::find(positions.begin(), positions.end(), i) != positions.end();
+    };
     std::vector<VarPtr> inputs;
-    for (const VarPtr& in : node->inputs()) {
+    for (int i = 0; i < node->nInputs(); ++i) {
+      const VarPtr& in = node->inputs()[static_cast<std::size_t>(i)];
+      if (listed(onHost.inputs, i)) {
+        inputs.push_back(in);
+        continue;
+      }
       auto it = twin.find(in.get());
       if (it == twin.end())
         it = twin.emplace(in.get(), std::pair{in, transfer(in, device, *node)}).first;
@@ -80,7 +105,8 @@ PlacementSummary placeOnDevice(FunctionGraph& fg, const KernelRegistry& kernels,
     }
     std::vector<TensorType> types;
     for (int o = 0; o < node->nOutputs(); ++o)
-      types.push_back(on(node->outputRef(o).type(), device));
+      types.push_back(
+          on(node->outputRef(o).type(), listed(onHost.outputs, o) ? Device::Cpu : device));
     ApplyPtr placed =
         Apply::create(node->opPtr(), std::move(inputs), std::move(types), node->site());
     placed->setScope(node->scope());
@@ -93,6 +119,10 @@ PlacementSummary placeOnDevice(FunctionGraph& fg, const KernelRegistry& kernels,
       // by name prefer the one a transfer did not make (Note [Names across transfers] in
       // engine/debug/session_values.cpp).
       out->setName(node->outputRef(o).name());
+      if (listed(onHost.outputs, o)) {
+        pairs.emplace_back(node->output(o), out);
+        continue;
+      }
       VarPtr host = transfer(out, Device::Cpu, *node);
       host->setName(node->outputRef(o).name());
       twin.emplace(host.get(), std::pair{host, out});

@@ -16,6 +16,8 @@
 // values a device node computes get a HostFromGpu only where a CPU node or a graph output reads
 // them. Graph inputs and outputs stay on the CPU, so a Function's arguments and results do not
 // change. Nodes with inner graphs (OpFromGraph, Scan, IfElse) and their bodies stay on the CPU.
+// Some device kernels read an input or write an output on the host (Note [Host values of device
+// nodes]): those values keep their CPU type and get no transfer.
 // Each placed node is one fg.replaceAll(its outputs -> HostFromGpu(twin outputs), "gpu_placement");
 // the transfers a later device node makes redundant are pruned as it is placed. The linker then
 // runs a node on the device exactly when one of its values is device-typed (Note [Placed nodes]
@@ -27,6 +29,7 @@
 #include <cstddef>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace tscope::engine {
 
@@ -35,16 +38,42 @@ class Apply;
 // Whether a device kernel handles this node (its dtypes, ranks, props).
 using NodeSupportFn = bool (*)(const Apply& node);
 
+// Note [Host values of device nodes]: a device kernel may read some inputs on the host (sizes,
+// indices it reads as numbers: Reshape's shape vector, Subtensor's symbolic bounds, a random op's
+// generator state and parameters) and write some outputs there (Shape's vector, a random op's new
+// state). Placement leaves those values on the CPU: a host input is read as it is (no
+// GpuFromHost), a host output keeps its CPU type (no HostFromGpu), and the node still runs its
+// device kernel, which gets host tensors in those positions (the linker runs a node on the device
+// when any of its values is device-typed, Note [Placed nodes] in engine/compile/program.cpp).
+// Positions are input and output indices of the node; the function sees the node before it is
+// placed.
+struct HostValues {
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+};
+using HostValuesFn = HostValues (*)(const Apply& node);
+
+// Whether v is a value some device node computes, as placement sees it while it places a graph:
+// the output of a HostFromGpu (the host copy of a placed node's output). Rules use it to claim a
+// node only where its input is already on the device (Shape, ShapeI: reading a shape must not
+// copy a tensor).
+bool isDeviceValue(const Variable& v);
+
 // The backend's rules, next to its kernels: an op with a kernel and no rule handles every node.
 class DeviceSupport {
  public:
   // A second rule for the same (op, device) replaces the first.
   void add(std::string opName, Device device, NodeSupportFn supports);
+  // The op's host values on device (Note [Host values of device nodes]); a second call replaces.
+  void addHostValues(std::string opName, Device device, HostValuesFn hostValues);
   // kernels has a kernel for node's op on device, and the rule for it (if any) accepts node.
   bool supports(const KernelRegistry& kernels, const Apply& node, Device device) const;
+  // The node's host values on device (none when the op registered no function).
+  HostValues hostValues(const Apply& node, Device device) const;
 
  private:
   std::unordered_map<std::string, NodeSupportFn> m_rules;
+  std::unordered_map<std::string, HostValuesFn> m_hostValues;
 };
 
 // The rules compile() places with; the backends register theirs here once.

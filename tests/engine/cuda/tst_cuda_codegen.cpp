@@ -7,7 +7,9 @@
 #include "engine/backends/cuda/cuda_backend.h"
 #include "engine/backends/cuda/cuda_error.h"
 #include "engine/backends/cuda/elemwise_codegen.h"
+#include "engine/backends/cuda/nn_codegen.h"
 #include "engine/backends/cuda/nvrtc_compiler.h"
+#include "engine/backends/cuda/shape_codegen.h"
 #include "engine/compile/kernel.h"
 #include "engine/graph/apply.h"
 #include "engine/graph/function_graph.h"
@@ -15,13 +17,19 @@
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/elemwise/elemwise.h"
+#include "engine/ops/elemwise/sum_to_shape.h"
+#include "engine/ops/nn/crossentropy.h"
+#include "engine/ops/random/random_ops.h"
+#include "engine/ops/reduce/argreduce.h"
 #include "engine/ops/reduce/reduce.h"
+#include "engine/ops/shape/shape.h"
 #include "engine/rewrite/rules/gpu_placement.h"
 #include "test_main.h"
 
 #include <QTemporaryDir>
 
 #include <fstream>
+#include <map>
 #include <set>
 
 using namespace tscope::engine;
@@ -73,6 +81,13 @@ class TestCudaCodegen : public QObject {
   void testErrorMessages();
   void testStatusAndRegistrationWithoutDevice();
   void testPlacementRules();
+  void testShapeKernels();
+  void testCoalesceAxes();
+  void testArgReduceKernels();
+  void testCrossEntropyKernels();
+  void testRandomTransforms();
+  void testShapeAndIndexPlacement();
+  void testCrossEntropyArgmaxRandomPlacement();
 };
 
 void TestCudaCodegen::testEveryScalarOpCompiles_data() {
@@ -154,7 +169,12 @@ void TestCudaCodegen::testReductionKernels() {
                         {ScalarOp::Mul, DType::Float64, DType::Float64, DType::Float64},
                         {ScalarOp::Maximum, DType::Float32, DType::Float32, DType::Float32},
                         {ScalarOp::Minimum, DType::Int64, DType::Int64, DType::Int64},
-                        {ScalarOp::Add, DType::UInt8, DType::Int64, DType::Int64}};
+                        {ScalarOp::Add, DType::UInt8, DType::Int64, DType::Int64},
+                        // all/any: a bool accumulator folded as an int (Note [Reduction kernels])
+                        {ScalarOp::And, DType::Bool, DType::Bool, DType::Bool},
+                        {ScalarOp::Or, DType::Float32, DType::Bool, DType::Bool},
+                        {ScalarOp::And, DType::Int8, DType::Bool, DType::Bool},
+                        {ScalarOp::Or, DType::UInt64, DType::Bool, DType::Bool}};
   std::string kernels;
   std::vector<std::string> names;
   for (const Case& c : cases) {
@@ -163,11 +183,20 @@ void TestCudaCodegen::testReductionKernels() {
     kernels += g.source.substr(scalarPrelude().size());
     names.push_back(g.name);
   }
+  // all(x) reads "x != 0": NaN is true, as on the CPU.
+  const GeneratedSource any =
+      generateReduce(ScalarOp::Or, DType::Float32, DType::Bool, DType::Bool);
+  QVERIFY(any.source.find("acc = (acc | (int)(in[off] != 0));") != std::string::npos);
   const std::string ptx = ptxOf(scalarPrelude() + kernels, "reductions.cu");
   for (const std::string& n : names)
     QVERIFY2(ptx.find(".entry " + n) != std::string::npos, n.c_str());
+  // A bool accumulator belongs to all/any only; a small one to nothing.
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                           generateReduce(ScalarOp::And, DType::Bool, DType::Bool, DType::Bool));
+                           generateReduce(ScalarOp::Add, DType::Bool, DType::Bool, DType::Bool));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           generateReduce(ScalarOp::And, DType::Bool, DType::Int32, DType::Bool));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           generateReduce(ScalarOp::Sub, DType::Int32, DType::Int32, DType::Int32));
 }
 
 void TestCudaCodegen::testCubinForSm90() {
@@ -378,8 +407,50 @@ void TestCudaCodegen::testStatusAndRegistrationWithoutDevice() {
   QCOMPARE(cudaMemoryStats().allocations, std::int64_t(0));
 }
 
+namespace {
+struct Placed {
+  std::map<std::string, int> onDevice, onHost;
+  int toDevice = 0, toHost = 0;
+  // Nodes whose output types contradict what their op infers from the placed inputs (a .tsg of
+  // the placed graph would not load: tsg_reader re-infers every apply's types).
+  std::vector<std::string> typeMismatches;
+};
+
+// Places fg with the backend's own kernel table and rules; a node counts as on the device when
+// any of its values is (Note [Placed nodes]).
+Placed placeWithBackend(FunctionGraph& fg) {
+  KernelRegistry kernels;
+  DeviceSupport rules;
+  registerCudaKernels(kernels, rules);
+  placeOnDevice(fg, kernels, Device::Cuda, &rules);
+  fg.checkIntegrity();
+  Placed p;
+  for (const Apply* node : fg.nodes()) {
+    const std::string name = node->op().name();
+    if (name == "GpuFromHost") ++p.toDevice;
+    if (name == "HostFromGpu") ++p.toHost;
+    bool device = false;
+    for (const VarPtr& in : node->inputs()) device = device || in->type().device() == Device::Cuda;
+    for (int o = 0; o < node->nOutputs(); ++o)
+      device = device || node->outputRef(o).type().device() == Device::Cuda;
+    ++(device ? p.onDevice : p.onHost)[name];
+    const std::vector<TensorType> inferred = node->op().outputTypes(node->inputs());
+    for (int o = 0; o < node->nOutputs(); ++o)
+      if (!inferred[static_cast<std::size_t>(o)].isCompatibleWith(node->outputRef(o).type()))
+        p.typeMismatches.push_back(node->op().str() + ": " +
+                                   inferred[static_cast<std::size_t>(o)].str() + " vs " +
+                                   node->outputRef(o).type().str());
+  }
+  return p;
+}
+
+VarPtr var(DType d, std::vector<std::int64_t> shape, const char* name) {
+  return Variable::create(TensorType(d, std::move(shape)), name);
+}
+}  // namespace
+
 void TestCudaCodegen::testPlacementRules() {
-  // The backend's own rules: float16 and all() stay on the CPU, the rest of this graph moves.
+  // The backend's own rules: float16 stays on the CPU, the rest of this graph moves, all() too.
   KernelRegistry kernels;
   DeviceSupport rules;
   registerCudaKernels(kernels, rules);
@@ -398,10 +469,264 @@ void TestCudaCodegen::testPlacementRules() {
     ++(device ? onDevice : onHost)[node->op().name()];
   }
   QCOMPARE(onDevice["Dot"], 1);
-  QCOMPARE(onDevice["CAReduce"], 1);  // the sum; all() stays
-  QCOMPARE(onHost["CAReduce"], 1);
+  QCOMPARE(onDevice["CAReduce"], 2);  // the sum and all()
+  QCOMPARE(onHost["CAReduce"], 0);
   QCOMPARE(fg.outputs()[1]->owner()->op().str(), std::string("Elemwise{exp}"));  // float16
   QCOMPARE(fg.outputs()[0]->owner()->op().name(), std::string("HostFromGpu"));
+}
+
+void TestCudaCodegen::testShapeKernels() {
+  // Copies between dtypes (astype's conversion), increments, fills, gathers and scatters of every
+  // kind the kernels launch, in one NVRTC program.
+  std::string kernels;
+  std::vector<std::string> expected;
+  std::set<std::string> names;
+  auto add = [&](const GeneratedSource& g, std::initializer_list<const char*> suffixes) {
+    QVERIFY(g.source.starts_with(scalarPrelude() + shapePrelude()));
+    if (!names.insert(g.name).second) return;
+    kernels += g.source.substr(scalarPrelude().size() + shapePrelude().size());
+    for (const char* s : suffixes) expected.push_back(g.name + s);
+  };
+  for (DType dst : kDTypes)
+    for (DType src : {DType::Bool, DType::Int8, DType::UInt64, DType::Float32, DType::Float64}) {
+      add(generateCopy(dst, src, false), {""});
+      if (dst != DType::Bool || src == DType::Bool) add(generateCopy(dst, src, true), {""});
+    }
+  for (DType d : kDTypes) {
+    add(generateFill(d), {""});
+    add(generateGather(d, DType::Int64), {""});
+    add(generateScatter(d, DType::Int32, true), {"_check", "_winner", "_write"});
+    if (scatterIncSupported(d)) add(generateScatter(d, DType::Int64, false), {"_check", "_write"});
+  }
+  for (DType index : {DType::Int8, DType::UInt16, DType::Int32, DType::UInt64})
+    add(generateGather(DType::Float32, index), {""});
+  const std::string ptx = ptxOf(scalarPrelude() + shapePrelude() + kernels, "shape_ops.cu");
+  for (const std::string& name : expected)
+    QVERIFY2(ptx.find(".entry " + name) != std::string::npos, name.c_str());
+  QVERIFY(expected.size() > 100);
+  // astype: float to an integer truncates through int64; to bool is != 0.
+  const GeneratedSource c = generateCopy(DType::Int8, DType::Float32, false);
+  QVERIFY(c.source.find("dst[o0] = ts_convert<ts_i8, float>(src[o1]);") != std::string::npos);
+  QVERIFY(shapePrelude().find("trunc((double)x)") != std::string::npos);
+  const GeneratedSource inc = generateCopy(DType::Float32, DType::Int32, true);
+  QVERIFY(
+      inc.source.find("dst[o0] = ts_add<float>(dst[o0], ts_convert<float, ts_i32>(src[o1]));") !=
+      std::string::npos);
+  // int64 increments add as unsigned (two's complement wrap, as the CPU).
+  QVERIFY(generateScatter(DType::Int64, DType::Int64, false)
+              .source.find("atomicAdd((unsigned long long*)") != std::string::npos);
+  // Increments need a device atomicAdd; float16 has no CUDA code; indices must be integers.
+  QVERIFY(!scatterIncSupported(DType::Int8) && !scatterIncSupported(DType::Bool));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           generateScatter(DType::Int16, DType::Int64, false));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           generateCopy(DType::Float16, DType::Float32, false));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, generateGather(DType::Float32, DType::Float32));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, generateGather(DType::Float32, DType::Bool));
+}
+
+void TestCudaCodegen::testCoalesceAxes() {
+  // A contiguous (2, 3, 4) and its copy: one axis of 24.
+  StridedOperands a = coalesceAxes({2, 3, 4}, {{12, 4, 1}, {12, 4, 1}});
+  QCOMPARE(a.shape, (Shape{24}));
+  QCOMPARE(a.strides[0], (Strides{1}));
+  // A transposed source keeps its axes apart; the size-1 axis goes.
+  StridedOperands b = coalesceAxes({2, 1, 3}, {{3, 3, 1}, {1, 6, 2}});
+  QCOMPARE(b.shape, (Shape{2, 3}));
+  QCOMPARE(b.strides[1], (Strides{1, 2}));
+  // A broadcast operand (stride 0) merges with itself only where the others do.
+  StridedOperands c = coalesceAxes({4, 5, 6}, {{30, 6, 1}, {0, 0, 1}});
+  QCOMPARE(c.shape, (Shape{20, 6}));
+  QCOMPARE(c.strides[1], (Strides{0, 1}));
+  // A column slice (row stride 10 for 4 columns) stays 2-d; a 0-d value is one element.
+  StridedOperands d = coalesceAxes({3, 4}, {{4, 1}, {10, 1}});
+  QCOMPARE(d.shape, (Shape{3, 4}));
+  StridedOperands e = coalesceAxes({}, {{}, {}});
+  QCOMPARE(e.shape, (Shape{1}));
+  QCOMPARE(e.strides[0], (Strides{0}));
+  // Nine axes merge to fit the kernels' eight.
+  StridedOperands f = coalesceAxes(Shape(9, 2), {contiguousStrides(Shape(9, 2))});
+  QCOMPARE(f.shape, (Shape{512}));
+}
+
+void TestCudaCodegen::testArgReduceKernels() {
+  std::string kernels;
+  std::vector<std::string> names;
+  for (DType d : kDTypes)
+    for (bool max : {true, false}) {
+      const GeneratedSource g = generateArgReduce(max, d);
+      kernels += g.source.substr(scalarPrelude().size());
+      names.push_back(g.name);
+    }
+  const std::string ptx = ptxOf(scalarPrelude() + kernels, "argreduce.cu");
+  for (const std::string& n : names)
+    QVERIFY2(ptx.find(".entry " + n) != std::string::npos, n.c_str());
+  // The pair rule (Note [Reduction kernels]): the first NaN, else the extreme, the smaller index
+  // between equals; integer dtypes have no NaN branch; narrow ones widen for the shuffles.
+  const GeneratedSource f = generateArgReduce(true, DType::Float32);
+  QVERIFY(f.source.find("const bool n1 = v != v, n2 = v2 != v2;") != std::string::npos);
+  QVERIFY(f.source.find("if (v2 > v || (v2 == v && i2 < i))") != std::string::npos);
+  const GeneratedSource i8 = generateArgReduce(false, DType::Int8);
+  QVERIFY(i8.source.find("v != v") == std::string::npos);
+  QVERIFY(i8.source.find("if (v2 < v || (v2 == v && i2 < i))") != std::string::npos);
+  QVERIFY(i8.source.find("__shfl_down_sync(0xffffffffu, v, s)") != std::string::npos);
+  QVERIFY(i8.source.find("int v = (int)0;") != std::string::npos);
+}
+
+void TestCudaCodegen::testCrossEntropyKernels() {
+  std::string kernels;
+  std::vector<std::string> expected;
+  auto add = [&](const GeneratedSource& g, bool check) {
+    const std::size_t prefix = g.source.starts_with(scalarPrelude() + nnPrelude())
+                                   ? scalarPrelude().size() + nnPrelude().size()
+                                   : scalarPrelude().size();
+    kernels += g.source.substr(prefix);
+    expected.push_back(g.name);
+    if (check) expected.push_back(g.name + "_check");
+  };
+  for (DType t : {DType::Float32, DType::Float64}) {
+    for (std::optional<DType> index : {std::optional<DType>{}, std::optional(DType::Int64),
+                                       std::optional(DType::Int32), std::optional(DType::UInt8)}) {
+      add(generateSoftmaxCrossEntropy(t, index), index.has_value());
+      add(generateSoftmaxCrossEntropyGrad(t, index), index.has_value());
+      add(generateCategoricalCrossEntropy(t, index), index.has_value());
+    }
+  }
+  for (DType out : kDTypes) add(generateOneHot(out, DType::Int64), true);
+  const std::string ptx = ptxOf(scalarPrelude() + nnPrelude() + kernels, "crossentropy.cu");
+  for (const std::string& n : expected)
+    QVERIFY2(ptx.find(".entry " + n) != std::string::npos, n.c_str());
+  // The CPU's formulas in its order: softmax = exp(z - m) * (1 / s), loss = lse - z[t].
+  const GeneratedSource g = generateSoftmaxCrossEntropy(DType::Float32, DType::Int64);
+  QVERIFY(g.source.find("sm[i * k + j] = exp(row[j] - m) * inv;") != std::string::npos);
+  QVERIFY(g.source.find("const float lse = m + log(s);") != std::string::npos);
+  QVERIFY(g.source.find("loss[i] = (c >= 0 && c < k) ? float(lse - row[c]) : lse;") !=
+          std::string::npos);
+  const GeneratedSource grad = generateSoftmaxCrossEntropyGrad(DType::Float64, DType::Int32);
+  QVERIFY(grad.source.find("double v = g[i] * sm[e];") != std::string::npos);
+  QVERIFY(grad.source.find("if (j == (long long)t[i]) v -= g[i];") != std::string::npos);
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           generateSoftmaxCrossEntropy(DType::Float16, std::nullopt));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           generateCategoricalCrossEntropy(DType::Float32, DType::Float32));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, generateOneHot(DType::Float16, DType::Int64));
+}
+
+void TestCudaCodegen::testRandomTransforms() {
+  std::string kernels;
+  std::vector<std::string> names;
+  for (DType d : {DType::Float32, DType::Float64}) {
+    const GeneratedSource g = generateUniformTransform(d);
+    kernels += g.source.substr(scalarPrelude().size());
+    names.push_back(g.name);
+  }
+  for (DType d : {DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::UInt8,
+                  DType::UInt16, DType::UInt32, DType::UInt64}) {
+    const GeneratedSource g = generateIntegersTransform(d);
+    kernels += g.source.substr(scalarPrelude().size());
+    names.push_back(g.name);
+  }
+  const std::string ptx = ptxOf(scalarPrelude() + kernels, "random.cu");
+  for (const std::string& n : names)
+    QVERIFY2(ptx.find(".entry " + n) != std::string::npos, n.c_str());
+  // cuRAND's (0, 1] becomes [low, high), kept below high as on the CPU; integers by Lemire's
+  // multiply-shift of 64 bits from two words.
+  const GeneratedSource u = generateUniformTransform(DType::Float32);
+  QVERIFY(u.source.find("(float)(low + span * (1.0 - (double)u[e]))") != std::string::npos);
+  QVERIFY(u.source.find("if (span > 0 && v >= hi) v = nextafterf(hi, lo);") != std::string::npos);
+  QVERIFY(generateIntegersTransform(DType::Int64).source.find("__umul64hi(bits, range)") !=
+          std::string::npos);
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, generateUniformTransform(DType::Int32));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, generateIntegersTransform(DType::Float32));
+}
+
+void TestCudaCodegen::testShapeAndIndexPlacement() {
+  // A pool-to-dot flatten with a symbolic batch, slicing, set/inc-subtensor, take and its
+  // increment, a join and an alloc: every one moves, the sizes they read stay host values, and
+  // the only transfers are the inputs going out and the outputs coming back.
+  const VarPtr x = var(DType::Float32, {kUnknownDim, 4, 3, 3}, "x");
+  const VarPtr W = var(DType::Float32, {36, 5}, "W");
+  const VarPtr ids = var(DType::Int64, {7}, "ids");
+  const VarPtr E = var(DType::Float32, {10, 5}, "E");
+  const VarPtr i = var(DType::Int64, {}, "i");
+  const VarPtr h = dot(flatten(relu(x), 2), W);                    // (?, 5)
+  const VarPtr s = slice(h, 0, 1, std::nullopt);                   // h[1:]
+  const VarPtr picked = select(E, 0, i);                           // E[i] (a symbolic index)
+  const VarPtr set = setSubtensor(E, exp(picked), {Idx::at(i)});   // E[i] = exp(E[i])
+  const VarPtr inc = incSubtensor(E, picked, {Idx::slice(2, 5)});  // E[2:5] += E[i]
+  const VarPtr rows = advancedSubtensor1(E, ids);                  // E[ids]
+  const VarPtr scat = advancedIncSubtensor1(E, tanh(rows), ids);   // E[ids] += ...
+  const VarPtr joined = concatenate({E, tanh(E)}, 1);              // (10, 10)
+  const VarPtr filled = alloc(sum(E), {shapeI(h, 0), constantInt(3)});
+  const VarPtr bias = var(DType::Float32, {5}, "bias");
+  const VarPtr summed = sumToShape(h, bias);  // a broadcast gradient summed back: (?, 5) -> (5,)
+  FunctionGraph fg({x, W, ids, E, i, bias}, {s, set, inc, rows, scat, joined, filled, summed});
+  Placed p = placeWithBackend(fg);
+  QCOMPARE(p.typeMismatches, std::vector<std::string>{});
+  for (const char* op : {"Reshape", "Subtensor", "IncSubtensor", "AdvancedSubtensor1",
+                         "AdvancedIncSubtensor1", "Join", "Alloc", "Dot", "SumToShape"})
+    QVERIFY2(p.onDevice.count(op) == 1 && p.onHost.count(op) == 0, op);
+  // Shape arithmetic (the flattened size, the batch) stays on the host; the batch size of the
+  // device value h is read there by ShapeI on the device (no copy).
+  QVERIFY2(p.onHost.count("MakeVector") == 1, "MakeVector");
+  QCOMPARE(p.onHost["ShapeI"] + p.onDevice["ShapeI"] >= 1, true);
+  // Out: x, W, ids, E (and the sums' and alloc's constants); back: the eight outputs only.
+  QCOMPARE(p.toHost, 8);
+  // The symbolic index i goes to no device: Subtensor and IncSubtensor read it on the host.
+  for (const Apply* node : fg.nodes())
+    if (node->op().name() == "GpuFromHost") QVERIFY(node->input(0) != i);
+}
+
+void TestCudaCodegen::testCrossEntropyArgmaxRandomPlacement() {
+  // A classifier step: logits, the fused softmax cross-entropy and its gradient, argmax and
+  // any() for an accuracy, one-hot targets, a categorical loss, dropout from a random draw:
+  // all on the device. The random op's state and sizes stay on the host, its new state too.
+  const VarPtr x = var(DType::Float32, {8, 6}, "x");
+  const VarPtr W = var(DType::Float32, {6, 4}, "W");
+  const VarPtr t = var(DType::Int32, {8}, "t");
+  const VarPtr state = var(DType::Int64, {2}, "state");
+  const VarPtr logits = dot(x, W);
+  const std::vector<VarPtr> lossAndSoftmax = softmaxCrossEntropyWithLogitsAndSoftmax(logits, t);
+  const VarPtr g = softmaxCrossEntropyGrad(lossAndSoftmax[0], lossAndSoftmax[1], t);
+  const VarPtr pred = std::make_shared<ArgReduce>(ArgReduce::Kind::Max, 1)->operator()({logits});
+  const VarPtr worst =
+      std::make_shared<ArgReduce>(ArgReduce::Kind::Min, std::nullopt)->operator()({logits});
+  const VarPtr wrong = any(neq(pred, t));
+  const VarPtr oh = oneHot(t, constantInt(4), DType::Float32);
+  const VarPtr cat = categoricalCrossEntropy(lossAndSoftmax[1], oh);
+  const std::vector<VarPtr> draw =
+      randomUniform(state, {constantInt(8), constantInt(6)}, constant(0.0, DType::Float32),
+                    constant(1.0, DType::Float32));
+  const VarPtr dropped = x * lt(draw[1], constant(0.5, DType::Float32));
+  FunctionGraph fg({x, W, t, state},
+                   {lossAndSoftmax[0], g, pred, worst, wrong, cat, draw[0], dropped});
+  Placed p = placeWithBackend(fg);
+  QCOMPARE(p.typeMismatches, std::vector<std::string>{});
+  for (const char* op : {"SoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyGrad", "Argmax",
+                         "Argmin", "OneHot", "CategoricalCrossEntropy", "RandomUniform"})
+    QVERIFY2(p.onDevice.count(op) == 1 && p.onHost.count(op) == 0, op);
+  QCOMPARE(p.onDevice["CAReduce"], 1);  // any()
+  for (const Apply* node : fg.nodes()) {
+    if (node->op().name() == "RandomUniform") {
+      QCOMPARE(node->input(0)->type().device(), Device::Cpu);      // the state
+      QCOMPARE(node->input(1)->type().device(), Device::Cpu);      // a size
+      QCOMPARE(node->input(3)->type().device(), Device::Cuda);     // low
+      QCOMPARE(node->outputRef(0).type().device(), Device::Cpu);   // the new state
+      QCOMPARE(node->outputRef(1).type().device(), Device::Cuda);  // the sample
+    }
+    if (node->op().name() == "OneHot") QCOMPARE(node->input(1)->type().device(), Device::Cpu);
+  }
+  QVERIFY(fg.outputs()[6]->owner()->op().name() == "RandomUniform");  // no HostFromGpu
+  // float16 predictions and a float16 sample have no CUDA code: they stay.
+  const VarPtr h = var(DType::Float16, {8, 6}, "h");
+  const std::vector<VarPtr> d16 =
+      randomNormal(state, {constantInt(3)}, constant(0.0, DType::Float16),
+                   constant(1.0, DType::Float16), DType::Float16);
+  FunctionGraph fg16(
+      {h, state}, {std::make_shared<ArgReduce>(ArgReduce::Kind::Max, 0)->operator()({h}), d16[1]});
+  Placed q = placeWithBackend(fg16);
+  QCOMPARE(q.onHost["Argmax"], 1);
+  QCOMPARE(q.onHost["RandomNormal"], 1);
 }
 
 TSCOPE_TEST_MAIN(TestCudaCodegen)

@@ -13,6 +13,7 @@
 #include "engine/graph/variable.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/blas/dot.h"
+#include "engine/ops/nn/batchnorm.h"
 #include "engine/ops/nn/conv2d.h"
 #include "engine/ops/nn/fused_conv2d.h"
 #include "engine/ops/nn/pool2d.h"
@@ -103,6 +104,8 @@ class TestCudnnParams : public QObject {
   void testKernelNotes();
   void testSmallCnnPlacement();
   void testFloat64AndClipStayOnCpu();
+  void testBatchNormLayout();
+  void testBatchNormPlacement();
 };
 
 void TestCudnnParams::testConvDescriptor_data() {
@@ -410,10 +413,11 @@ void TestCudnnParams::testSmallCnnPlacement() {
     QVERIFY2(p.onDevice.count(op) == 1, op);
     QVERIFY2(p.onHost.count(op) == 0, op);
   }
-  // Reshape (flatten) has no device kernel yet (docs/gpu.md): the pooled value comes back to the
-  // host for it and goes out again; besides that, every output comes back once.
-  QCOMPARE(p.onHost["Reshape"], 1);
-  QCOMPARE(p.onHost["HostFromGpu"], 5 + 1);
+  // The flatten between the pool and the Dot is a device view (its shape vector a host value):
+  // no round trip; every output comes back once.
+  QCOMPARE(p.onDevice["Reshape"], 1);
+  QCOMPARE(p.onHost.count("Reshape"), std::size_t(0));
+  QCOMPARE(p.onHost["HostFromGpu"], 5);
   QVERIFY(p.onHost["GpuFromHost"] == 0 && p.onDevice["GpuFromHost"] >= 4);
   // The kernels say who provides them, for the profile's kernel column.
   KernelRegistry kernels;
@@ -442,6 +446,84 @@ void TestCudnnParams::testFloat64AndClipStayOnCpu() {
   QCOMPARE(p.onHost["Softmax"], 1);
   QCOMPARE(p.onDevice["FusedConv2d"], 2);  // relu6 (cuDNN's clipped relu), the residual one
   QCOMPARE(p.onHost["FusedConv2d"], 1);    // clip(-1, 1): no cuDNN activation
+}
+
+void TestCudnnParams::testBatchNormLayout() {
+  // Note [Batch norm on cuDNN]: (N, C, H, 1) with C the kept axes, N and H the reduced ones
+  // before and after them; m = N H.
+  struct Case {
+    Shape shape;
+    std::vector<int> axes;
+    int n, c, h;
+  };
+  const Case cases[] = {
+      {{8, 3, 5, 7}, {0, 2, 3}, 8, 3, 35},   // NCHW, per channel
+      {{16, 20}, {0}, 16, 20, 1},            // (N, F), per feature
+      {{4, 6, 6, 3}, {0, 1, 2}, 144, 3, 1},  // NHWC
+      {{2, 3, 4, 5}, {0}, 2, 60, 1},         // per activation
+      {{2, 3, 4}, {0, 1, 2}, 24, 1, 1},      // every axis: one statistic
+      {{2, 3, 4, 5}, {3}, 1, 24, 5},         // a suffix only
+      {{5, 2, 3}, {1, 2}, 1, 5, 6},
+  };
+  for (const Case& c : cases) {
+    QVERIFY(batchNormAxesFit(static_cast<int>(c.shape.size()), c.axes));
+    const BatchNormLayout l = batchNormLayout(c.shape, c.axes);
+    QCOMPARE(l.n, c.n);
+    QCOMPARE(l.c, c.c);
+    QCOMPARE(l.h, c.h);
+    QCOMPARE(l.w, 1);
+    QCOMPARE(l.m, std::int64_t(c.n) * c.h);
+  }
+  // Kept axes in two blocks, reduced axes in the middle only, axes out of range: no layout.
+  QVERIFY(!batchNormAxesFit(4, {0, 2}));
+  QVERIFY(!batchNormAxesFit(3, {1}));
+  QVERIFY(!batchNormAxesFit(4, {1, 3}));
+  QVERIFY(!batchNormAxesFit(2, {2}));
+  QVERIFY(!batchNormAxesFit(2, {}));
+  try {
+    batchNormLayout({2, 3, 4}, {1});
+    QFAIL("expected std::invalid_argument");
+  } catch (const std::invalid_argument& e) {
+    QCOMPARE(QString::fromStdString(e.what()),
+             QStringLiteral("cuDNN batch norm: axes [1] of a 3-d tensor are not a prefix and a "
+                            "suffix of its axes"));
+  }
+  // The epsilon rule: cuDNN refuses epsilon < CUDNN_BN_MIN_EPSILON.
+  QVERIFY(batchNormEpsilonFits(1e-5, 1e-5));
+  QVERIFY(!batchNormEpsilonFits(1e-6, 1e-5));
+  QVERIFY(batchNormEpsilonFits(0.0, 0.0));
+}
+
+void TestCudnnParams::testBatchNormPlacement() {
+  if (!haveCudnnKernels()) QSKIP("this build has no cuDNN: its ops stay on the CPU");
+  // cuDNN 9's CUDNN_BN_MIN_EPSILON is 0, so every epsilon the op allows (>= 0) goes.
+  QVERIFY(cudnnBatchNormMinEpsilon() >= 0.0 && cudnnBatchNormMinEpsilon() <= 1e-5);
+  const VarPtr x = Variable::create(TensorType(DType::Float32, {8, 3, 5, 5}), "x");
+  const VarPtr g = Variable::create(TensorType(DType::Float32, {1, 3, 1, 1}), "g");
+  const VarPtr b = Variable::create(TensorType(DType::Float32, {1, 3, 1, 1}), "b");
+  const VarPtr rm = Variable::create(TensorType(DType::Float32, {1, 3, 1, 1}), "rm");
+  const VarPtr rv = Variable::create(TensorType(DType::Float32, {1, 3, 1, 1}), "rv");
+  const BatchNormTrainResult train = batchNormTrain(x, g, b, {0, 2, 3}, 1e-5);
+  const VarPtr inference =
+      batchNormInference(x, g, b, rm, rv, {0, 2, 3}, cudnnBatchNormMinEpsilon());
+  // float64, and axes whose kept axes are not one block ([1] of a 3-d x): the CPU.
+  const VarPtr x64 = Variable::create(TensorType(DType::Float64, {8, 3}), "x64");
+  const VarPtr g64 = Variable::create(TensorType(DType::Float64, {1, 3}), "g64");
+  const BatchNormTrainResult train64 = batchNormTrain(x64, g64, g64, {0});
+  const VarPtr z = Variable::create(TensorType(DType::Float32, {2, 3, 4}), "z");
+  const VarPtr gz = Variable::create(TensorType(DType::Float32, {2, 1, 4}), "gz");
+  const BatchNormTrainResult middle = batchNormTrain(z, gz, gz, {1});
+  FunctionGraph fg({x, g, b, rm, rv, x64, g64, z, gz},
+                   {train.y, train.mean, train.var, inference, train64.y, middle.y});
+  Placement p = place(fg);
+  QCOMPARE(p.typeMismatches, std::vector<std::string>{});
+  QCOMPARE(p.onDevice["BatchNormTrain"], 1);
+  QCOMPARE(p.onDevice["BatchNormInference"], 1);
+  QCOMPARE(p.onHost["BatchNormTrain"], 2);  // float64, and axes [1] of (2, 3, 4)
+  KernelRegistry kernels;
+  DeviceSupport rules;
+  registerCudaKernels(kernels, rules);
+  QCOMPARE(kernels.choose(BatchNormTrain({0}), Device::Cuda).source, std::string_view("cudnn"));
 }
 
 TSCOPE_TEST_MAIN(TestCudnnParams)

@@ -11,6 +11,7 @@
 #include "engine/ops/blas/dot.h"
 #include "engine/ops/reduce/reduce.h"
 #include "engine/ops/shape/dimshuffle.h"
+#include "engine/ops/shape/reshape.h"
 #include "engine/ops/transfer/transfer.h"
 #include "engine/rewrite/rules/gpu_placement.h"
 #include "test_main.h"
@@ -62,6 +63,8 @@ class TestGpuPlacement : public QObject {
   void testCompiledOnFakeDeviceMatchesCpu();
   void testSharedVariableUpdateOnFakeDevice();
   void testCompileForADeviceWithoutBackendThrows();
+  void testHostValuesGetNoTransfer();
+  void testHostValuesOnFakeDevice();
 };
 
 void TestGpuPlacement::testTransfersLandWhereValuesCross() {
@@ -245,6 +248,95 @@ void TestGpuPlacement::testCompileForADeviceWithoutBackendThrows() {
                  "compile for cuda: no memory is registered for cuda"),
              e.what());
   }
+}
+
+namespace {
+// Reshape reads its shape vector on the host; ShapeI writes its size there and is claimed only
+// where its input is a device value (Note [Host values of device nodes]).
+HostValues shapeVectorOnHost(const Apply&) {
+  return {{1}, {}};
+}
+HostValues sizeOnHost(const Apply&) {
+  return {{}, {0}};
+}
+bool inputOnDevice(const Apply& node) {
+  return isDeviceValue(*node.input(0));
+}
+DeviceSupport hostValueRules() {
+  DeviceSupport rules;
+  rules.addHostValues("Reshape", Device::Cuda, &shapeVectorOnHost);
+  rules.addHostValues("ShapeI", Device::Cuda, &sizeOnHost);
+  rules.add("ShapeI", Device::Cuda, &inputOnDevice);
+  return rules;
+}
+}  // namespace
+
+void TestGpuPlacement::testHostValuesGetNoTransfer() {
+  // y = exp(reshape(exp(x), s)) with s a runtime shape vector; n = shapeI(exp(x), 0) reads the
+  // device value's size; m = shapeI(x, 0) reads a host input's and stays on the CPU.
+  const VarPtr x = Variable::create(TensorType(DType::Float32, {kUnknownDim, 6}), "x");
+  const VarPtr s = Variable::create(TensorType(DType::Int64, {2}), "s");
+  const VarPtr h = exp(x);
+  const VarPtr y = exp(reshape(h, s));
+  const VarPtr n = shapeI(h, 0), m = shapeI(x, 0);
+  FunctionGraph fg({x, s}, {y, n, m});
+  const KernelRegistry kernels = fakeRegistry({"Elemwise", "Reshape", "ShapeI"});
+  const DeviceSupport rules = hostValueRules();
+  const PlacementSummary summary = placeOnDevice(fg, kernels, Device::Cuda, &rules);
+  fg.checkIntegrity();
+  QCOMPARE(summary.toDevice, std::size_t(1));  // x; s is read on the host
+  QCOMPARE(summary.toHost, std::size_t(1));    // y; n is a host output already
+  const Apply* reshapeNode = nullptr;
+  std::vector<const Apply*> sizes;
+  for (const Apply* node : fg.nodes()) {
+    if (node->op().name() == "Reshape") reshapeNode = node;
+    if (node->op().name() == "ShapeI") sizes.push_back(node);
+  }
+  QVERIFY(reshapeNode);
+  QCOMPARE(reshapeNode->input(0)->type().device(), Device::Cuda);
+  QVERIFY(reshapeNode->input(1) == fg.inputs()[1]);  // the graph input itself, no GpuFromHost
+  QCOMPARE(reshapeNode->outputRef(0).type().device(), Device::Cuda);
+  QCOMPARE(sizes.size(), std::size_t(2));
+  int onDevice = 0;
+  for (const Apply* node : sizes) {
+    QCOMPARE(node->outputRef(0).type().device(), Device::Cpu);
+    onDevice += node->input(0)->type().device() == Device::Cuda;
+  }
+  QCOMPARE(onDevice, 1);  // shapeI(exp(x)); shapeI(x) reads the host x
+  QCOMPARE(fg.outputs()[1]->owner()->op().name(), std::string("ShapeI"));
+}
+
+void TestGpuPlacement::testHostValuesOnFakeDevice() {
+  // The same graph compiled for the fake device: the kernels get host tensors where the node's
+  // types say host (fakeDeviceKernel checks), and the results equal the CPU's.
+  FakeDeviceMemory memory;
+  const VarPtr x = Variable::create(TensorType(DType::Float32, {kUnknownDim, 6}), "x");
+  const VarPtr s = Variable::create(TensorType(DType::Int64, {2}), "s");
+  const VarPtr h = exp(x);
+  const std::vector<VarPtr> outs{exp(reshape(h, s)), shapeI(h, 0)};
+  const std::vector<Tensor> args{
+      Tensor::fromDoubles(DType::Float32, {2, 6}, {0, 1, 2, 3, 4, 5, -1, -2, -3, -4, -5, -6}),
+      Tensor::fromDoubles(DType::Int64, {2}, {3, -1})};
+  Function cpu = compile({x, s}, outs);
+  const KernelRegistry kernels = fakeRegistry({"Elemwise", "Reshape", "ShapeI"});
+  const DeviceSupport rules = hostValueRules();
+  CompileOptions o;
+  o.device = Device::Cuda;
+  o.kernels = &kernels;
+  o.deviceRules = &rules;
+  Function gpu = compile({x, s}, outs, {}, o);
+  const std::vector<Tensor> a = cpu(args), b = gpu(args);
+  QCOMPARE(b.size(), a.size());
+  QCOMPARE(b[0].shape(), (Shape{3, 4}));
+  QVERIFY(b[0].allClose(a[0], 1e-6, 1e-6));
+  QVERIFY(b[1].bitwiseEqual(a[1]));
+  // One transfer each way (x out, the reshaped value back): s and the size get none. (The fake
+  // kernels' own outputs are copies too, so the memory's counts say less.)
+  std::map<std::string, int> ops;
+  for (const LinkedNode& n : gpu.program().nodes()) ++ops[n.op->name()];
+  QCOMPARE(ops["GpuFromHost"], 1);
+  QCOMPARE(ops["HostFromGpu"], 1);
+  QCOMPARE(memory.copies[int(DeviceMemory::Copy::DeviceToHost)], 1);
 }
 
 TSCOPE_TEST_MAIN(TestGpuPlacement)

@@ -53,18 +53,22 @@ inline int& fakeKernelLaunches() {
   return launches;
 }
 
-// A "device kernel" for a KernelRegistry entry on Device::Cuda: checks its operands are device
-// tensors, computes with the op's perform on host aliases of their bytes, and hands back device
-// tensors.
+// A "device kernel" for a KernelRegistry entry on Device::Cuda: checks its operands live where
+// the node's types say (device tensors, and host tensors in the positions a backend keeps on the
+// host, Note [Host values of device nodes]), computes with the op's perform on host aliases of
+// their bytes, and hands back tensors on the devices the output types name.
 inline void fakeDeviceKernel(const engine::Op& op, const engine::Apply& node,
                              std::span<const engine::Tensor* const> inputs,
                              std::span<engine::Tensor* const> outputs) {
   ++fakeKernelLaunches();
   std::vector<engine::Tensor> in, out(outputs.size());
-  for (const engine::Tensor* t : inputs) {
-    if (t->device() != engine::Device::Cuda)
-      throw std::logic_error("a device kernel got a host tensor");
-    in.push_back(hostAlias(*t));
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const engine::Tensor* t = inputs[i];
+    const engine::Device want = node.inputs()[i]->type().device();
+    if (t->device() != want)
+      throw std::logic_error(want == engine::Device::Cuda ? "a device kernel got a host tensor"
+                                                          : "a host input came on the device");
+    in.push_back(t->device() == engine::Device::Cuda ? hostAlias(*t) : *t);
   }
   std::vector<const engine::Tensor*> inPtrs;
   for (const engine::Tensor& t : in) inPtrs.push_back(&t);
@@ -72,7 +76,7 @@ inline void fakeDeviceKernel(const engine::Op& op, const engine::Apply& node,
   for (engine::Tensor& t : out) outPtrs.push_back(&t);
   op.perform(node, inPtrs, outPtrs);
   for (std::size_t o = 0; o < outputs.size(); ++o)
-    *outputs[o] = engine::toDevice(out[o], engine::Device::Cuda);
+    *outputs[o] = engine::toDevice(out[o], node.outputRef(static_cast<int>(o)).type().device());
 }
 
 }  // namespace tscope::test
