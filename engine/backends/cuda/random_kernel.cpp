@@ -39,6 +39,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 
 namespace tscope::engine::cuda {
 
@@ -115,16 +116,14 @@ std::int64_t exactInt(const Tensor& t) {
   return t.astype(DType::Int64).data<std::int64_t>()[0];
 }
 
-// The integer range [low, high) fits dtype: the CPU op's check, expression for expression (for
-// uint64 its max() converts to -1, so the CPU refuses every range with high >= 1, and so does
-// this).
+// The integer range [low, high) fits dtype: the CPU op's check.
 bool fits(DType dtype, std::int64_t low, std::int64_t high) {
   bool ok = true;
   dispatchDType(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      ok = !(low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-             high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+      ok = !(std::cmp_less(low, std::numeric_limits<T>::min()) ||
+             std::cmp_greater(high - 1, std::numeric_limits<T>::max()));
     }
   });
   return ok;

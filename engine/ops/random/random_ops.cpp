@@ -10,6 +10,7 @@
 #include <limits>
 #include <numbers>
 #include <type_traits>
+#include <utility>
 
 namespace tscope::engine {
 
@@ -217,8 +218,10 @@ void RandomOp::perform(const Apply&, std::span<const Tensor* const> inputs,
       dispatchDType(m_dtype, [&](auto tag) {
         using T = decltype(tag);
         if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-          if (low < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-              high - 1 > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+          // std::cmp_*: uint64's max() does not fit int64 (a cast made it -1 and refused every
+          // uint64 range).
+          if (std::cmp_less(low, std::numeric_limits<T>::min()) ||
+              std::cmp_greater(high - 1, std::numeric_limits<T>::max()))
             throw std::invalid_argument(str() + ": the range [" + std::to_string(low) + ", " +
                                         std::to_string(high) + ") does not fit " +
                                         std::string(dtypeName(m_dtype)));

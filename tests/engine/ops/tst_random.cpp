@@ -12,6 +12,7 @@
 #include "test_main.h"
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 using namespace tscope::test;
@@ -245,6 +246,16 @@ void TestRandom::testIntegersWithinBounds() {
     }
     QCOMPARE(seen.size(), static_cast<std::size_t>(hi - lo));  // every value appears
     QVERIFY(std::abs(momentsOf(s).mean - (lo + hi - 1) / 2.0) < 0.05);
+  }
+  // uint64: a range up to its top (its max() does not fit int64, which the bound check once
+  // turned into -1, refusing every range).
+  {
+    RandomStream rng(10);
+    Function f =
+        compile({}, {rng.integers({1000}, 5, std::int64_t{1} << 62, DType::UInt64)}, rng.updates());
+    const Tensor s = f({})[0];
+    QCOMPARE(s.dtype(), DType::UInt64);
+    for (double v : s.toDoubles()) QVERIFY(v >= 5);
   }
   // The full int64 range does not overflow.
   const auto wide =
