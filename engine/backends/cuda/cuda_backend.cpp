@@ -59,8 +59,20 @@ bool reduceRule(const Apply& node) {
   const DType acc = op.accDType(in);
   return allValues(node, &elementwiseValue) && acc != DType::Bool && dtypeSize(acc) >= 4;
 }
+// Note [SumToShape on the device]: a static target shape, no bool.
+bool sumToShapeRule(const Apply& node) {
+  const TensorType& out = node.outputRef(0).type();
+  for (std::int64_t d : out.shape())
+    if (d == kUnknownDim) return false;
+  return allValues(node, &elementwiseValue) && out.dtype() != DType::Bool &&
+         node.input(0)->type().ndim() <= kMaxRank;
+}
+bool float16Value(const TensorType& t) {
+  return t.dtype() == DType::Float16;
+}
+// float32, or float16 through cublasGemmEx (Note [Half products] in blas_kernel.cpp).
 bool dotRule(const Apply& node) {
-  if (!allValues(node, &float32Value)) return false;
+  if (!allValues(node, &float32Value) && !allValues(node, &float16Value)) return false;
   const int a = node.input(0)->type().ndim(), b = node.input(1)->type().ndim();
   return (a <= 2 && b <= 2) || (a >= 2 && b >= 2);
 }
@@ -102,6 +114,8 @@ void registerCudaKernels(KernelRegistry& kernels, DeviceSupport& rules) {
   rules.add("Composite", d, &elemwiseRule);
   kernels.add("CAReduce", d, &reduceKernel, "cuda-nvrtc");
   rules.add("CAReduce", d, &reduceRule);
+  kernels.add("SumToShape", d, &sumToShapeKernel, "cuda-nvrtc");
+  rules.add("SumToShape", d, &sumToShapeRule);
   kernels.add("Dot", d, &dotKernel, "cublas");
   rules.add("Dot", d, &dotRule);
   kernels.add("Gemm", d, &gemmKernel, "cublas");
@@ -131,6 +145,10 @@ DeviceMemoryStats cudaMemoryStats() {
 
 void cudaEmptyCache() {
   if (CudaRuntime::started()) CudaRuntime::instance().allocator().emptyCache();
+}
+
+CudaTransferStats cudaTransferStats() {
+  return CudaRuntime::started() ? CudaRuntime::instance().transferStats() : CudaTransferStats{};
 }
 
 }  // namespace tscope::engine::cuda

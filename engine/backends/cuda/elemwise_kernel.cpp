@@ -146,46 +146,96 @@ Tensor deviceContiguous(const Tensor& t) {
   return out;
 }
 
-void reduceKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
-                  std::span<Tensor* const> outputs) {
-  NodeScope scope(&node);
-  const auto& reduce = static_cast<const CAReduce&>(op);
-  const Tensor& x = *inputs[0];
+namespace {
+// Note [Reduction kernels]: folds the axes `reduces` marks of x with `scalar` in `acc` into a new
+// contiguous tensor of outShape (the kept axes' sizes in order, shaped as the caller wants).
+void runReduce(ScalarOp scalar, const Tensor& x, const std::vector<bool>& reduces, DType acc,
+               DType outType, const Shape& outShape, Tensor& result) {
   if (x.ndim() > kMaxRank)
     throw std::invalid_argument("CUDA reduction: expected at most " + std::to_string(kMaxRank) +
                                 " dimensions, found " + shapeToString(x.shape()));
-  const DType acc = reduce.accDType(x.dtype()), outType = reduce.outputDType(x.dtype());
-  const GeneratedSource g = generateReduce(reduce.scalarOp(), x.dtype(), acc, outType);
+  const GeneratedSource g = generateReduce(scalar, x.dtype(), acc, outType);
   // TsRx: nKept, nRed, size[kMaxRank], stride[kMaxRank]: the kept axes, then the reduced ones.
   std::vector<long long> rx(2 + 2 * kMaxRank, 0);
-  Shape kept;
   long long nOut = 1, nReduce = 1;
   std::size_t slot = 0;
   for (int pass = 0; pass < 2; ++pass)
     for (int d = 0; d < x.ndim(); ++d) {
-      if (reduce.reduces(d) != (pass == 1)) continue;
+      if (reduces[static_cast<std::size_t>(d)] != (pass == 1)) continue;
       const std::int64_t size = x.shape()[static_cast<std::size_t>(d)];
       rx[2 + slot] = size;
       rx[2 + kMaxRank + slot] = x.strides()[static_cast<std::size_t>(d)];
       ++slot;
       ++rx[pass];
-      if (pass == 0) {
-        kept.push_back(size);
-        nOut *= size;
-      } else {
-        nReduce *= size;
-      }
+      (pass == 0 ? nOut : nReduce) *= size;
     }
-  *outputs[0] = emptyOn(Device::Cuda, outType, kept);
+  result = emptyOn(Device::Cuda, outType, outShape);
   if (nOut == 0) return;
   CudaRuntime& rt = CudaRuntime::instance();
   const void* in = x.rawData();
-  void* out = outputs[0]->rawData();
+  void* out = result.rawData();
   void* args[] = {&nOut, &nReduce, rx.data(), &in, &out};
   const unsigned block = static_cast<unsigned>(
       std::min<long long>(256, std::max<long long>(32, (nReduce + 31) / 32 * 32)));
   const unsigned grid = static_cast<unsigned>(std::min<long long>(nOut, 1 << 20));
   rt.launchGrid(rt.kernel(g.source, g.name), grid, block, args);
+}
+}  // namespace
+
+void reduceKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                  std::span<Tensor* const> outputs) {
+  NodeScope scope(&node);
+  const auto& reduce = static_cast<const CAReduce&>(op);
+  const Tensor& x = *inputs[0];
+  std::vector<bool> reduces(static_cast<std::size_t>(x.ndim()));
+  Shape kept;
+  for (int d = 0; d < x.ndim(); ++d) {
+    reduces[static_cast<std::size_t>(d)] = reduce.reduces(d);
+    if (!reduce.reduces(d)) kept.push_back(x.shape()[static_cast<std::size_t>(d)]);
+  }
+  runReduce(reduce.scalarOp(), x, reduces, reduce.accDType(x.dtype()),
+            reduce.outputDType(x.dtype()), kept, *outputs[0]);
+}
+
+// Note [SumToShape on the device]: a gradient summed to its variable's shape (a bias's gradient)
+// is the sum reduction over the leading axes and the axes the target keeps as 1, in float32 for
+// float16 and float32 (as the CPU op's half path), float64 for float64, int64 for integers. The
+// target is the node's static output shape (the placement rule takes only nodes that have one),
+// so the size inputs, on the device after placement, are never read back (no synchronisation).
+void sumToShapeKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                      std::span<Tensor* const> outputs) {
+  NodeScope scope(&node);
+  const Tensor& g = *inputs[0];
+  const Shape& target = node.outputRef(0).type().shape();
+  const std::size_t k = target.size();
+  if (k > static_cast<std::size_t>(g.ndim()))
+    throw std::invalid_argument(op.str() + " on the GPU: cannot sum a tensor of shape " +
+                                shapeToString(g.shape()) + " to " + shapeToString(target));
+  const std::size_t lead = static_cast<std::size_t>(g.ndim()) - k;
+  std::vector<bool> reduces(static_cast<std::size_t>(g.ndim()), false);
+  bool sums = false;
+  for (std::size_t d = 0; d < reduces.size(); ++d) {
+    const std::int64_t have = g.shape()[d];
+    if (d < lead) {
+      reduces[d] = true;
+    } else if (target[d - lead] != have) {
+      if (target[d - lead] != 1)
+        throw std::invalid_argument(op.str() + " on the GPU: cannot sum a tensor of shape " +
+                                    shapeToString(g.shape()) + " to shape " +
+                                    shapeToString(target));
+      reduces[d] = true;
+    }
+    sums = sums || reduces[d];
+  }
+  if (!sums) {
+    *outputs[0] = g;  // nothing to sum: a view (viewMap)
+    return;
+  }
+  const DType d = g.dtype();
+  const DType acc = !isFloat(d)           ? DType::Int64
+                    : d == DType::Float64 ? DType::Float64
+                                          : DType::Float32;
+  runReduce(ScalarOp::Add, g, reduces, acc, d, target, *outputs[0]);
 }
 
 }  // namespace tscope::engine::cuda

@@ -19,7 +19,12 @@ void elemwiseKernel(const Op& op, const Apply& node, std::span<const Tensor* con
 // CAReduce with add, mul, maximum or minimum (Note [Reduction kernels]).
 void reduceKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
                   std::span<Tensor* const> outputs);
-// Dot, Gemm, Gemv on float32 through cuBLAS (blas_kernel.cpp).
+// SumToShape (a gradient summed to its variable's shape) as a sum reduction (Note [SumToShape on
+// the device] in elemwise_kernel.cpp).
+void sumToShapeKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
+                      std::span<Tensor* const> outputs);
+// Dot on float32 (cublasSgemm, Sgemv, Sdot) and float16 (cublasGemmEx on the tensor cores,
+// float32 accumulation; Note [Half products] in blas_kernel.cpp); Gemm and Gemv on float32.
 void dotKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs);
 void gemmKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
