@@ -210,7 +210,7 @@ Execution Function::begin(const std::vector<Tensor>& args, BeginOptions options)
   if (!committed && (!plain || interruptible) && vm.retain() != Retain::All)
     for (std::size_t i : impl.program->plan().overwrittenInputs)
       if (i >= impl.nUserInputs && graphInputs[i]->kind() == Variable::Kind::Shared)
-        impl.args[i] = static_cast<const SharedVariable&>(*graphInputs[i]).value();
+        impl.args[i] = static_cast<const SharedVariable&>(*graphInputs[i]).placedValue();
   vm.start(impl.args);
   for (std::size_t i = 0; i < graphInputs.size(); ++i)
     impl.args[i] = Tensor();  // do not keep the caller's buffers
@@ -288,10 +288,10 @@ std::vector<Tensor> Execution::finish() {
   // Every value is computed before any shared variable changes.
   for (std::size_t u = 0; u < impl.updates.size(); ++u) {
     const auto& [outputIndex, shared] = impl.updates[u];
-    Tensor previous = shared->value();
+    Tensor previous = shared->placedValue();
     shared->setValueBorrowed(std::move(values[outputIndex]));
     // An update computed in place (Gemm{inplace} on W) already lives in the old buffer.
-    if (!previous.sharesStorageWith(shared->value()))
+    if (!previous.sharesStorageWith(shared->placedValue()))
       vm.recycleBuffer(*shared, *impl.graph->outputs()[outputIndex], std::move(previous));
   }
   values.resize(impl.nUserOutputs);
@@ -363,7 +363,7 @@ std::shared_ptr<const Program> linkInnerGraph(const Apply& node, const FunctionG
 // The `gpu` phase (Note [GPU placement] in engine/rewrite/rules/gpu_placement.h), after every
 // rewrite: the nodes the device has kernels for move there, with transfers where values cross.
 // Its changes join the rewrite log as the phase "gpu".
-void placeForDevice(FunctionGraph& fg, const CompileOptions& options,
+void placeForDevice(FunctionGraph& fg, const CompileOptions& options, std::size_t nUserInputs,
                     std::vector<RewriteRecord>& log) {
   // A device without a backend would silently run everything on the CPU: say so instead.
   requireDeviceMemory(options.device, "compile for " + std::string(deviceName(options.device)));
@@ -372,6 +372,8 @@ void placeForDevice(FunctionGraph& fg, const CompileOptions& options,
   recorder->setPhase("gpu");
   fg.attachFeature(recorder);
   placeOnDevice(fg, kernels, options.device, options.deviceRules);
+  // Note [Device-resident shared variables] (gpu_placement.h): parameters stay on the device.
+  keepSharedOnDevice(fg, nUserInputs, options.device);
   fg.detachFeature(*recorder);
   for (RewriteRecord& record : recorder->takeRecords()) {
     record.order = log.size();
@@ -502,7 +504,14 @@ Function compile(const std::vector<VarPtr>& inputs, const std::vector<VarPtr>& o
       }
     }
   }
-  if (options.device != Device::Cpu) placeForDevice(fg, options, impl->rewriteLog);
+  if (options.device != Device::Cpu) {
+    placeForDevice(fg, options, inputs.size(), impl->rewriteLog);
+    // A device-resident shared variable is updated through its device twin, now the graph's
+    // input (Note [Device-resident shared variables]).
+    impl->updates.clear();
+    for (const auto& [out, in] : fg.updateMapping())
+      impl->updates.emplace_back(out, static_cast<SharedVariable*>(fg.inputs()[in].get()));
+  }
   ensureDestroyOrderings(fg);
   const auto& gIn = fg.inputs();
   impl->userInputs.assign(gIn.begin(), gIn.begin() + static_cast<std::ptrdiff_t>(inputs.size()));

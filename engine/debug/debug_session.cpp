@@ -357,7 +357,7 @@ std::future<SessionState> DebugSession::restart() {
     }
     // The shared values of the last start() (finish() may have applied updates since).
     for (auto& [sv, value] : s.sharedAtStart)
-      if (!sv->value().sharesStorageWith(value) || sv->value().shape() != value.shape())
+      if (!sv->placedValue().sharesStorageWith(value) || sv->placedValue().shape() != value.shape())
         sv->setValueBorrowed(value);
     s.sharedAtStart.clear();  // the shared values are those of the last start() again
     s.syncObservers();
@@ -677,7 +677,9 @@ std::vector<Tensor> DebugSession::Impl::finishExecution() {
       for (const VarPtr& in : s.function.graph().inputs())
         if (in->kind() == Variable::Kind::Shared) {
           auto* sv = static_cast<SharedVariable*>(in.get());
-          s.sharedAtStart.emplace_back(sv, sv->value());
+          // Where the function reads it: a device-resident twin's device copy, not a host copy
+          // (Note [Device-resident shared variables]).
+          s.sharedAtStart.emplace_back(sv, sv->placedValue());
         }
     std::vector<Tensor> outputs = s.execution->finish();
     s.execution.reset();

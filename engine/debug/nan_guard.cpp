@@ -10,6 +10,7 @@
 #include "engine/graph/op.h"
 #include "engine/graph/variable.h"
 #include "engine/ops/elemwise/composite.h"
+#include "engine/ops/transfer/transfer.h"
 #include "engine/tensor/device_memory.h"
 #include "engine/vm/vm.h"
 
@@ -344,7 +345,7 @@ void NanGuard::onStart(VM& vm) {
     const Tensor* value = vm.value(*in);
     const Tensor* shared = nullptr;
     if (in->kind() == Variable::Kind::Shared)
-      shared = &static_cast<const SharedVariable&>(*in).value();
+      shared = &static_cast<const SharedVariable&>(*in).placedValue();
     else if (!m_options.saveFailure.empty())
       m_startInputs.push_back(value ? value->clone() : Tensor());
     if (!m_options.checkInputs) continue;
@@ -450,6 +451,22 @@ void NanGuard::beforeNode(VM& vm, const NodeEvent& e) {
 
 void NanGuard::afterNode(VM& vm, const NodeEvent& e) {
   if (!enabled()) return;
+  // Note [Transfers are not scanned]: a GpuFromHost or HostFromGpu output holds exactly its
+  // input's values, which were checked where they were computed (or at the call's start). It
+  // takes over the input's record and bound, so a node that reads the copy on the other side
+  // finds the value bad (the chain goes through) or clean, and no event names the copy: a NaN is
+  // reported once, at the node that made it, as on the CPU. Scanning a GpuFromHost output would
+  // also copy back to the host what was just sent (Note [Device scans] in nan_scan.h).
+  if (isTransfer(e.node.op()) && e.node.nInputs() == 1 && e.node.nOutputs() == 1) {
+    const Variable* in = e.node.input(0).get();
+    const Variable* out = &e.node.outputRef(0);
+    if (auto r = m_records.find(in); r != m_records.end()) m_records[out] = r->second;
+    if (auto b = m_bounds.find(in); b != m_bounds.end()) m_bounds[out] = b->second;
+    m_checked.fetch_add(1, std::memory_order_relaxed);
+    m_savedFor = nullptr;
+    m_provenFor = nullptr;
+    return;
+  }
   // Note [Views are not scanned]: an output an op declares as a view of an input holds a subset
   // of that input's values: good when the input was good (no record), so it is scanned only when
   // the input was bad. This saves a strided copy and a pass per transpose, reshape or slice.

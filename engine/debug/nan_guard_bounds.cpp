@@ -7,6 +7,7 @@
 #include "engine/graph/function_graph.h"
 #include "engine/graph/op.h"
 #include "engine/graph/variable.h"
+#include "engine/tensor/device_memory.h"
 #include "engine/vm/vm.h"
 
 #include <algorithm>
@@ -122,7 +123,8 @@ void NanGuard::guardUpdates(VM& vm, const NodeEvent& e, const std::vector<int>& 
     if (!in || !in->defined()) continue;
     for (const VarPtr& g : vm.graph().inputs()) {
       if (g->kind() != Variable::Kind::Shared) continue;
-      const Tensor& value = static_cast<const SharedVariable&>(*g).value();
+      // The buffer the function reads: a device-resident twin's device copy.
+      const Tensor& value = static_cast<const SharedVariable&>(*g).placedValue();
       if (!value.defined() || !value.sharesStorageWith(*in)) continue;
       const bool already = std::any_of(m_guarded.begin(), m_guarded.end(), [&](const Guarded& d) {
         return d.shared.sharesStorageWith(value);
@@ -130,10 +132,11 @@ void NanGuard::guardUpdates(VM& vm, const NodeEvent& e, const std::vector<int>& 
       if (already || tailProvable(vm, e.position)) break;
       Tensor& spare = m_guardSpares[g.get()];
       if (spare.defined() && spare.dtype() == value.dtype() && spare.shape() == value.shape() &&
-          spare.isContiguous() && spare.storage().use_count() == 1)
-        spare.copyFrom(value);
+          spare.device() == value.device() && spare.isContiguous() &&
+          spare.storage().use_count() == 1)
+        copyInto(spare, value);
       else
-        spare = value.clone();
+        spare = cloneOnDevice(value);
       m_guarded.push_back({value, spare});
       m_guardCopies.fetch_add(1, std::memory_order_relaxed);
       break;
@@ -142,7 +145,7 @@ void NanGuard::guardUpdates(VM& vm, const NodeEvent& e, const std::vector<int>& 
 }
 
 void NanGuard::restoreGuarded() {
-  for (Guarded& d : m_guarded) d.shared.copyFrom(d.copy);
+  for (Guarded& d : m_guarded) copyInto(d.shared, d.copy);
   m_guarded.clear();
 }
 

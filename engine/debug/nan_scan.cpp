@@ -161,8 +161,16 @@ QuickScan quickScan(const Tensor& value, bool wantMaxAbs) {
   if (!value.defined() || value.numel() == 0) return {};
   const DType d = value.dtype();
   if (!isFloat(d) && !wantMaxAbs) return {};
-  // Note [Reading device values] (engine/tensor/device_memory.h): scanned from a host copy.
-  if (value.device() != Device::Cpu) return quickScan(toHost(value), wantMaxAbs);
+  // Note [Device scans] (nan_scan.h): on the device where it can, else from a host copy (Note
+  // [Reading device values] in engine/tensor/device_memory.h).
+  if (value.device() != Device::Cpu) {
+    DeviceMemory::Scan scan;
+    if (isFloat(d)) {
+      DeviceMemory* memory = deviceMemory(value.device());
+      if (memory != nullptr && memory->scan(value, scan)) return {scan.nonFinite, scan.maxAbs};
+    }
+    return quickScan(toHost(value), wantMaxAbs);
+  }
   // A broadcast or strided view is scanned from a contiguous copy (rare); a dense one in storage
   // order (Note [Dense views]).
   Tensor copy;

@@ -562,6 +562,42 @@ void FunctionGraph::addInput(const VarPtr& var) {
   addVariable(*var);
 }
 
+void FunctionGraph::removeInput(std::size_t index) {
+  if (index >= m_inputs.size())
+    throw GraphError("removeInput: input " + std::to_string(index) + " is out of range (" +
+                     std::to_string(m_inputs.size()) + " inputs)");
+  const VarPtr var = m_inputs[index];
+  if (!var->m_clients.empty())
+    throw GraphError("removeInput: input " + std::to_string(index) + " (" + describe(*var) +
+                     ") still has " + std::to_string(var->m_clients.size()) + " client(s)");
+  for (const auto& [out, in] : m_updates)
+    if (in == index)
+      throw GraphError("removeInput: input " + std::to_string(index) + " (" + describe(*var) +
+                       ") is the target of the update in output " + std::to_string(out));
+  ChangeScope change(*this, "removeInput");
+  m_inputs.erase(m_inputs.begin() + static_cast<std::ptrdiff_t>(index));
+  for (auto& [out, in] : m_updates)
+    if (in > index) --in;
+  removeVariable(*var);
+}
+
+void FunctionGraph::replaceOutput(std::size_t index, const VarPtr& newVar,
+                                  std::string_view reason) {
+  if (!newVar) throw GraphError("replaceOutput: the new variable is null");
+  if (index >= m_outputs.size())
+    throw GraphError("replaceOutput: output " + std::to_string(index) + " is out of range (" +
+                     std::to_string(m_outputs.size()) + " outputs)");
+  const VarPtr& old = m_outputs[index];
+  const TensorType& from = old->type();
+  const TensorType moved(from.dtype(), from.shape(), newVar->type().device());
+  if (!newVar->type().isSubtypeOf(moved))
+    throw TypeError("replaceOutput (" + std::string(reason) + "): cannot use " + describe(*newVar) +
+                    " as graph output " + std::to_string(index) + " in place of " + describe(*old) +
+                    ": expected its dtype and shape (on any device)");
+  ChangeScope change(*this, reason);
+  changeInputImpl(nullptr, static_cast<int>(index), newVar, reason, /*checkType=*/false);
+}
+
 void FunctionGraph::addOutput(const VarPtr& var, std::string_view reason) {
   if (!var) throw GraphError("addOutput: the variable is null");
   ChangeScope change(*this, reason);

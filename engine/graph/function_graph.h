@@ -78,6 +78,16 @@ class FunctionGraph {
   // Brings var (and every node it needs that the graph lacks) into the graph.
   void importVar(const VarPtr& var, std::string_view reason);
   void addInput(const VarPtr& var);
+  // Removes graph input `index`, which nothing reads any more (no client) and no update targets;
+  // the inputs after it move up one place (and the update mapping with them). Throws GraphError
+  // otherwise. With replaceOutput, what the gpu phase uses to make a shared variable
+  // device-resident (Note [Device-resident shared variables] in engine/rewrite/rules/
+  // gpu_placement.h): the device twin is added, its readers moved to it, the host input removed.
+  void removeInput(std::size_t index);
+  // Graph output `index` becomes newVar, whose type may differ from the old output's in its
+  // device only (same dtype, the same or a more specific shape): an update whose value stays on
+  // the device. Other edits keep outputs on their device (changeInput checks the type).
+  void replaceOutput(std::size_t index, const VarPtr& newVar, std::string_view reason);
   // Removes every node none of whose outputs is used (by a node or a graph output), and what
   // only they needed; returns how many nodes left. Graph edits never leave such nodes behind, but
   // importVar() of a variable nothing uses does.

@@ -4,8 +4,10 @@
 #include "engine/graph/errors.h"
 #include "engine/graph/op.h"
 #include "engine/graph/shared_epoch.h"
+#include "engine/tensor/device_memory.h"
 
 #include <atomic>
+#include <mutex>
 
 namespace tscope::engine {
 
@@ -79,23 +81,52 @@ VarPtr Constant::cloneDetached() const {
   return copy;
 }
 
-SharedVariable::SharedVariable(TensorType type, std::shared_ptr<Tensor> value, std::string name)
-    : Variable(std::move(type), Kind::Shared, std::move(name)), m_value(std::move(value)) {}
+// Note [Device-resident shared variables] (engine/rewrite/rules/gpu_placement.h): one value per
+// shared variable, kept by all its clones and device twins, in up to two places: the host tensor
+// and a device copy. `hostCurrent` says whether the host tensor is the newest value; when it is
+// not, the device copy is (an update a device-resident Function applied), and value() copies it
+// back, into the old host buffer when nobody else holds that one. The mutex makes the lazy copy
+// and the uploads safe for readers on several threads (the window reads values while a session
+// runs); it does not make a write race with a read any less of a race than it was.
+struct SharedVariable::State {
+  mutable std::mutex mutex;
+  Tensor host;              // the newest value when hostCurrent
+  Tensor device;            // the device copy, or undefined
+  bool hostCurrent = true;  // else `device` holds the newest value
+};
+
+namespace {
+std::atomic<std::uint64_t> g_sharedEpoch{1};
+
+// filter() against the variable's type as if it lived where the value does.
+Tensor filterWherever(const TensorType& type, const Tensor& value, const std::string& what) {
+  if (!value.defined() || value.device() == type.device()) return type.filter(value, what);
+  return TensorType(type.dtype(), type.shape(), value.device()).filter(value, what);
+}
+}  // namespace
+
+SharedVariable::SharedVariable(TensorType type, std::shared_ptr<State> state, std::string name)
+    : Variable(std::move(type), Kind::Shared, std::move(name)), m_state(std::move(state)) {}
 
 std::shared_ptr<SharedVariable> SharedVariable::create(Tensor value, std::string name,
                                                        std::optional<TensorType> type,
                                                        std::source_location site) {
   TensorType t = type ? *type : TensorType::ofValue(value);
-  Tensor filtered = t.filter(value, "value of shared variable '" + name + "'");
-  std::shared_ptr<SharedVariable> s(new SharedVariable(
-      std::move(t), std::make_shared<Tensor>(filtered.clone()), std::move(name)));
+  if (!type && value.defined() && value.device() != Device::Cpu)
+    t = TensorType(t.dtype(), t.shape(), Device::Cpu);  // a host variable with a device value
+  Tensor filtered = filterWherever(t, value, "value of shared variable '" + name + "'");
+  auto state = std::make_shared<State>();
+  if (filtered.device() == Device::Cpu) {
+    state->host = filtered.clone();
+  } else {
+    state->device = cloneOnDevice(filtered);
+    state->hostCurrent = false;
+  }
+  std::shared_ptr<SharedVariable> s(
+      new SharedVariable(std::move(t), std::move(state), std::move(name)));
   s->setSite(SourceSite::from(site));
   return s;
 }
-
-namespace {
-std::atomic<std::uint64_t> g_sharedEpoch{1};
-}  // namespace
 
 std::uint64_t sharedValueEpoch() {
   return g_sharedEpoch.load(std::memory_order_acquire);
@@ -104,24 +135,102 @@ std::uint64_t sharedValueEpoch() {
 std::shared_ptr<SharedVariable> SharedVariable::adopt(Tensor value, std::string name,
                                                       std::optional<TensorType> type) {
   TensorType t = type ? *type : TensorType::ofValue(value);
-  Tensor filtered = t.filter(value, "value of shared variable '" + name + "'");
-  return std::shared_ptr<SharedVariable>(new SharedVariable(
-      std::move(t), std::make_shared<Tensor>(std::move(filtered)), std::move(name)));
+  if (!type && value.defined() && value.device() != Device::Cpu)
+    t = TensorType(t.dtype(), t.shape(), Device::Cpu);
+  Tensor filtered = filterWherever(t, value, "value of shared variable '" + name + "'");
+  auto state = std::make_shared<State>();
+  if (filtered.device() == Device::Cpu) {
+    state->host = std::move(filtered);
+  } else {
+    state->device = std::move(filtered);
+    state->hostCurrent = false;
+  }
+  return std::shared_ptr<SharedVariable>(
+      new SharedVariable(std::move(t), std::move(state), std::move(name)));
+}
+
+const Tensor& SharedVariable::value() const {
+  State& s = *m_state;
+  std::lock_guard lock(s.mutex);
+  if (!s.hostCurrent) {
+    // The device copy is newer: bring it back, into the old host buffer when it is ours alone
+    // (the same bytes a caller could hold are never written).
+    const bool reuse = s.host.defined() && s.host.storage().use_count() == 1 &&
+                       s.host.dtype() == s.device.dtype() && s.host.shape() == s.device.shape() &&
+                       s.host.isContiguous() && s.host.device() == Device::Cpu;
+    if (reuse)
+      copyInto(s.host, s.device);
+    else
+      s.host = toHost(s.device);
+    s.hostCurrent = true;
+  }
+  return s.host;
+}
+
+const Tensor& SharedVariable::placedValue() const {
+  const Device where = type().device();
+  if (where == Device::Cpu) return value();
+  State& s = *m_state;
+  std::lock_guard lock(s.mutex);
+  if (!s.device.defined() || s.device.device() != where) {
+    // First use on the device, or the host value was set since: upload it once.
+    s.device = toDevice(s.host, where);
+    s.hostCurrent = true;
+  }
+  return s.device;
+}
+
+bool SharedVariable::newestOnDevice() const {
+  std::lock_guard lock(m_state->mutex);
+  return !m_state->hostCurrent;
 }
 
 void SharedVariable::setValue(const Tensor& value) {
-  *m_value = type().filter(value, "new value of shared variable '" + name() + "'").clone();
+  Tensor filtered = filterWherever(type(), value, "new value of shared variable '" + name() + "'");
+  State& s = *m_state;
+  {
+    std::lock_guard lock(s.mutex);
+    if (filtered.device() == Device::Cpu) {
+      s.host = filtered.clone();
+      s.device = Tensor();  // replaced on the device's next use
+      s.hostCurrent = true;
+    } else {
+      s.device = cloneOnDevice(filtered);
+      s.hostCurrent = false;
+    }
+  }
   g_sharedEpoch.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void SharedVariable::setValueBorrowed(Tensor value) {
-  Tensor filtered = type().filter(value, "new value of shared variable '" + name() + "'");
-  *m_value = filtered.sharesStorageWith(value) ? std::move(value) : std::move(filtered);
+  Tensor filtered = filterWherever(type(), value, "new value of shared variable '" + name() + "'");
+  Tensor kept = filtered.sharesStorageWith(value) ? std::move(value) : std::move(filtered);
+  State& s = *m_state;
+  {
+    std::lock_guard lock(s.mutex);
+    if (kept.device() == Device::Cpu) {
+      s.host = std::move(kept);
+      s.device = Tensor();
+      s.hostCurrent = true;
+    } else {
+      // The host buffer stays for the copy back (written only when nobody else holds it).
+      s.device = std::move(kept);
+      s.hostCurrent = false;
+    }
+  }
   g_sharedEpoch.fetch_add(1, std::memory_order_acq_rel);  // perhaps written in place
 }
 
+std::shared_ptr<SharedVariable> SharedVariable::onDevice(Device device) const {
+  std::shared_ptr<SharedVariable> twin(
+      new SharedVariable(TensorType(type().dtype(), type().shape(), device), m_state, name()));
+  twin->copyMetadataFrom(*this);
+  twin->clearTestValue();  // a test value is a host tensor
+  return twin;
+}
+
 VarPtr SharedVariable::cloneDetached() const {
-  std::shared_ptr<SharedVariable> copy(new SharedVariable(type(), m_value, name()));
+  std::shared_ptr<SharedVariable> copy(new SharedVariable(type(), m_state, name()));
   copy->copyMetadataFrom(*this);
   return copy;
 }

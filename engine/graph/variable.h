@@ -131,18 +131,34 @@ class SharedVariable final : public Variable {
   // caller hands the buffer over (a private memory map of a .tsg file's bytes).
   static std::shared_ptr<SharedVariable> adopt(Tensor value, std::string name,
                                                std::optional<TensorType> type = std::nullopt);
-  const Tensor& value() const { return *m_value; }
-  // Replaces the value (filtered against the type); every clone of this variable sees it.
+  // The value on the host. Note [Device-resident shared variables] (engine/rewrite/rules/
+  // gpu_placement.h): when the last update left the newest value on a device, this copies it
+  // back first (once per update; later reads copy nothing), so it is never stale.
+  const Tensor& value() const;
+  // The value where this variable's type puts it, with no copy when it is already there: the
+  // host value for a host-typed variable; for a device-typed twin (onDevice) the device copy,
+  // uploaded from the host value when there is none (the first call, or after a setValue).
+  const Tensor& placedValue() const;
+  // Whether a device holds the newest value (value() will copy it back).
+  bool newestOnDevice() const;
+  // Replaces the value (filtered against the type, on whichever device the value is); every
+  // clone and twin of this variable sees it. A host value drops the device copy (the next
+  // device call uploads the new one); a device value becomes the device copy and the host value
+  // is brought back only when read.
   void setValue(const Tensor& value);
   // Like setValue, but keeps the given buffer instead of copying it when the type fits without a
   // conversion: the caller hands the buffer over and must not write into it afterwards (compiled
   // functions apply their updates this way).
   void setValueBorrowed(Tensor value);
+  // A twin typed for `device` (same name, scope, site and id, no test value) that shares this
+  // variable's value: the gpu phase makes a shared input device-resident with it.
+  std::shared_ptr<SharedVariable> onDevice(Device device) const;
   VarPtr cloneDetached() const override;
 
  private:
-  SharedVariable(TensorType type, std::shared_ptr<Tensor> value, std::string name);
-  std::shared_ptr<Tensor> m_value;  // shared by the clones: one persistent value
+  struct State;  // variable.cpp: the host value, the device copy, which one is newest
+  SharedVariable(TensorType type, std::shared_ptr<State> state, std::string name);
+  std::shared_ptr<State> m_state;  // shared by the clones and twins: one persistent value
 };
 
 }  // namespace tscope::engine

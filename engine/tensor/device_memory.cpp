@@ -106,4 +106,31 @@ Tensor cloneOnDevice(const Tensor& t) {
   return out;
 }
 
+void copyInto(Tensor& dst, const Tensor& src) {
+  if (dst.device() == Device::Cpu && src.device() == Device::Cpu) {
+    dst.copyFrom(src);
+    return;
+  }
+  if (dst.dtype() != src.dtype() || dst.shape() != src.shape())
+    throw std::invalid_argument("copyInto: expected the same dtype and shape, found " +
+                                dst.toString() + " and " + src.toString());
+  if (!dst.isContiguous()) {
+    if (dst.device() != Device::Cpu)
+      throw std::invalid_argument("copyInto: the destination " + dst.toString() +
+                                  " is a strided device view");
+    dst.copyFrom(toHost(src));
+    return;
+  }
+  const Tensor from = src.isContiguous()            ? src
+                      : src.device() == Device::Cpu ? src.contiguous()
+                                                    : cloneOnDevice(src);
+  if (dst.nbytes() == 0) return;
+  const DeviceMemory::Copy kind = from.device() == Device::Cpu ? DeviceMemory::Copy::HostToDevice
+                                  : dst.device() == Device::Cpu
+                                      ? DeviceMemory::Copy::DeviceToHost
+                                      : DeviceMemory::Copy::DeviceToDevice;
+  const Device device = from.device() == Device::Cpu ? dst.device() : from.device();
+  requireDeviceMemory(device, "copyInto").copy(dst.rawData(), from.rawData(), dst.nbytes(), kind);
+}
+
 }  // namespace tscope::engine

@@ -34,6 +34,15 @@ class DeviceMemory {
   virtual std::shared_ptr<void> allocate(std::size_t nbytes) = 0;
   // Copies nbytes; returns when the bytes are at dst (a copy to the host is complete on return).
   virtual void copy(void* dst, const void* src, std::size_t nbytes, Copy kind) = 0;
+  // Note [Device scans] (engine/debug/nan_scan.h): whether t, a tensor on this device, holds a NaN
+  // or an infinity, and the largest |x| of its finite elements, computed where t lives so that
+  // only the answer crosses to the host. False when this device cannot scan t (its dtype, no
+  // kernel): the caller scans a host copy instead.
+  struct Scan {
+    bool nonFinite = false;
+    double maxAbs = 0;
+  };
+  virtual bool scan(const Tensor& t, Scan& out) { return false; }
 };
 
 // Registers the memory of a device (null: none); the backend's registration function calls it.
@@ -57,5 +66,11 @@ Tensor hostCopy(const Tensor& t);
 // A contiguous copy of t on t's own device (Tensor::clone on the CPU; a device-to-device copy on
 // a device).
 Tensor cloneOnDevice(const Tensor& t);
+// Copies src's elements into dst (same dtype and shape; dst contiguous when it is on a device),
+// wherever each lives: Tensor::copyFrom when both are on the CPU, else one transfer through the
+// registered DeviceMemory into dst's own buffer (no allocation but src's contiguous copy where
+// src is a strided view). What keeps a buffer that is reused call after call (a private copy of
+// a parameter, the host copy of a device-resident shared variable).
+void copyInto(Tensor& dst, const Tensor& src);
 
 }  // namespace tscope::engine

@@ -4,6 +4,7 @@
 #include "engine/graph/inner_graphs.h"
 #include "engine/graph/op.h"
 #include "engine/ops/debug/breakpoint.h"
+#include "engine/tensor/device_memory.h"
 #include "engine/vm/cancel.h"
 #include "engine/vm/clock.h"
 #include "engine/vm/correlation.h"
@@ -85,16 +86,18 @@ namespace {
 // holds the updated copy and the VM the old value's buffer, so two buffers alternate and no call
 // allocates (and faults in) a fresh one. A buffer anyone else still holds is never written.
 Tensor privateCopy(Tensor& spare, const Tensor& value) {
+  // A device value (a device-resident parameter) is copied on its device (copyInto,
+  // cloneOnDevice): no byte crosses to the host.
   const bool reusable = spare.defined() && spare.storage().use_count() == 1 &&
                         spare.dtype() == value.dtype() && spare.shape() == value.shape() &&
                         spare.isContiguous() && spare.offset() == 0 &&
-                        spare.device() == value.device() && value.device() == Device::Cpu;
+                        spare.device() == value.device();
   Tensor copy;
   if (reusable) {
     copy = std::move(spare);
-    copy.copyFrom(value);
+    copyInto(copy, value);
   } else {
-    copy = value.clone();
+    copy = cloneOnDevice(value);
   }
   spare = value;
   return copy;
@@ -141,7 +144,8 @@ void VM::start(std::span<const Tensor> inputValues) {
     if (inputValues[i].defined()) {
       slot = inputValues[i];
     } else if (in.kind() == Variable::Kind::Shared) {
-      slot = static_cast<const SharedVariable&>(in).value();
+      // On the device for a device-resident twin (Note [Device-resident shared variables]).
+      slot = static_cast<const SharedVariable&>(in).placedValue();
     } else {
       throw std::invalid_argument("VM::start: no value for input " + std::to_string(i) + " (" +
                                   in.displayName() + ")");
@@ -271,7 +275,8 @@ namespace {
 // costs and saves the copy of the input (a full read and write of it per node and call). The
 // out-of-place ops are made once per op and thread (ops are immutable values; the cache keeps the
 // in-place op alive so its address is not reused). Other in-place ops (Gemm on W) still copy:
-// their out-of-place form copies too.
+// their out-of-place form copies too. So does a node that runs a device kernel (the out-of-place
+// form's perform is the CPU reference), on its device (cloneOnDevice).
 const Op* outOfPlaceFor(const Apply& node) {
   const std::string name = node.op().name();
   if (name != "Elemwise" && name != "Composite") return nullptr;
@@ -306,8 +311,12 @@ void VM::runNode(Frame& f) {
     const CorrelationScope correlation(m_correlation.get(), m_path, t.node->id());
     // Note [Retain policy]: copy-on-destroy.
     std::vector<Tensor> saved;
-    const Op* fresh =
-        m_options.retain == Retain::All && t.nDestroy > 0 ? outOfPlaceFor(*t.node) : nullptr;
+    // A node running a device kernel keeps it (the out-of-place form's perform is the CPU's):
+    // its input is copied on the device instead.
+    const bool onDevice = f.program->nodes()[pos].kernel.device != Device::Cpu;
+    const Op* fresh = m_options.retain == Retain::All && t.nDestroy > 0 && !onDevice
+                          ? outOfPlaceFor(*t.node)
+                          : nullptr;
     if (fresh)  // an output slot that is an input slot would lose the input: copy instead
       for (Tensor* const out : f.outputs(t))
         for (const Tensor* in : f.inputs(t))
@@ -318,7 +327,7 @@ void VM::runNode(Frame& f) {
       for (std::uint32_t d = 0; d < t.nDestroy; ++d) {
         Tensor& slot = f.storage[overwrites[t.destroyBegin + d].slot];
         saved.push_back(slot);
-        if (slot.defined()) slot = slot.clone();
+        if (slot.defined()) slot = cloneOnDevice(slot);  // on the slot's own device
       }
     }
     auto restore = [&] {
@@ -515,7 +524,7 @@ void VM::returnFromFrame() {
       shared = value.sharesStorageWith(*f.ptrs[t.in + i]);
     for (std::size_t k = 0; k < o && !shared; ++k)
       shared = value.sharesStorageWith(*f.ptrs[t.out + k]);
-    *f.ptrs[t.out + o] = shared ? value.clone() : std::move(value);
+    *f.ptrs[t.out + o] = shared ? cloneOnDevice(value) : std::move(value);
   }
   const std::int64_t t0 = c.t0;
   clearFrame(c);

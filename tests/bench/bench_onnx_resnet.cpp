@@ -8,6 +8,9 @@
 // BENCH_SCALING=T adds the thread scaling measured in pairs: N pairs of one fast_run call on one
 // thread and one on T threads, alternating, and the median of the pairs' ratios (a shared VM's
 // speed drifts by tens of percent within seconds; a ratio of adjacent calls drifts much less).
+// BENCH_TRACE=FILE writes one line per steady-state call: its time in ms, the minor page faults
+// and the involuntary context switches it took (getrusage), for telling a slow host from a slow
+// engine; the host's steal time over the steady state goes to stdout.
 // Set OPENBLAS_CORETYPE=SkylakeX on this machine for the fast GEMM kernels
 // (Note [GEMM backend figures] in engine/backends/cpu/gemm.h); the peer wants it too.
 
@@ -25,7 +28,10 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace tscope::engine;
@@ -51,15 +57,40 @@ struct SteadyState {
   double median = 0, min = 0;
 };
 
+// The host's steal time so far (the "cpu" line of /proc/stat, in clock ticks), 0 where unknown.
+long long stealTicks() {
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  long long v[8] = {};
+  stat >> cpu;
+  for (long long& x : v) stat >> x;
+  return cpu == "cpu" ? v[7] : 0;
+}
+
 SteadyState steadyState(Function& f, const std::vector<Tensor>& args, int n) {
   for (int i = 0; i < 5; ++i) f(args);  // warm the buffers and the caches
   std::vector<double> times;
   times.reserve(static_cast<std::size_t>(n));
+  const char* tracePath = std::getenv("BENCH_TRACE");
+  std::ofstream trace;
+  if (tracePath) trace.open(tracePath, std::ios::app);
+  const long long steal0 = stealTicks();
+  const auto begin = Clock::now();
   for (int i = 0; i < n; ++i) {
+    rusage before{}, after{};
+    getrusage(RUSAGE_SELF, &before);
     const auto start = Clock::now();
     f(args);
     times.push_back(msSince(start));
+    getrusage(RUSAGE_SELF, &after);
+    if (trace)
+      trace << times.back() << ' ' << after.ru_minflt - before.ru_minflt << ' '
+            << after.ru_nivcsw - before.ru_nivcsw << '\n';
   }
+  if (tracePath)
+    std::printf("host steal time over the steady state: %.1f%% of one CPU\n",
+                100.0 * static_cast<double>(stealTicks() - steal0) /
+                    static_cast<double>(sysconf(_SC_CLK_TCK)) / (msSince(begin) / 1000.0));
   std::sort(times.begin(), times.end());
   return {times[times.size() / 2], times.front()};
 }

@@ -78,7 +78,8 @@ fi
 say "configure ok ($(elapsed))"
 [[ $configure_only -eq 1 ]] && exit 0
 
-targets=(tscope_engine tscope_profiling tscope_cuda tst_cuda_parity tst_cuda_ops_parity bench_cuda)
+targets=(tscope_engine tscope_profiling tscope_cuda tst_cuda_parity tst_cuda_ops_parity
+  tst_cuda_end_to_end bench_cuda)
 grep -q "tst_cupti_source" "$build/build.ninja" && targets+=(tst_cupti_source)
 grep -q "tst_cudnn_parity" "$build/build.ninja" && targets+=(tst_cudnn_parity)
 build_args=()
@@ -100,7 +101,7 @@ sed 's/^[0-9]*: //' "$logs/ctest.log" |
 say "ctest -L gpu: exit $ctest_rc ($(elapsed))"
 
 if [[ -x "$build/tests/gpu/bench_cuda" ]]; then
-  timeout 120 "$build/tests/gpu/bench_cuda" >"$logs/bench.log" 2>&1
+  timeout 150 "$build/tests/gpu/bench_cuda" >"$logs/bench.log" 2>&1
   say "bench_cuda: exit $? ($(elapsed))"
   cat "$logs/bench.log" | tee -a "$summary" >/dev/null
   sed 's/^/  /' "$logs/bench.log"

@@ -2,8 +2,10 @@
 // same graph compiled for the CPU and for Device::Cuda on the same random inputs, per-op
 // tolerances. Elementwise ops (broadcasting, non-contiguous inputs), the fused Composite,
 // reductions, cuBLAS products (gemm, gemv, dot, batched and broadcast-batched matmul, an SGD step
-// with Gemm in place), transfers of every dtype, and the caching allocator making no cudaMalloc
-// after warm-up. Skips (77) without a device. Ends with "N passed, N failed" (one per section).
+// with Gemm in place), float16 (every elementwise op, the fused chain, reductions, every Dot shape
+// on the tensor cores, a half SGD step; looser tolerances), transfers of every dtype, and
+// the caching allocator making no cudaMalloc after warm-up. Skips (77) without a device. Ends with
+// "N passed, N failed" (one per section).
 #include "engine/backends/cuda/cuda_backend.h"
 #include "engine/compile/function.h"
 #include "engine/compile/program.h"
@@ -177,6 +179,89 @@ void sgdStep() {
   CHECK(Wg->value().allClose(Wc->value(), 1e-4, 1e-4));
 }
 
+// float16 (Note [Half registers], Note [Half products]): each value is computed in float32 and
+// rounded to half once on both sides, so the results differ by at most about one half ulp (2^-11
+// relative) plus the float32 differences of CUDA's math functions and of summation order;
+// the tolerances are loose accordingly.
+void float16() {
+  const DType h = DType::Float16;
+  int checked = 0;
+  for (int s = 0; s < kScalarOpCount; ++s) {
+    const auto op = static_cast<ScalarOp>(s);
+    const ScalarOpInfo& info = scalarOpInfo(op);
+    const int arity = info.arity < 0 ? 2 : info.arity;
+    std::vector<VarPtr> in;
+    std::vector<Tensor> args;
+    for (int i = 0; i < arity; ++i) {
+      const DType di = op == ScalarOp::Switch && i == 0 ? DType::Bool : h;
+      Shape shape = i == 1 ? Shape{1, 33} : Shape{17, 33};
+      in.push_back(var(di, shape, "x"));
+      args.push_back(random(di, shape, 300 + s * 7 + i,
+                            op == ScalarOp::Log || op == ScalarOp::Sqrt ? 0.1 : -2));
+    }
+    VarPtr y;
+    try {
+      y = std::make_shared<Elemwise>(op, std::map<int, int>{}, DType::Float64)
+              ->makeNode(in)
+              ->output(0);
+    } catch (const std::exception&) {
+      continue;
+    }
+    int onDevice = 0;
+    const bool ok = sameOnBoth(in, {y}, args, 4e-3, 4e-3, Mode::None, &onDevice);
+    if (!ok || onDevice == 0)
+      std::fprintf(stderr, "  %s on float16 (%d device nodes)\n", std::string(info.name).c_str(),
+                   onDevice);
+    CHECK(ok);
+    CHECK(onDevice > 0);
+    ++checked;
+  }
+  CHECK(checked >= 30);
+  // The fused chain on half operands, broadcast and strided.
+  const VarPtr x = var(h, {300, 37}, "x"), a = var(h, {37}, "a");
+  const VarPtr c = var(h, {37, 300}, "c"), b = var(h, {}, "b");
+  int onDevice = 0;
+  CHECK(sameOnBoth({x, a, b, c}, {tanh(x * a + b) * transpose(c) - x},
+                   {random(h, {300, 37}, 400), random(h, {37}, 401), random(h, {}, 402),
+                    random(h, {37, 300}, 403)},
+                   4e-3, 8e-3, Mode::FastRun, &onDevice));
+  CHECK(onDevice >= 1);
+  // Reductions accumulate in float32 and round once.
+  const VarPtr r = var(h, {6, 7, 300}, "r");
+  const Tensor rv = random(h, {6, 7, 300}, 404);
+  for (const Axes& axes : std::vector<Axes>{{}, {0}, {2}, {0, 2}})
+    CHECK(sameOnBoth({r}, {sum(r, axes), max(r, axes), min(r, axes), mean(r, axes)}, {rv}, 4e-3,
+                     2e-2));
+  // Products on the tensor cores (cublasGemmEx, float32 accumulation), every Dot shape.
+  const VarPtr A = var(h, {64, 32}, "A"), B = var(h, {32, 16}, "B");
+  const VarPtr u = var(h, {32}, "u"), w = var(h, {64}, "w");
+  CHECK(sameOnBoth({A, B, u, w}, {dot(A, B), dot(A, u), dot(w, A), dot(u, u), dot(transpose(A), w)},
+                   {random(h, {64, 32}, 405), random(h, {32, 16}, 406), random(h, {32}, 407),
+                    random(h, {64}, 408)},
+                   4e-3, 2e-2, Mode::None, &onDevice));
+  CHECK(onDevice >= 5);
+  const VarPtr X = var(h, {4, 8, 5}, "X"), Y = var(h, {4, 5, 3}, "Y"), M = var(h, {5, 3}, "M");
+  CHECK(sameOnBoth({X, Y, M}, {matmul(X, Y), matmul(X, M)},
+                   {random(h, {4, 8, 5}, 409), random(h, {4, 5, 3}, 410), random(h, {5, 3}, 411)},
+                   4e-3, 1e-2, Mode::None));
+  // A half SGD step: the products are Dots on the tensor cores (no float16 Gemm in the engine),
+  // the parameter device-resident.
+  const Tensor w0 = random(h, {20, 10}, 412, -0.5, 0.5);
+  auto Wc = SharedVariable::create(w0, "Wc"), Wg = SharedVariable::create(w0, "Wg");
+  const VarPtr hx = var(h, {32, 20}, "hx"), ht = var(h, {32, 10}, "ht");
+  auto step = [&](const std::shared_ptr<SharedVariable>& W, Device device) {
+    const VarPtr e = dot(hx, W) - ht;
+    CompileOptions o;
+    o.mode = Mode::FastRun;
+    o.device = device;
+    return compile({hx, ht}, {sum(e * e)}, {{W, W - dot(transpose(hx), e) * 0.01}}, o);
+  };
+  Function cpu = step(Wc, Device::Cpu), gpu = step(Wg, Device::Cuda);
+  const std::vector<Tensor> hargs{random(h, {32, 20}, 413, -1, 1), random(h, {32, 10}, 414, -1, 1)};
+  for (int i = 0; i < 3; ++i) CHECK(gpu(hargs)[0].allClose(cpu(hargs)[0], 1e-2, 5e-2));
+  CHECK(Wg->value().allClose(Wc->value(), 1e-2, 1e-2));
+}
+
 void transfers() {
   for (DType d : {DType::Bool, DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::UInt8,
                   DType::Float16, DType::Float32, DType::Float64}) {
@@ -226,6 +311,7 @@ int main() {
   section("reductions", reductions);
   section("matrix products", matrixProducts);
   section("sgd step (gemm inplace)", sgdStep);
+  section("float16", float16);
   section("allocator reuse", allocatorReuse);
   tscope::gputest::sectionSummary();
   return tscope::gputest::result();

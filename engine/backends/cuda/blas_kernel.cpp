@@ -1,7 +1,15 @@
-// Matrix products on the GPU through cuBLAS, float32 (Dot, Gemm, Gemv). cuBLAS is column-major
-// and our tensors are row-major: a row-major (m, n) matrix is the column-major (n, m) matrix of
-// its transpose, so C = A B is computed as C^T = B^T A^T with the operands swapped and no
-// transposition flag (Note [Row-major cuBLAS]).
+// Matrix products on the GPU through cuBLAS, float32 (Dot, Gemm, Gemv) and float16 (Dot).
+// cuBLAS is column-major and our tensors are row-major: a row-major (m, n) matrix is the
+// column-major (n, m) matrix of its transpose, so C = A B is computed as C^T = B^T A^T with the
+// operands swapped and no transposition flag (Note [Row-major cuBLAS]).
+//
+// Note [Half products]: a float16 Dot runs cublasGemmEx (cublasGemmStridedBatchedEx for stacks)
+// with CUDA_R_16F operands and result, CUBLAS_COMPUTE_32F (products summed in float32, as the
+// CPU's float16 Dot does before its one rounding) and CUBLAS_GEMM_DEFAULT, which takes the tensor
+// cores for half operands. Every float16 Dot shape is a matrix product there: a vector is a (1, k)
+// or (k, 1) matrix (no half sdot/sgemv in cuBLAS). The engine's Gemm and Gemv are float32/float64
+// only (specialize_blas builds none for float16), so a float16 graph's products are all Dots. The
+// engine has no bfloat16 dtype; CUDA_R_16BF would be the same call.
 #include "engine/backends/cuda/cuda_error.h"
 #include "engine/backends/cuda/device_runtime.h"
 #include "engine/backends/cuda/kernels.h"
@@ -60,11 +68,111 @@ void gemmRowMajor(int m, int n, int k, const float* alpha, const float* A, long 
         handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, B, n, strideB, A, k, strideA, beta, C,
         n, static_cast<long long>(m) * n, static_cast<int>(batch)));
 }
+// Note [Half products]: C (m, n) = alpha A (m, k) B (k, n) + beta C, float16 operands, float32
+// scalars and accumulation, batched with element strides (0: broadcast).
+void gemmRowMajorHalf(int m, int n, int k, const float* alpha, const void* A, long long strideA,
+                      const void* B, long long strideB, const float* beta, void* C,
+                      long long batch) {
+  if (batch == 1)
+    TSCOPE_CUBLAS_CHECK(cublasGemmEx(handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, B,
+                                     CUDA_R_16F, n, A, CUDA_R_16F, k, beta, C, CUDA_R_16F, n,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  else
+    TSCOPE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, B, CUDA_R_16F, n, strideB, A,
+        CUDA_R_16F, k, strideA, beta, C, CUDA_R_16F, n, static_cast<long long>(m) * n,
+        static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void requireFloat16(const Tensor& t, const Apply& node, int input) {
+  if (t.dtype() != DType::Float16)
+    throw std::invalid_argument(node.op().str() + " (node " + std::to_string(node.id()) +
+                                ") on the GPU: expected float16 input " + std::to_string(input) +
+                                ", found " + std::string(dtypeName(t.dtype())));
+}
+
+// Stacks: each operand's batch dims are either the broadcast batch or all ones (stride 0).
+struct Batched {
+  int m = 0, n = 0, k = 0;
+  long long batch = 1, strideA = 0, strideB = 0;
+  Shape outShape;
+};
+Batched batchedShapes(const Tensor& a, const Tensor& b) {
+  Batched r;
+  r.m = dim(a.shape()[a.ndim() - 2]);
+  r.k = dim(a.shape()[a.ndim() - 1]);
+  r.n = dim(b.shape()[b.ndim() - 1]);
+  const Shape batchA(a.shape().begin(), a.shape().end() - 2);
+  const Shape batchB(b.shape().begin(), b.shape().end() - 2);
+  const Shape& longer = batchA.size() >= batchB.size() ? batchA : batchB;
+  auto ones = [](const Shape& s) {
+    for (std::int64_t d : s)
+      if (d != 1) return false;
+    return true;
+  };
+  const bool aFull = batchA == longer, bFull = batchB == longer;
+  if ((!aFull && !ones(batchA)) || (!bFull && !ones(batchB)) || b.shape()[b.ndim() - 2] != r.k)
+    throw std::invalid_argument(
+        "Dot on the GPU: expected equal batch dimensions (or one operand "
+        "without them) and matching inner sizes, found " +
+        shapeToString(a.shape()) + " and " + shapeToString(b.shape()));
+  r.batch = shapeNumel(longer);
+  r.strideA = aFull ? static_cast<long long>(r.m) * r.k : 0;
+  r.strideB = bFull ? static_cast<long long>(r.k) * r.n : 0;
+  r.outShape = longer;
+  r.outShape.push_back(r.m);
+  r.outShape.push_back(r.n);
+  return r;
+}
+
+// Note [Half products]: every float16 Dot as a (batched) matrix product.
+void dotHalf(const Tensor& a, const Tensor& b, Tensor& out) {
+  static const float one = 1.0f, zero = 0.0f;
+  if (a.ndim() <= 2 && b.ndim() <= 2) {
+    // A vector is a (1, k) matrix on the left and a (k, 1) matrix on the right.
+    const int m = a.ndim() == 2 ? dim(a.shape()[0]) : 1;
+    const int k = dim(a.shape()[a.ndim() - 1]);
+    const int kb = dim(b.shape()[0]);
+    const int n = b.ndim() == 2 ? dim(b.shape()[1]) : 1;
+    if (k != kb)
+      throw std::invalid_argument("Dot on the GPU: inner sizes differ, found " +
+                                  shapeToString(a.shape()) + " and " + shapeToString(b.shape()));
+    Shape shape;
+    if (a.ndim() == 2) shape.push_back(m);
+    if (b.ndim() == 2) shape.push_back(n);
+    out = emptyOn(Device::Cuda, DType::Float16, shape);
+    if (out.numel() == 0) return;
+    if (k == 0) {
+      TSCOPE_CUDA_CHECK(
+          cudaMemsetAsync(out.rawData(), 0, out.nbytes(),
+                          static_cast<cudaStream_t>(CudaRuntime::instance().stream())));
+      return;
+    }
+    gemmRowMajorHalf(m, n, k, &one, a.rawData(), 0, b.rawData(), 0, &zero, out.rawData(), 1);
+    return;
+  }
+  if (a.ndim() < 2 || b.ndim() < 2)
+    throw std::invalid_argument(
+        "Dot on the GPU: expected ranks (1|2, 1|2) or two stacks of "
+        "matrices, found " +
+        shapeToString(a.shape()) + " and " + shapeToString(b.shape()));
+  const Batched s = batchedShapes(a, b);
+  out = emptyOn(Device::Cuda, DType::Float16, s.outShape);
+  if (out.numel() == 0) return;
+  gemmRowMajorHalf(s.m, s.n, s.k, &one, a.rawData(), s.strideA, b.rawData(), s.strideB, &zero,
+                   out.rawData(), s.batch);
+}
 }  // namespace
 
 void dotKernel(const Op&, const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs) {
   NodeScope scope(&node);
+  if (inputs[0]->dtype() == DType::Float16) {
+    requireFloat16(*inputs[1], node, 1);
+    const Tensor a = deviceContiguous(*inputs[0]), b = deviceContiguous(*inputs[1]);
+    dotHalf(a, b, *outputs[0]);
+    return;
+  }
   requireFloat32(*inputs[0], node, 0);
   requireFloat32(*inputs[1], node, 1);
   const Tensor a = deviceContiguous(*inputs[0]), b = deviceContiguous(*inputs[1]);
@@ -99,31 +207,10 @@ void dotKernel(const Op&, const Apply& node, std::span<const Tensor* const> inpu
         "Dot on the GPU: expected ranks (1|2, 1|2) or two stacks of "
         "matrices, found " +
         shapeToString(a.shape()) + " and " + shapeToString(b.shape()));
-  // Stacks: each operand's batch dims are either the broadcast batch or all ones (stride 0).
-  const int m = dim(a.shape()[a.ndim() - 2]), k = dim(a.shape()[a.ndim() - 1]);
-  const int n = dim(b.shape()[b.ndim() - 1]);
-  const Shape batchA(a.shape().begin(), a.shape().end() - 2);
-  const Shape batchB(b.shape().begin(), b.shape().end() - 2);
-  const Shape& longer = batchA.size() >= batchB.size() ? batchA : batchB;
-  auto ones = [](const Shape& s) {
-    for (std::int64_t d : s)
-      if (d != 1) return false;
-    return true;
-  };
-  const bool aFull = batchA == longer, bFull = batchB == longer;
-  if ((!aFull && !ones(batchA)) || (!bFull && !ones(batchB)) || b.shape()[b.ndim() - 2] != k)
-    throw std::invalid_argument(
-        "Dot on the GPU: expected equal batch dimensions (or one operand "
-        "without them) and matching inner sizes, found " +
-        shapeToString(a.shape()) + " and " + shapeToString(b.shape()));
-  const long long batch = shapeNumel(longer);
-  Shape outShape = longer;
-  outShape.push_back(m);
-  outShape.push_back(n);
-  out = emptyOn(Device::Cuda, DType::Float32, outShape);
+  const Batched st = batchedShapes(a, b);
+  out = emptyOn(Device::Cuda, DType::Float32, st.outShape);
   if (out.numel() == 0) return;
-  gemmRowMajor(m, n, k, &one, f(a), aFull ? static_cast<long long>(m) * k : 0, f(b),
-               bFull ? static_cast<long long>(k) * n : 0, &zero, f(out), batch);
+  gemmRowMajor(st.m, st.n, st.k, &one, f(a), st.strideA, f(b), st.strideB, &zero, f(out), st.batch);
 }
 
 // Gemm (Z, alpha, X, Y, beta) -> beta Z + alpha X Y; alpha and beta are 0-d device tensors.

@@ -76,8 +76,12 @@ bool reduceRule(const Apply& node) {
   const DType acc = op.accDType(in);
   return acc != DType::Bool && dtypeSize(acc) >= 4;
 }
+bool float16Value(const TensorType& t) {
+  return t.dtype() == DType::Float16;
+}
+// float32, or float16 through cublasGemmEx (Note [Half products] in blas_kernel.cpp).
 bool dotRule(const Apply& node) {
-  if (!allValues(node, &float32Value)) return false;
+  if (!allValues(node, &float32Value) && !allValues(node, &float16Value)) return false;
   const int a = node.input(0)->type().ndim(), b = node.input(1)->type().ndim();
   return (a <= 2 && b <= 2) || (a >= 2 && b >= 2);
 }
@@ -149,6 +153,10 @@ DeviceMemoryStats cudaMemoryStats() {
 
 void cudaEmptyCache() {
   if (CudaRuntime::started()) CudaRuntime::instance().allocator().emptyCache();
+}
+
+CudaTransferStats cudaTransferStats() {
+  return CudaRuntime::started() ? CudaRuntime::instance().transferStats() : CudaTransferStats{};
 }
 
 }  // namespace tscope::engine::cuda

@@ -11,6 +11,7 @@
 
 #include "engine/tensor/caching_allocator.h"
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -57,5 +58,15 @@ void registerCudaBackend();
 // The caching allocator's figures and its emptyCache (zeros / nothing before registration).
 DeviceMemoryStats cudaMemoryStats();
 void cudaEmptyCache();
+
+// The copies made through the backend's DeviceMemory since registration (the transfers, the
+// lazy host copies of device-resident shared variables, device-to-device clones), by direction:
+// the GPU suite counts what crosses PCIe per training step (Note [Device-resident shared
+// variables] in engine/rewrite/rules/gpu_placement.h). Zeros before registration.
+struct CudaTransferStats {
+  std::int64_t hostToDevice = 0, deviceToHost = 0, deviceToDevice = 0;  // copies
+  std::int64_t hostToDeviceBytes = 0, deviceToHostBytes = 0, deviceToDeviceBytes = 0;
+};
+CudaTransferStats cudaTransferStats();
 
 }  // namespace tscope::engine::cuda

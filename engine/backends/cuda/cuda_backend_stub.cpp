@@ -28,4 +28,8 @@ DeviceMemoryStats cudaMemoryStats() {
 
 void cudaEmptyCache() {}
 
+CudaTransferStats cudaTransferStats() {
+  return {};
+}
+
 }  // namespace tscope::engine::cuda

@@ -151,9 +151,25 @@ void CudaRuntime::copy(void* dst, const void* src, std::size_t nbytes, Copy kind
   const cudaMemcpyKind k = kind == Copy::HostToDevice   ? cudaMemcpyHostToDevice
                            : kind == Copy::DeviceToHost ? cudaMemcpyDeviceToHost
                                                         : cudaMemcpyDeviceToDevice;
+  m_copies[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
+  m_copyBytes[static_cast<int>(kind)].fetch_add(static_cast<std::int64_t>(nbytes),
+                                                std::memory_order_relaxed);
   TSCOPE_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, k, asStream(stream())));
   // Note [One stream]: the host's bytes may be reused (or read) as soon as this returns.
   if (kind != Copy::DeviceToDevice) m_stream->synchronize();
+}
+
+CudaTransferStats CudaRuntime::transferStats() const {
+  auto n = [&](Copy k) { return m_copies[static_cast<int>(k)].load(std::memory_order_relaxed); };
+  auto b = [&](Copy k) { return m_copyBytes[static_cast<int>(k)].load(std::memory_order_relaxed); };
+  CudaTransferStats s;
+  s.hostToDevice = n(Copy::HostToDevice);
+  s.deviceToHost = n(Copy::DeviceToHost);
+  s.deviceToDevice = n(Copy::DeviceToDevice);
+  s.hostToDeviceBytes = b(Copy::HostToDevice);
+  s.deviceToHostBytes = b(Copy::DeviceToHost);
+  s.deviceToDeviceBytes = b(Copy::DeviceToDevice);
+  return s;
 }
 
 }  // namespace tscope::engine::cuda

@@ -8,10 +8,12 @@
 // stream before it returns (DeviceMemory::copy's contract). The allocator's blocks belong to that
 // stream (Note [Caching allocator]). Stream and Event wrap more for the profiler and tests.
 
+#include "engine/backends/cuda/cuda_backend.h"
 #include "engine/backends/cuda/nvrtc_compiler.h"
 #include "engine/tensor/caching_allocator.h"
 #include "engine/tensor/device_memory.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -74,6 +76,10 @@ class CudaRuntime final : public DeviceMemory {
   // DeviceMemory.
   std::shared_ptr<void> allocate(std::size_t nbytes) override;
   void copy(void* dst, const void* src, std::size_t nbytes, Copy kind) override;
+  // Note [Device scans]: NanGuard's quick pass on the device (scan_kernel.cpp).
+  bool scan(const Tensor& t, Scan& out) override;
+  // The copies copy() made, by direction (cuda_backend.h's cudaTransferStats).
+  CudaTransferStats transferStats() const;
 
  private:
   CudaRuntime();
@@ -89,6 +95,8 @@ class CudaRuntime final : public DeviceMemory {
   std::unordered_map<std::string, LoadedKernel> m_kernels;
   std::unordered_map<std::string, void*> m_libraries;  // image key -> cudaLibrary_t
   void* m_cublas = nullptr;
+  std::atomic<std::int64_t> m_copies[3] = {0, 0, 0};
+  std::atomic<std::int64_t> m_copyBytes[3] = {0, 0, 0};
 };
 
 }  // namespace tscope::engine::cuda

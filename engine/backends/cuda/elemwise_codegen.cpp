@@ -27,7 +27,19 @@ DType kernelDType(DType d) {
 void requireType(DType d, const char* where) {
   if (!hasCudaType(d))
     throw std::invalid_argument(std::string(where) + ": expected dtypes with CUDA code, found " +
-                                std::string(dtypeName(d)) + " (float16 runs on the CPU)");
+                                std::string(dtypeName(d)));
+}
+
+// Note [Half registers]: a float16 register is a __half (cuda_fp16.h); it is read as a float
+// (__half2float) and written from one (__float2half_rn, round to nearest even, as the CPU's
+// floatToHalf), so every computation on it happens in float32, the kernel dtype the CPU Composite
+// uses for float16 (Note [Elemwise kernel dtypes]). No implicit __half conversion is relied on.
+std::string readAs(DType registerType, const std::string& value) {
+  return registerType == DType::Float16 ? "__half2float(" + value + ")" : value;
+}
+std::string convertTo(DType to, const std::string& expr) {
+  if (to == DType::Float16) return "__float2half_rn((float)(" + expr + "))";
+  return "(" + cudaTypeName(to) + ")(" + expr + ")";
 }
 
 // One instruction as a statement writing register r (Note [Elementwise kernels]).
@@ -40,7 +52,8 @@ std::string statement(const ScalarProgram& p, std::size_t j) {
   auto dtypeOf = [&](int a) { return p.registers[static_cast<std::size_t>(a)]; };
   std::string expr;
   if (ins.op == ScalarOp::Cast) {
-    expr = "(" + outType + ")(" + reg(ins.args[0]) + ")";
+    return "const " + outType + " " + reg(r) + " = " +
+           convertTo(out, readAs(dtypeOf(ins.args[0]), reg(ins.args[0]))) + ";";
   } else {
     // Note [Elemwise kernel dtypes]: comparisons and logic in the promoted operand dtype, the
     // rest in the output dtype.
@@ -53,7 +66,8 @@ std::string statement(const ScalarProgram& p, std::size_t j) {
     const std::string k = cudaTypeName(kernelDType(compute));
     auto operand = [&](std::size_t a) {
       const bool cond = ins.op == ScalarOp::Switch && a == 0;
-      return "(" + (cond ? std::string("bool") : k) + ")" + reg(ins.args[a]);
+      return "(" + (cond ? std::string("bool") : k) + ")" +
+             readAs(dtypeOf(ins.args[a]), reg(ins.args[a]));
     };
     if (ins.op == ScalarOp::Second) {
       expr = operand(1);
@@ -66,7 +80,7 @@ std::string statement(const ScalarProgram& p, std::size_t j) {
       for (std::size_t a = 0; a < ins.args.size(); ++a) expr += (a ? ", " : "") + operand(a);
       expr += ")";
     }
-    expr = "(" + outType + ")(" + expr + ")";
+    expr = convertTo(out, expr);
   }
   return "const " + outType + " " + reg(r) + " = " + expr + ";";
 }
@@ -102,8 +116,22 @@ std::string hexName(const std::string& prefix, const std::string& text) {
 }
 }  // namespace
 
-bool hasCudaType(DType dtype) {
+bool hasCudaType(DType) {
+  return true;  // float16 through cuda_fp16.h (Note [Half registers])
+}
+bool hasTemplateCudaType(DType dtype) {
   return dtype != DType::Float16;
+}
+
+bool usesHalf(const ScalarProgram& program) {
+  for (DType d : program.registers)
+    if (d == DType::Float16) return true;
+  return false;
+}
+
+const std::string& halfInclude() {
+  static const std::string include = "#include <cuda_fp16.h>\n";
+  return include;
 }
 
 std::string cudaTypeName(DType dtype) {
@@ -127,13 +155,13 @@ std::string cudaTypeName(DType dtype) {
     case DType::UInt64:
       return "ts_u64";
     case DType::Float16:
-      break;
+      return "__half";
     case DType::Float32:
       return "float";
     case DType::Float64:
       return "double";
   }
-  throw std::invalid_argument("cudaTypeName: expected a dtype with CUDA code, found float16");
+  throw std::invalid_argument("cudaTypeName: unknown dtype");
 }
 
 ScalarProgram scalarProgramOf(const Composite& op) {
@@ -252,7 +280,7 @@ GeneratedSource generateElemwise(const ScalarProgram& p) {
   for (std::size_t at = kernels.find("NAME"); at != std::string::npos;
        at = kernels.find("NAME", at))
     kernels.replace(at, 4, g.name);
-  g.source = scalarPrelude() + "\n" + kernels;
+  g.source = scalarPrelude() + "\n" + (usesHalf(p) ? halfInclude() : std::string()) + kernels;
   return g;
 }
 
@@ -297,7 +325,7 @@ std::string reduceSkeleton(const ReduceParts& r, DType in, DType out) {
        "        off += (left % ix.size[d]) * ix.stride[d];\n"
        "        left /= ix.size[d];\n"
        "      }\n";
-  k += "      acc = " + comb("acc", r.load("in[off]", a)) + ";\n    }\n";
+  k += "      acc = " + comb("acc", r.load(readAs(in, "in[off]"), a)) + ";\n    }\n";
   k += "    for (int s = 16; s > 0; s >>= 1) acc = " +
        comb("acc", "__shfl_down_sync(0xffffffffu, acc, s)") + ";\n";
   k += "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
@@ -308,8 +336,8 @@ std::string reduceSkeleton(const ReduceParts& r, DType in, DType out) {
        r.identity + ";\n";
   k += "      for (int s = 16; s > 0; s >>= 1) acc = " +
        comb("acc", "__shfl_down_sync(0xffffffffu, acc, s)") + ";\n";
-  k += "      if (lane == 0) out[o] = (" + cudaTypeName(out) +
-       ")acc;\n"
+  k += "      if (lane == 0) out[o] = " + convertTo(out, "acc") +
+       ";\n"
        "    }\n"
        "    __syncthreads();\n"
        "  }\n}\n";
@@ -346,7 +374,7 @@ GeneratedSource generateReduce(ScalarOp scalar, DType in, DType acc, DType out) 
     g.name = hexName("ts_red_", k);
     for (std::size_t at = k.find("NAME"); at != std::string::npos; at = k.find("NAME", at))
       k.replace(at, 4, g.name);
-    g.source = scalarPrelude() + "\n" + k;
+    g.source = scalarPrelude() + "\n" + (in == DType::Float16 ? halfInclude() : std::string()) + k;
     return g;
   }
   if (acc == DType::Bool || dtypeSize(acc) < 4)
@@ -393,12 +421,61 @@ GeneratedSource generateReduce(ScalarOp scalar, DType in, DType acc, DType out) 
   g.name = hexName("ts_red_", k);
   for (std::size_t at = k.find("NAME"); at != std::string::npos; at = k.find("NAME", at))
     k.replace(at, 4, g.name);
-  g.source = scalarPrelude() + "\n" + k;
+  const bool half = in == DType::Float16 || out == DType::Float16;
+  g.source = scalarPrelude() + "\n" + (half ? halfInclude() : std::string()) + k;
+  return g;
+}
+
+GeneratedSource generateScan(DType dtype) {
+  if (dtype != DType::Float16 && dtype != DType::Float32 && dtype != DType::Float64)
+    throw std::invalid_argument("generateScan: expected float16, float32 or float64, found " +
+                                std::string(dtypeName(dtype)));
+  const bool wide = dtype == DType::Float64;
+  const std::string f = wide ? "double" : "float";
+  const std::string word = wide ? "unsigned long long" : "unsigned int";
+  const std::string in = dtype == DType::Float16 ? "unsigned short" : f;
+  std::string k;
+  if (dtype == DType::Float16)
+    // |x| of a half's bits as a float, +inf for inf and NaN (exponent all ones).
+    k += "__device__ __forceinline__ float ts_habs(unsigned short h) {\n"
+         "  const unsigned int e = (h >> 10) & 31u, m = h & 1023u;\n"
+         "  if (e == 31u) return __int_as_float(0x7f800000);\n"
+         "  return e == 0u ? (float)m * 5.9604644775390625e-8f\n"
+         "                 : __int_as_float((int)(((e + 112u) << 23) | (m << 13)));\n"
+         "}\n";
+  const std::string load = dtype == DType::Float16 ? "ts_habs(x[i])" : "fabs(x[i])";
+  const std::string limit = wide ? "1.7976931348623157e308" : "3.402823466e+38f";
+  const std::string bits =
+      wide ? "(unsigned long long)__double_as_longlong(m)" : "__float_as_uint(m)";
+  k += "extern \"C\" __global__ void NAME(long long n, const " + in + "* __restrict__ x, " + word +
+       "* __restrict__ out) {\n";
+  k += "  " + f + " m = 0;\n  " + word + " bad = 0;\n";
+  k += "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;"
+       " i += (long long)gridDim.x * blockDim.x) {\n";
+  k += "    const " + f + " a = " + load + ";\n";
+  k += "    if (a <= " + limit + ") m = a > m ? a : m; else bad = 1;\n  }\n";
+  k += "  for (int s = 16; s > 0; s >>= 1) {\n"
+       "    const " +
+       f +
+       " o = __shfl_down_sync(0xffffffffu, m, s);\n"
+       "    m = o > m ? o : m;\n"
+       "    bad |= __shfl_down_sync(0xffffffffu, bad, s);\n  }\n";
+  k += "  if ((threadIdx.x & 31) == 0) {\n"
+       "    if (bad) atomicOr(out, bad);\n"
+       "    if (m > 0) atomicMax(out + 1, " +
+       bits + ");\n  }\n}\n";
+  GeneratedSource g;
+  g.name = hexName("ts_scan_", k);
+  for (std::size_t at = k.find("NAME"); at != std::string::npos; at = k.find("NAME", at))
+    k.replace(at, 4, g.name);
+  g.source = k;
   return g;
 }
 
 GeneratedSource generateArgReduce(bool max, DType in) {
-  requireType(in, "CUDA argmax/argmin");
+  if (!hasTemplateCudaType(in))
+    throw std::invalid_argument("CUDA argmax/argmin: expected dtypes with CUDA code, found " +
+                                std::string(dtypeName(in)) + " (float16 runs on the CPU)");
   // Values widen to a type warp shuffles take; the order of values is unchanged.
   std::string w;
   switch (in) {

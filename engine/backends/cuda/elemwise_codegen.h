@@ -41,7 +41,7 @@ struct ScalarProgram {
   std::vector<int> outputs;  // registers
 };
 
-// Throws std::invalid_argument for an op that is neither, or a dtype with no CUDA code (float16).
+// Throws std::invalid_argument for an op that is neither.
 ScalarProgram scalarProgramOf(const Apply& node);
 ScalarProgram scalarProgramOf(const Composite& op);
 
@@ -53,10 +53,20 @@ struct GeneratedSource {
 
 // The scalar ops' device functions every generated source starts with (scalar_prelude.cpp).
 const std::string& scalarPrelude();
-// The C++ type of dtype in generated code ("float", "ts_i64", "bool", ...).
+// The C++ type of dtype in generated code ("float", "ts_i64", "bool", "__half", ...).
 std::string cudaTypeName(DType dtype);
-// Whether CUDA code exists for dtype (all but float16).
+// Whether CUDA code exists for dtype: every dtype (float16 through cuda_fp16.h, Note [Half
+// registers] in elemwise_codegen.cpp; the engine has no bfloat16 dtype).
 bool hasCudaType(DType dtype);
+// Whether the shape, indexing, argmax/argmin, cross-entropy, one-hot and random kernels take
+// dtype: every dtype but float16. Their templates (ts_convert, comparisons, atomics) compute on
+// the C++ type itself, which __half does not support without explicit conversions; so float16
+// values of those ops stay on the CPU (only the elementwise kernels, reductions, SumToShape and Dot
+// take float16).
+bool hasTemplateCudaType(DType dtype);
+// Whether a program has float16 registers: its source includes cuda_fp16.h, which NVRTC finds
+// through the toolkit's include folder (cudaIncludeDirectory() in nvrtc_compiler.h).
+bool usesHalf(const ScalarProgram& program);
 
 GeneratedSource generateElemwise(const ScalarProgram& program);
 
@@ -68,5 +78,13 @@ GeneratedSource generateReduce(ScalarOp scalar, DType in, DType acc, DType out);
 // Argmax (max) or argmin of in into int64 indices: the same kernel signature and index struct,
 // with the reduced axes read in row-major order (Note [Reduction kernels]).
 GeneratedSource generateArgReduce(bool max, DType in);
+
+// Note [Device scans] (engine/debug/nan_scan.h): kernel <name>(n, in, out) over n contiguous
+// elements of a float16, float32 or float64 value: out (16 bytes, zeroed by the caller) gets a
+// non-zero first word when some element is NaN or infinite, and in its second word the bits of
+// max |x| over the finite elements (float32 bits for float16 and float32, float64 bits for
+// float64: non-negative floats order as their bits do, so atomicMax on the bits is a max).
+// Throws std::invalid_argument for another dtype.
+GeneratedSource generateScan(DType dtype);
 
 }  // namespace tscope::engine::cuda

@@ -229,9 +229,10 @@ void sumToShapeKernel(const Op& op, const Apply& node, std::span<const Tensor* c
     *outputs[0] = g;  // nothing to sum: a view (viewMap)
     return;
   }
-  // A sum in g's own dtype, as the CPU's (the rule takes 32- and 64-bit dtypes only); the kept
+  // A sum in g's own dtype, as the CPU's (float16 in float32, as its half path); the kept
   // axes come out contiguous in order, which is the target's layout with its 1s put back.
-  const Tensor summed = reduceOnDevice(ScalarOp::Add, g, reduced, g.dtype(), g.dtype());
+  const DType acc = g.dtype() == DType::Float16 ? DType::Float32 : g.dtype();
+  const Tensor summed = reduceOnDevice(ScalarOp::Add, g, reduced, acc, g.dtype());
   *outputs[0] = summed.view(target, contiguousStrides(target), summed.offset());
 }
 

@@ -23,7 +23,8 @@ void elemwiseKernel(const Op& op, const Apply& node, std::span<const Tensor* con
 // CAReduce with add, mul, maximum or minimum (Note [Reduction kernels]).
 void reduceKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
                   std::span<Tensor* const> outputs);
-// Dot, Gemm, Gemv on float32 through cuBLAS (blas_kernel.cpp).
+// Dot on float32 (cublasSgemm, Sgemv, Sdot) and float16 (cublasGemmEx on the tensor cores,
+// float32 accumulation; Note [Half products] in blas_kernel.cpp); Gemm and Gemv on float32.
 void dotKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
                std::span<Tensor* const> outputs);
 void gemmKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
@@ -88,7 +89,7 @@ void performKernel(const Op& op, const Apply& node, std::span<const Tensor* cons
                    std::span<Tensor* const> outputs);
 
 // SumToShape (a broadcast gradient summed back): the reduction kernel over the leading and the
-// stretched axes, in g's dtype; the sizes are host values.
+// stretched axes, in g's dtype (float16 in float32); the sizes are host values.
 void sumToShapeKernel(const Op& op, const Apply& node, std::span<const Tensor* const> inputs,
                       std::span<Tensor* const> outputs);
 // The reduction kernel of `scalar` over the axes flagged in `reduced` (Note [Reduction kernels]):

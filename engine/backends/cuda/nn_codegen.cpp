@@ -199,7 +199,7 @@ GeneratedSource generateCategoricalCrossEntropy(DType dtype, std::optional<DType
 }
 
 GeneratedSource generateOneHot(DType out, DType index) {
-  if (!hasCudaType(out))
+  if (!hasTemplateCudaType(out))
     throw std::invalid_argument("CUDA one-hot: expected a dtype with CUDA code, found " +
                                 std::string(dtypeName(out)));
   requireIndex(index, "CUDA one-hot");

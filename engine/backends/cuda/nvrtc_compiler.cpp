@@ -8,6 +8,7 @@
 #include <nvrtc.h>
 #include <sstream>
 #include <unistd.h>
+#include <vector>
 
 namespace tscope::engine::cuda {
 
@@ -60,6 +61,23 @@ std::vector<int> nvrtcArchitectures() {
   return archs;
 }
 
+std::filesystem::path cudaIncludeDirectory() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto has = [&](const fs::path& dir) {
+    return !dir.empty() && fs::exists(dir / "cuda_fp16.h", ec);
+  };
+  if (const char* d = std::getenv("TSCOPE_CUDA_INCLUDE_DIR"); d && *d) return d;
+#ifdef TSCOPE_CUDA_INCLUDE_DIR
+  if (has(TSCOPE_CUDA_INCLUDE_DIR)) return TSCOPE_CUDA_INCLUDE_DIR;
+#endif
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* d = std::getenv(var); d && *d && has(fs::path(d) / "include"))
+      return fs::path(d) / "include";
+  if (has("/usr/local/cuda/include")) return "/usr/local/cuda/include";
+  return {};
+}
+
 CompiledImage compileCuda(const std::string& source, const std::string& name, int arch,
                           bool cubin) {
   nvrtcProgram program = nullptr;
@@ -72,8 +90,13 @@ CompiledImage compileCuda(const std::string& source, const std::string& name, in
   // sm_XX makes SASS (a CUBIN); compute_XX makes PTX the driver compiles for newer devices.
   const std::string archOption =
       std::string("--gpu-architecture=") + (cubin ? "sm_" : "compute_") + std::to_string(arch);
-  const char* options[] = {archOption.c_str(), "--std=c++17", "-default-device"};
-  const nvrtcResult compiled = nvrtcCompileProgram(program, 3, options);
+  std::vector<const char*> options = {archOption.c_str(), "--std=c++17", "-default-device"};
+  // Note [Half registers]: cuda_fp16.h comes from the toolkit's include folder.
+  const std::string includeOption = "-I" + cudaIncludeDirectory().string();
+  if (source.find("#include <cuda_") != std::string::npos && includeOption.size() > 2)
+    options.push_back(includeOption.c_str());
+  const nvrtcResult compiled =
+      nvrtcCompileProgram(program, static_cast<int>(options.size()), options.data());
   CompiledImage image;
   image.arch = arch;
   image.cubin = cubin;

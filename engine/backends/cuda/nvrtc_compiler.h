@@ -36,6 +36,12 @@ std::string nvrtcVersion();
 // The architectures NVRTC can compile for, ascending (75, 80, ..., 120).
 std::vector<int> nvrtcArchitectures();
 
+// The CUDA toolkit's include folder, where NVRTC finds cuda_fp16.h for sources that include it:
+// $TSCOPE_CUDA_INCLUDE_DIR, else the folder CMake found at configure time, else $CUDA_HOME/include,
+// $CUDA_PATH/include or /usr/local/cuda/include when it holds cuda_fp16.h; empty when none does
+// (a float16 kernel then fails with NVRTC's "could not open source file").
+std::filesystem::path cudaIncludeDirectory();
+
 // Compiles source (name is the program's file name in messages). Throws CudaError naming the
 // call, with NVRTC's log and the numbered source lines it points at when compilation fails.
 CompiledImage compileCuda(const std::string& source, const std::string& name, int arch, bool cubin);

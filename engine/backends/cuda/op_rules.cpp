@@ -17,7 +17,8 @@
 //        the device tensor's metadata into a host value, and nothing is copied; on a host
 //        value they stay on the CPU (no upload to read a shape);
 //   SumToShape                                g of a 32- or 64-bit dtype (the sum runs in g's
-//        dtype, as on the CPU), rank <= 8; the target sizes are host values;
+//        dtype, as on the CPU) or float16 (summed in float32), rank <= 8; the target sizes are
+//        host values;
 //   Argmax, Argmin                            dtypes with CUDA code, rank <= 8;
 //   SoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyGrad, CategoricalCrossEntropy
 //        float32 and float64 predictions (all the ops take), class targets of any integer
@@ -46,7 +47,7 @@ namespace tscope::engine::cuda {
 
 namespace {
 bool deviceType(const TensorType& t) {
-  return hasCudaType(t.dtype()) && t.ndim() <= kMaxRank;
+  return hasTemplateCudaType(t.dtype()) && t.ndim() <= kMaxRank;
 }
 
 // Every input in [first, last) and every output has a dtype with CUDA code and rank <= 8.
@@ -79,13 +80,15 @@ bool onDeviceValue(const Apply& node) {
 bool outputFits(const Apply& node) {
   return valuesFit(node, 0, 0);
 }
-// SumToShape sums in g's dtype, which the reduction kernels take at 32 and 64 bits.
+// SumToShape sums in g's dtype, which the reduction kernels take at 32 and 64 bits, or float16
+// in float32 (as the CPU's half path).
 bool sumToShapeRule(const Apply& node) {
   const DType d = node.input(0)->type().dtype();
+  if (d == DType::Float16) return node.input(0)->type().ndim() <= kMaxRank;
   return valuesFit(node, 0, 1) && d != DType::Bool && dtypeSize(d) >= 4;
 }
 bool randomRule(const Apply& node) {
-  return hasCudaType(node.outputRef(1).type().dtype());
+  return hasTemplateCudaType(node.outputRef(1).type().dtype());
 }
 
 HostValues inputsFrom(const Apply& node, int first) {

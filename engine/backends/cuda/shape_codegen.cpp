@@ -22,7 +22,7 @@ GeneratedSource finish(const std::string& prefix, std::string kernels) {
 }
 
 void require(DType d, const char* where) {
-  if (!hasCudaType(d))
+  if (!hasTemplateCudaType(d))
     throw std::invalid_argument(std::string(where) + ": expected dtypes with CUDA code, found " +
                                 std::string(dtypeName(d)) + " (float16 runs on the CPU)");
 }

@@ -1,6 +1,8 @@
 #include "engine/rewrite/rules/gpu_placement.h"
 
 #include "engine/graph/apply.h"
+#include "engine/graph/destroy_handler.h"
+#include "engine/graph/errors.h"
 #include "engine/graph/inner_graphs.h"
 #include "engine/graph/op.h"
 #include "engine/graph/variable.h"
@@ -134,6 +136,89 @@ PlacementSummary placeOnDevice(FunctionGraph& fg, const KernelRegistry& kernels,
   for (const Apply* node : fg.nodes()) {
     if (dynamic_cast<const GpuFromHost*>(&node->op())) ++summary.toDevice;
     if (dynamic_cast<const HostFromGpu*>(&node->op())) ++summary.toHost;
+  }
+  return summary;
+}
+
+ResidencySummary keepSharedOnDevice(FunctionGraph& fg, std::size_t firstShared, Device device) {
+  ResidencySummary summary;
+  // The handler's state is per variable: rebuilt after the inputs change (below).
+  DestroyHandler* handler = fg.feature<DestroyHandler>();
+  std::vector<VarPtr> mutableInputs;
+  std::shared_ptr<Feature> keptHandler;
+  auto detachHandler = [&] {
+    if (handler == nullptr || keptHandler) return;
+    mutableInputs = handler->mutableInputs();
+    for (const auto& f : fg.features())
+      if (f.get() == handler) keptHandler = f;
+    fg.detachFeature(*handler);
+  };
+  // Input index -> output index of its update.
+  std::unordered_map<std::size_t, std::size_t> updateOf;
+  for (const auto& [out, in] : fg.updateMapping()) updateOf[in] = out;
+  std::vector<VarPtr> candidates(
+      fg.inputs().begin() + static_cast<std::ptrdiff_t>(std::min(firstShared, fg.inputs().size())),
+      fg.inputs().end());
+  for (const VarPtr& W : candidates) {
+    if (W->kind() != Variable::Kind::Shared || W->type().device() != Device::Cpu) continue;
+    const std::vector<Client> clients = fg.clients(*W);
+    if (clients.empty()) continue;
+    std::vector<VarPtr> reads;  // the GpuFromHost outputs
+    bool allDevice = true;
+    for (const Client& c : clients) {
+      const bool toDevice = c.node && dynamic_cast<const GpuFromHost*>(&c.node->op()) &&
+                            c.node->outputRef(0).type().device() == device;
+      allDevice = allDevice && toDevice;
+      if (toDevice) reads.push_back(c.node->output(0));
+    }
+    if (!allDevice) continue;
+    const auto position = static_cast<std::size_t>(
+        std::find(fg.inputs().begin(), fg.inputs().end(), W) - fg.inputs().begin());
+    VarPtr updateValue;  // the device value the update keeps
+    auto up = updateOf.find(position);
+    if (up != updateOf.end()) {
+      const VarPtr& u = fg.outputs()[up->second];
+      const Apply* owner = u->owner();
+      if (!owner || !dynamic_cast<const HostFromGpu*>(&owner->op()) ||
+          owner->input(0)->type().device() != device)
+        continue;
+      updateValue = owner->input(0);
+      // W <- W (through the device and back): nothing to keep.
+      if (std::find(reads.begin(), reads.end(), updateValue) != reads.end()) continue;
+    }
+    detachHandler();
+    const std::shared_ptr<SharedVariable> twin =
+        static_cast<const SharedVariable&>(*W).onDevice(device);
+    fg.addInput(twin);
+    const std::size_t twinIndex = fg.inputs().size() - 1;
+    std::vector<std::pair<VarPtr, VarPtr>> pairs;
+    for (const VarPtr& r : reads) pairs.emplace_back(r, twin);
+    fg.replaceAll(pairs, "gpu_resident_shared");
+    if (updateValue) {
+      fg.replaceOutput(up->second, updateValue, "gpu_resident_shared");
+      fg.setUpdate(up->second, twinIndex);
+      ++summary.updated;
+    }
+    fg.removeInput(position);
+    // Indices after `position` moved up one place.
+    std::unordered_map<std::size_t, std::size_t> moved;
+    for (const auto& [in, out] : updateOf)
+      if (in != position) moved[in > position ? in - 1 : in] = out;
+    if (updateValue) moved[twinIndex - 1] = up->second;
+    updateOf = std::move(moved);
+    for (VarPtr& m : mutableInputs)
+      if (m == W) m = twin;
+    ++summary.resident;
+  }
+  if (keptHandler) {
+    auto fresh = std::make_shared<DestroyHandler>();
+    fresh->setMutableInputs(mutableInputs);
+    fg.attachFeature(fresh);
+    try {
+      fresh->validate(fg);
+    } catch (const InconsistencyError&) {
+      fg.detachFeature(*fresh);  // as ensureDestroyOrderings does for a graph it refuses
+    }
   }
   return summary;
 }

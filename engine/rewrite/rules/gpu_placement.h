@@ -89,4 +89,34 @@ struct PlacementSummary {
 PlacementSummary placeOnDevice(FunctionGraph& fg, const KernelRegistry& kernels,
                                Device device = Device::Cuda, const DeviceSupport* rules = nullptr);
 
+// Note [Device-resident shared variables]: after placement a shared variable W that device nodes
+// read comes in through GpuFromHost(W), and its update, computed on the device, goes back through
+// HostFromGpu: every call would copy each parameter to the device and back. compile() (not
+// `tensorscope optimize`, whose file keeps host values) then keeps such variables on the device:
+//   before: W' = GpuFromHost(W); ... W_new' = W' - g'; output u = HostFromGpu(W_new'); W <- u
+//   after:  Wd (a device-typed twin of W, SharedVariable::onDevice) is the graph input the
+//           device nodes read; output u = W_new' (device-typed); Wd <- u; W leaves the inputs.
+// A shared input (one the caller did not pass) qualifies when every reader of it is a GpuFromHost
+// to this device, and, if it is updated, when its update is the HostFromGpu of a device value (an
+// update computed on the host, or W <- W, keeps the host form). Read-only parameters (inference
+// weights) qualify too. The twin shares W's value (engine/graph/variable.cpp): VM::start reads
+// Wd.placedValue(), the device copy (uploaded on the first call, or the first after a setValue,
+// and never again); Function::finish applies the update to the twin, so the device copy becomes
+// the newest value and nothing crosses to the host. W.value() (the user's get value, a save, the
+// inspector, a DebugSession) copies the device value back to the host once per update, lazily;
+// W.setValue(host) drops the device copy, and the next call uploads the new value.
+// Updates stay atomic on the device: Function::finish applies every update after the whole run,
+// as on the host; a run that fails or is stopped before finish applies none, and a node that
+// updates in place (Gemm{inplace} on Wd) writes into a private device copy unless the run is
+// committed (Note [Parameters stay whole] in function.cpp; VM::start clones on the device with
+// copyInto/cloneOnDevice), so every parameter keeps its old device value. The graph's
+// DestroyHandler is rebuilt with the twins as the mutable inputs.
+struct ResidencySummary {
+  std::size_t resident = 0;  // shared variables made device-resident
+  std::size_t updated = 0;   // ... of which an update keeps on the device
+};
+// Inputs before firstShared are the caller's arguments and stay as they are.
+ResidencySummary keepSharedOnDevice(FunctionGraph& fg, std::size_t firstShared,
+                                    Device device = Device::Cuda);
+
 }  // namespace tscope::engine

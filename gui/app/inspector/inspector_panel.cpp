@@ -99,6 +99,19 @@ void InspectorPanel::addValueSource(std::shared_ptr<const ValueSource> source) {
   if (source) m_sources.push_back(std::move(source));
 }
 
+void InspectorPanel::setKernelNotes(std::shared_ptr<const vis::ViewModel> model,
+                                    std::unordered_map<int, QString> notes) {
+  auto noteOf = [&](int node) {
+    if (!m_notesModel || m_notesModel != m_model) return QString();
+    auto it = m_notes.find(node);
+    return it == m_notes.end() ? QString() : it->second;
+  };
+  const QString before = noteOf(m_node);
+  m_notesModel = model ? std::move(model) : nullptr;
+  m_notes = m_notesModel ? std::move(notes) : std::unordered_map<int, QString>{};
+  if (m_model && m_node >= 0 && noteOf(m_node) != before) showNode(m_model, m_node);
+}
+
 QString InspectorPanel::title() const {
   return m_title->text();
 }
@@ -203,6 +216,10 @@ void InspectorPanel::showApply(const engine::Apply& apply, const engine::Functio
 
   addField(tr("scope"), scopeText(apply.scope()));
   addField(tr("created at"), siteText(apply.site()));
+  // The profile's word on how the node's kernel ran it (setKernelNotes).
+  if (m_notesModel && m_notesModel == m_model)
+    if (auto it = m_notes.find(m_node); it != m_notes.end() && !it->second.isEmpty())
+      addField(tr("kernel"), it->second);
 
   std::vector<std::pair<QString, const engine::Variable*>> vars;
   for (int o = 0; o < apply.nOutputs(); ++o)

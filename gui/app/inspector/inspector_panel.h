@@ -12,6 +12,7 @@
 #include <QWidget>
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 class QLabel;
@@ -35,6 +36,12 @@ class InspectorPanel : public QWidget {
 
   // Values from another place (a run): asked for every node shown from now on, after the graph's.
   void addValueSource(std::shared_ptr<const ValueSource> source);
+  // What the kernels of `model`'s nodes said about how they ran (profiling's
+  // NodeProfile::kernelNote, e.g. the chosen cuDNN algorithm), by view node: an Apply with one
+  // shows it as the field "kernel". ProfileUi sets it for the pane its profile is drawn on; a
+  // null model clears it. The node shown is shown again when it gains or loses a note.
+  void setKernelNotes(std::shared_ptr<const vis::ViewModel> model,
+                      std::unordered_map<int, QString> notes);
 
   const std::shared_ptr<const vis::ViewModel>& model() const { return m_model; }
   int node() const { return m_node; }
@@ -58,6 +65,8 @@ class InspectorPanel : public QWidget {
   std::shared_ptr<const Document> m_document;
   std::shared_ptr<const vis::ViewModel> m_model;
   int m_node = -1;
+  std::shared_ptr<const vis::ViewModel> m_notesModel;
+  std::unordered_map<int, QString> m_notes;
   std::vector<std::shared_ptr<const ValueSource>> m_sources;
   QLabel* m_title = nullptr;
   QSplitter* m_split = nullptr;

@@ -31,6 +31,10 @@ QString opText(const prof::NodeProfile& node) {
       shapes << QString::fromStdString(engine::shapeToString(s));
     text += QStringLiteral(" [%1]").arg(shapes.join(QStringLiteral(", ")));
   }
+  // What the kernel said about how it ran the node (the chosen cuDNN algorithm), as the text
+  // report writes it.
+  if (!node.kernelNote.empty())
+    text += QStringLiteral(" {%1}").arg(QString::fromStdString(node.kernelNote));
   return text;
 }
 
@@ -169,6 +173,8 @@ QVariant ApplyTableModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ToolTipRole && c == Total && node.hasInnerGraph)
     return tr("Total includes the nodes of its inner graph; self time excludes them");
+  if (role == Qt::ToolTipRole && c == Op && !node.kernelNote.empty())
+    return tr("Kernel: %1").arg(QString::fromStdString(node.kernelNote));
   return {};
 }
 

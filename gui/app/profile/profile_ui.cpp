@@ -442,6 +442,14 @@ void ProfileUi::applyBuilt(std::shared_ptr<const Built> built, quint64 generatio
     if (pane)
       pane->setDecorations(QStringLiteral("profile"),
                            pane->model() == m_snapshot->model ? layer : nullptr, kProfileLayerZ);
+  // The kernel notes (the chosen cuDNN algorithm...) in the inspector, for the profiled pane.
+  std::unordered_map<int, QString> notes;
+  const prof::Profile& profile = *m_view->profile;
+  for (std::size_t i = 0; i < profile.nodes.size(); ++i)
+    if (!profile.nodes[i].kernelNote.empty())
+      if (const int v = viewNodeOf(static_cast<int>(i)); v >= 0)
+        notes[v] = QString::fromStdString(profile.nodes[i].kernelNote);
+  m_window->inspector()->setKernelNotes(m_snapshot->model, std::move(notes));
   if (m_pane && m_pane->selectedNode() >= 0) onPaneNodeSelected(m_pane->selectedNode());
   emit viewShown();
   applyPendingOptions();

@@ -60,9 +60,17 @@ std::string ptxOf(const std::string& source, const std::string& name) {
   return std::string(image.bytes.data());
 }
 
-const std::vector<DType> kDTypes{DType::Bool,   DType::Int8,    DType::Int16,  DType::Int32,
-                                 DType::Int64,  DType::UInt8,   DType::UInt16, DType::UInt32,
-                                 DType::UInt64, DType::Float32, DType::Float64};
+const std::vector<DType> kDTypes{DType::Bool,   DType::Int8,    DType::Int16,   DType::Int32,
+                                 DType::Int64,  DType::UInt8,   DType::UInt16,  DType::UInt32,
+                                 DType::UInt64, DType::Float16, DType::Float32, DType::Float64};
+// The dtypes of the shape, indexing, argmax, one-hot and random kernels: all but float16
+// (hasTemplateCudaType).
+std::vector<DType> templateDTypes() {
+  std::vector<DType> out;
+  for (DType d : kDTypes)
+    if (hasTemplateCudaType(d)) out.push_back(d);
+  return out;
+}
 }  // namespace
 
 class TestCudaCodegen : public QObject {
@@ -73,7 +81,8 @@ class TestCudaCodegen : public QObject {
   void testCompositeKernels();
   void testReductionKernels();
   void testCubinForSm90();
-  void testFloat16HasNoCudaCode();
+  void testFloat16Kernels();
+  void testScanKernels();
   void testDiskCache();
   void testCorruptEntryIsRebuilt();
   void testCacheDirectory();
@@ -212,15 +221,66 @@ void TestCudaCodegen::testCubinForSm90() {
   QVERIFY(!nvrtcVersion().empty());
 }
 
-void TestCudaCodegen::testFloat16HasNoCudaCode() {
-  const ApplyPtr node = elemwiseNode(ScalarOp::Add, DType::Float16);
+void TestCudaCodegen::testFloat16Kernels() {
+  // Note [Half registers]: __half registers read and written through float, cuda_fp16.h included
+  // (NVRTC finds it in the toolkit's include folder), every computation in float32.
+  QVERIFY2(std::filesystem::exists(cudaIncludeDirectory() / "cuda_fp16.h"),
+           cudaIncludeDirectory().string().c_str());
+  QCOMPARE(cudaTypeName(DType::Float16), std::string("__half"));
+  const ApplyPtr node = elemwiseNode(ScalarOp::Sub, DType::Float16);
   QVERIFY(node);
-  try {
-    scalarProgramOf(*node);
-    QFAIL("expected std::invalid_argument");
-  } catch (const std::invalid_argument& e) {
-    QVERIFY2(QString::fromStdString(e.what()).contains("found float16"), e.what());
+  const ScalarProgram p = scalarProgramOf(*node);
+  QVERIFY(usesHalf(p));
+  const GeneratedSource g = generateElemwise(p);
+  QVERIFY(!g.vec4);
+  QVERIFY(g.source.find("#include <cuda_fp16.h>") != std::string::npos);
+  QVERIFY(g.source.find("const __half r2 = __float2half_rn((float)(ts_sub<float>((float)"
+                        "__half2float(r0), (float)__half2float(r1))));") != std::string::npos);
+  // A float32 program does not include it.
+  QVERIFY(generateElemwise(scalarProgramOf(*elemwiseNode(ScalarOp::Add, DType::Float32)))
+              .source.find("cuda_fp16") == std::string::npos);
+  // The fused chain in float16 with a cast to float32 and back, a comparison of halves; a CUBIN
+  // for sm_90 too.
+  using S = ScalarOp;
+  const DType h = DType::Float16;
+  const Composite chain({h, h, DType::Float32},
+                        {{S::Mul, {0, 1}, h},
+                         {S::Tanh, {3}, h},
+                         {S::Cast, {4}, DType::Float32},
+                         {S::Add, {5, 2}, DType::Float32},
+                         {S::Cast, {6}, h},
+                         {S::Lt, {7, 0}, h}},
+                        {7, 8, 6});
+  const GeneratedSource gc = generateElemwise(scalarProgramOf(chain));
+  QVERIFY(gc.source.find("const float r5 = (float)(__half2float(r4));") != std::string::npos);
+  QVERIFY(gc.source.find("const __half r7 = __float2half_rn((float)(r6));") != std::string::npos);
+  const std::string ptx = ptxOf(gc.source, "half_chain.cu");
+  for (const char* suffix : {"_strided", "_contig"})
+    QVERIFY(ptx.find(".entry " + gc.name + suffix) != std::string::npos);
+  const CompiledImage cubin = compileCuda(gc.source, "half_chain.cu", 90, /*cubin=*/true);
+  QCOMPARE(QByteArray(cubin.bytes.data(), 4), QByteArray("\x7f"
+                                                         "ELF",
+                                                         4));
+  // Reductions of float16 accumulate in float32 and store a half.
+  const GeneratedSource gr = generateReduce(S::Add, h, DType::Float32, h);
+  QVERIFY(gr.source.find("(float)__half2float(in[off])") != std::string::npos);
+  QVERIFY(gr.source.find("out[o] = __float2half_rn((float)(acc))") != std::string::npos);
+  QVERIFY(ptxOf(gr.source, "half_sum.cu").find(".entry " + gr.name) != std::string::npos);
+  const GeneratedSource gm = generateReduce(S::Maximum, h, DType::Float32, h);
+  QVERIFY(ptxOf(gm.source, "half_max.cu").find(".entry " + gm.name) != std::string::npos);
+}
+
+void TestCudaCodegen::testScanKernels() {
+  // Note [Device scans]: NanGuard's quick pass, one kernel per float dtype.
+  for (DType d : {DType::Float16, DType::Float32, DType::Float64}) {
+    const GeneratedSource g = generateScan(d);
+    QVERIFY(g.source.find("__shfl_down_sync") != std::string::npos);
+    QVERIFY(g.source.find("atomicMax") != std::string::npos);
+    const std::string ptx = ptxOf(g.source, "scan.cu");
+    QVERIFY2(ptx.find(".entry " + g.name) != std::string::npos, dtypeName(d).data());
   }
+  QVERIFY(generateScan(DType::Float32).name != generateScan(DType::Float64).name);
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, generateScan(DType::Int32));
 }
 
 void TestCudaCodegen::testDiskCache() {
@@ -450,7 +510,8 @@ VarPtr var(DType d, std::vector<std::int64_t> shape, const char* name) {
 }  // namespace
 
 void TestCudaCodegen::testPlacementRules() {
-  // The backend's own rules: float16 stays on the CPU, the rest of this graph moves, all() too.
+  // The backend's own rules: the whole graph moves, all() and float16 elementwise and float16
+  // products included (Note [Half registers], Note [Half products]).
   KernelRegistry kernels;
   DeviceSupport rules;
   registerCudaKernels(kernels, rules);
@@ -471,8 +532,18 @@ void TestCudaCodegen::testPlacementRules() {
   QCOMPARE(onDevice["Dot"], 1);
   QCOMPARE(onDevice["CAReduce"], 2);  // the sum and all()
   QCOMPARE(onHost["CAReduce"], 0);
-  QCOMPARE(fg.outputs()[1]->owner()->op().str(), std::string("Elemwise{exp}"));  // float16
+  QCOMPARE(fg.outputs()[1]->owner()->op().name(), std::string("HostFromGpu"));  // float16 exp
+  QCOMPARE(fg.outputs()[1]->owner()->input(0)->owner()->op().str(), std::string("Elemwise{exp}"));
   QCOMPARE(fg.outputs()[0]->owner()->op().name(), std::string("HostFromGpu"));
+  // A float16 product is placed, a float64 one stays.
+  const VarPtr ha = Variable::create(TensorType(DType::Float16, {4, 3}), "ha");
+  const VarPtr hb = Variable::create(TensorType(DType::Float16, {3, 5}), "hb");
+  const VarPtr da = Variable::create(TensorType(DType::Float64, {4, 3}), "da");
+  const VarPtr db = Variable::create(TensorType(DType::Float64, {3, 5}), "db");
+  FunctionGraph fh({ha, hb, da, db}, {dot(ha, hb), dot(da, db)});
+  placeOnDevice(fh, kernels, Device::Cuda, &rules);
+  QCOMPARE(fh.outputs()[0]->owner()->op().name(), std::string("HostFromGpu"));
+  QCOMPARE(fh.outputs()[1]->owner()->op().name(), std::string("Dot"));  // float64: the CPU
 }
 
 void TestCudaCodegen::testShapeKernels() {
@@ -487,12 +558,12 @@ void TestCudaCodegen::testShapeKernels() {
     kernels += g.source.substr(scalarPrelude().size() + shapePrelude().size());
     for (const char* s : suffixes) expected.push_back(g.name + s);
   };
-  for (DType dst : kDTypes)
+  for (DType dst : templateDTypes())
     for (DType src : {DType::Bool, DType::Int8, DType::UInt64, DType::Float32, DType::Float64}) {
       add(generateCopy(dst, src, false), {""});
       if (dst != DType::Bool || src == DType::Bool) add(generateCopy(dst, src, true), {""});
     }
-  for (DType d : kDTypes) {
+  for (DType d : templateDTypes()) {
     add(generateFill(d), {""});
     add(generateGather(d, DType::Int64), {""});
     add(generateScatter(d, DType::Int32, true), {"_check", "_winner", "_write"});
@@ -552,7 +623,7 @@ void TestCudaCodegen::testCoalesceAxes() {
 void TestCudaCodegen::testArgReduceKernels() {
   std::string kernels;
   std::vector<std::string> names;
-  for (DType d : kDTypes)
+  for (DType d : templateDTypes())
     for (bool max : {true, false}) {
       const GeneratedSource g = generateArgReduce(max, d);
       kernels += g.source.substr(scalarPrelude().size());
@@ -571,6 +642,9 @@ void TestCudaCodegen::testArgReduceKernels() {
   QVERIFY(i8.source.find("if (v2 < v || (v2 == v && i2 < i))") != std::string::npos);
   QVERIFY(i8.source.find("__shfl_down_sync(0xffffffffu, v, s)") != std::string::npos);
   QVERIFY(i8.source.find("int v = (int)0;") != std::string::npos);
+  // float16 has no template code (hasTemplateCudaType): its argmax stays on the CPU.
+  QVERIFY(!hasTemplateCudaType(DType::Float16) && hasCudaType(DType::Float16));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, generateArgReduce(true, DType::Float16));
 }
 
 void TestCudaCodegen::testCrossEntropyKernels() {
@@ -592,7 +666,7 @@ void TestCudaCodegen::testCrossEntropyKernels() {
       add(generateCategoricalCrossEntropy(t, index), index.has_value());
     }
   }
-  for (DType out : kDTypes) add(generateOneHot(out, DType::Int64), true);
+  for (DType out : templateDTypes()) add(generateOneHot(out, DType::Int64), true);
   const std::string ptx = ptxOf(scalarPrelude() + nnPrelude() + kernels, "crossentropy.cu");
   for (const std::string& n : expected)
     QVERIFY2(ptx.find(".entry " + n) != std::string::npos, n.c_str());

@@ -116,6 +116,47 @@ class TestDebugOnDevice : public QObject {
     QCOMPARE(guard->eventCount(), before);
   }
 
+  void nanGuardNamesAsOnTheCpu() {
+    // The same graph on the CPU and on the device, unfused and fused: the same events (a NaN is
+    // reported once, at the node that made it: Note [Transfers are not scanned]), naming the
+    // same variable, op, creator and first element.
+    FakeDeviceMemory memory;
+    for (Mode mode : {Mode::None, Mode::FastRun}) {
+      DeviceGraph g;
+      NanGuardOptions options;
+      options.action = NanAction::Warn;
+      auto onCpu = std::make_shared<NanGuard>(options);
+      auto onDevice = std::make_shared<NanGuard>(options);
+      CompileOptions c;
+      c.mode = mode;
+      c.observers = {onCpu};
+      Function cpu = compile({g.x}, {g.z}, {}, c);
+      CompileOptions d = c;
+      d.device = Device::Cuda;
+      d.kernels = &g.kernels;
+      d.observers = {onDevice};
+      Function gpu = compile({g.x}, {g.z}, {}, d);
+      onCpu->watch(cpu);
+      onDevice->watch(gpu);
+      const Tensor bad = ft({4}, {1, -1, 4, -2});
+      cpu({bad});
+      gpu({bad});
+      const std::vector<NanReport> a = onCpu->events(), b = onDevice->events();
+      QCOMPARE(b.size(), a.size());
+      QVERIFY(!a.empty());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        QCOMPARE(b[i].variable, a[i].variable);
+        QCOMPARE(b[i].node.op, a[i].node.op);
+        QCOMPARE(b[i].where, a[i].where);
+        QCOMPARE(b[i].firstIndex, a[i].firstIndex);
+        QCOMPARE(b[i].counts.nan, a[i].counts.nan);
+        QVERIFY(b[i].creator() && a[i].creator());
+        QCOMPARE(b[i].creator()->node.op, a[i].creator()->node.op);
+        QCOMPARE(b[i].creator()->node.site, a[i].creator()->node.site);
+      }
+    }
+  }
+
   void sessionValuesBreakpointsAndEditsOnDevice() {
     FakeDeviceMemory memory;
     DeviceGraph g;

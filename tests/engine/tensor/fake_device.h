@@ -29,11 +29,28 @@ class FakeDeviceMemory final : public engine::DeviceMemory {
   }
   void copy(void* dst, const void* src, std::size_t nbytes, Copy kind) override {
     ++copies[static_cast<int>(kind)];
+    bytes[static_cast<int>(kind)] += static_cast<std::int64_t>(nbytes);
+    sizes[static_cast<int>(kind)].push_back(nbytes);
     std::memcpy(dst, src, nbytes);
+  }
+  // How many copies of kind moved exactly nbytes (a parameter's size picks out its transfers).
+  int copiesOf(Copy kind, std::size_t nbytes) const {
+    int n = 0;
+    for (std::size_t s : sizes[static_cast<int>(kind)]) n += s == nbytes ? 1 : 0;
+    return n;
+  }
+  void resetCounts() {
+    for (int k = 0; k < 3; ++k) {
+      copies[k] = 0;
+      bytes[k] = 0;
+      sizes[k].clear();
+    }
   }
 
   int allocations = 0;
   int copies[3] = {0, 0, 0};  // by Copy kind
+  std::int64_t bytes[3] = {0, 0, 0};
+  std::vector<std::size_t> sizes[3];  // each copy's size, by kind
 
  private:
   engine::DeviceMemory* m_previous;
@@ -56,7 +73,9 @@ inline int& fakeKernelLaunches() {
 // A "device kernel" for a KernelRegistry entry on Device::Cuda: checks its operands live where
 // the node's types say (device tensors, and host tensors in the positions a backend keeps on the
 // host, Note [Host values of device nodes]), computes with the op's perform on host aliases of
-// their bytes, and hands back tensors on the devices the output types name.
+// their bytes, and hands back tensors on the devices the output types name, as a real kernel
+// would: device outputs written in device memory directly (no transfer counted), and an output
+// perform wrote into a device input (an inplace op) stays that input's buffer.
 inline void fakeDeviceKernel(const engine::Op& op, const engine::Apply& node,
                              std::span<const engine::Tensor* const> inputs,
                              std::span<engine::Tensor* const> outputs) {
@@ -66,8 +85,10 @@ inline void fakeDeviceKernel(const engine::Op& op, const engine::Apply& node,
     const engine::Tensor* t = inputs[i];
     const engine::Device want = node.inputs()[i]->type().device();
     if (t->device() != want)
-      throw std::logic_error(want == engine::Device::Cuda ? "a device kernel got a host tensor"
-                                                          : "a host input came on the device");
+      throw std::logic_error((want == engine::Device::Cuda ? "a device kernel got a host tensor"
+                                                           : "a host input came on the device") +
+                             std::string(" (input ") + std::to_string(i) + ", " + t->toString() +
+                             ")");
     in.push_back(t->device() == engine::Device::Cuda ? hostAlias(*t) : *t);
   }
   std::vector<const engine::Tensor*> inPtrs;
@@ -75,8 +96,24 @@ inline void fakeDeviceKernel(const engine::Op& op, const engine::Apply& node,
   std::vector<engine::Tensor*> outPtrs;
   for (engine::Tensor& t : out) outPtrs.push_back(&t);
   op.perform(node, inPtrs, outPtrs);
-  for (std::size_t o = 0; o < outputs.size(); ++o)
-    *outputs[o] = engine::toDevice(out[o], node.outputRef(static_cast<int>(o)).type().device());
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    const engine::Tensor& h = out[o];
+    if (node.outputRef(static_cast<int>(o)).type().device() != engine::Device::Cuda) {
+      *outputs[o] = h;
+      continue;
+    }
+    bool inPlace = false;
+    for (std::size_t k = 0; k < in.size() && !inPlace; ++k)
+      if (inputs[k]->device() == engine::Device::Cuda && h.sharesStorageWith(in[k])) {
+        *outputs[o] =
+            engine::Tensor(inputs[k]->storage(), h.dtype(), h.shape(), h.strides(), h.offset());
+        inPlace = true;
+      }
+    if (inPlace) continue;
+    engine::Tensor d = engine::emptyOn(engine::Device::Cuda, h.dtype(), h.shape());
+    hostAlias(d).copyFrom(h);
+    *outputs[o] = std::move(d);
+  }
 }
 
 }  // namespace tscope::test
