@@ -8,8 +8,10 @@ import statistics
 import time
 
 import torch
+from blas_threads import limit_blas_threads
 
 torch.set_num_threads(1)
+limit_blas_threads(1)  # the products run on OpenBLAS's own pool (blas_threads.py)
 torch.manual_seed(1)
 BATCH = 20
 

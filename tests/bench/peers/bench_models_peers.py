@@ -47,7 +47,9 @@ def time_torch(name, directory, threads, runs):
     import torch
     sys.path.insert(0, str(HERE.parent))
     import make_bench_models as models
+    from blas_threads import check_threads, limit_blas_threads
     torch.set_num_threads(threads)
+    limit_blas_threads(threads)  # its matrix products run on OpenBLAS's own pool
     model, _ = models.build(name)
     x = torch.from_numpy(np.load(directory / f"{name}.in0.npy"))
     expected = np.load(directory / f"{name}.out0.npy")
@@ -55,6 +57,10 @@ def time_torch(name, directory, threads, runs):
         got = model(x).numpy()
         if not np.allclose(got, expected, rtol=1e-4, atol=1e-5):
             raise SystemExit(f"{name}: the rebuilt module does not match {name}.out0.npy")
+        busy = check_threads(lambda: model(x), threads)
+        if busy > 1.3 * threads:
+            print(f"warning: PyTorch kept {busy:.1f} CPUs busy on {name} at {threads} thread(s)",
+                  file=sys.stderr)
         return steady(lambda: model(x), runs)
 
 

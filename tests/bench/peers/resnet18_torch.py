@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import torch
+from blas_threads import limit_blas_threads
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests" / "data" / "onnx"))
@@ -44,6 +45,7 @@ def worst_relative_error(actual, expected):
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     torch.set_num_threads(1)
+    limit_blas_threads(1)  # the products run on OpenBLAS's own pool (blas_threads.py)
     x = torch.from_numpy(np.load(MODELS / "resnet18.in0.npy"))
     expected = np.load(MODELS / "resnet18.out0.npy")
     assert torch.equal(x, fixtures.resnet18_input()), "resnet18.in0.npy is not the script's input"
