@@ -93,12 +93,12 @@ std::shared_ptr<const Program> linkProgram(const FunctionGraph& graph, std::vect
     }
   }
   for (std::uint32_t s : p.m_outputSlots) plan.lastUse[s] = nNodes;
-  // The slots whose last reader is node p: freed after it, or with keepBuffers and
-  // TSCOPE_RECYCLE_BUFFERS=1 recycled (Note [Recycled buffers]; off by default: it made
-  // ResNet-18 slower).
-  static const bool recycle = [] {
+  // The slots whose last reader is node p: freed after it, or with keepBuffers recycled (Note
+  // [Recycled buffers]; TSCOPE_RECYCLE_BUFFERS=0 turns that off). Read at each compile, so one
+  // process can compare both (bench_onnx_resnet's BENCH_AB_RECYCLE).
+  const bool recycle = [] {
     const char* v = std::getenv("TSCOPE_RECYCLE_BUFFERS");
-    return v != nullptr && std::string_view(v) == "1";
+    return v == nullptr || std::string_view(v) != "0";
   }();
   auto lists = [&](bool keep, std::vector<std::uint32_t>& begin,
                    std::vector<std::uint32_t>& slots) {

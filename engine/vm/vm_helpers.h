@@ -80,10 +80,11 @@ inline void notifyObservers(const Observers& observers, bool& inCallbacks, bool 
 // nothing is allocated and the memory touched is the live set, not the sum. Views, in-place
 // outputs and nodes with an inner graph are not seeded (they allocate nothing); a seeded buffer
 // the kernel does not keep is simply dropped. Only host buffers are pooled (the device's have
-// the caching allocator). Off unless TSCOPE_RECYCLE_BUFFERS=1: measured in alternating runs on
-// one thread (7 December 2026), MobileNetV2 went from 12.3-13.5 to 12.0-12.8 ms but ResNet-18
-// from 53-66 to 64-82 ms and the transformer a few per cent slower, for reasons not yet found
-// (docs/cpu-speed.md).
+// the caching allocator). On by default, TSCOPE_RECYCLE_BUFFERS=0 turns it off. Measured in pairs
+// of adjacent calls of two compilations in one process (bench_onnx_resnet BENCH_AB_RECYCLE=1,
+// one thread, 7 December 2026): recycled / one buffer per value 0.954 on MobileNetV2, 0.988-0.992
+// on ResNet-18, 1.005 on the transformer (medians of 150-200 pairs; docs/cpu-speed.md). An
+// earlier comparison of alternating runs, which showed ResNet-18 slower, was the host's drift.
 template <class Frame, class Hot>
 inline void seedOutputs(Frame& f, const Hot& t) {
   for (std::uint32_t k = 0; k < t.nOut; ++k) {

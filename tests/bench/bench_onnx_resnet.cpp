@@ -8,6 +8,9 @@
 // BENCH_SCALING=T adds the thread scaling measured in pairs: N pairs of one fast_run call on one
 // thread and one on T threads, alternating, and the median of the pairs' ratios (a shared VM's
 // speed drifts by tens of percent within seconds; a ratio of adjacent calls drifts much less).
+// BENCH_AB_RECYCLE=1 compares recycled buffers (Note [Recycled buffers]) with one buffer per value
+// in pairs: N pairs of one call of each of two fast_run compilations, alternating, and the median
+// of the pairs' ratios.
 // BENCH_TRACE=FILE writes one line per steady-state call: its time in ms, the minor page faults
 // and the involuntary context switches it took (getrusage), for telling a slow host from a slow
 // engine; the host's steal time over the steady state goes to stdout.
@@ -93,6 +96,37 @@ SteadyState steadyState(Function& f, const std::vector<Tensor>& args, int n) {
                     static_cast<double>(sysconf(_SC_CLK_TCK)) / (msSince(begin) / 1000.0));
   std::sort(times.begin(), times.end());
   return {times[times.size() / 2], times.front()};
+}
+
+// The median of v and its quartiles, as "m (q1-q3)".
+std::string medianWithQuartiles(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3f (%.3f-%.3f)", v[v.size() / 2], v[v.size() / 4],
+                v[v.size() * 3 / 4]);
+  return text;
+}
+
+// Calls a and b alternately, n times each after a warm-up; prints each one's median time and the
+// median of the ratios a / b of adjacent calls.
+void pairedAB(Function& a, Function& b, const std::vector<Tensor>& args, int n, const char* what) {
+  for (int i = 0; i < 5; ++i) {
+    a(args);
+    b(args);
+  }
+  std::vector<double> ta, tb, ratio;
+  for (int i = 0; i < n; ++i) {
+    auto start = Clock::now();
+    a(args);
+    ta.push_back(msSince(start));
+    start = Clock::now();
+    b(args);
+    tb.push_back(msSince(start));
+    ratio.push_back(ta.back() / tb.back());
+  }
+  std::printf("%s, %d pairs: A %s ms, B %s ms, A / B %s\n", what, n,
+              medianWithQuartiles(ta).c_str(), medianWithQuartiles(tb).c_str(),
+              medianWithQuartiles(ratio).c_str());
 }
 
 // One call on one thread, then one on `threads`, n times; the oneDNN plans of both counts are made
@@ -202,6 +236,13 @@ int main(int argc, char** argv) {
           plain.median, n, plain.min);
       std::printf("worst relative error vs PyTorch: fast_run %.2g, none %.2g\n",
                   worstRelativeError(first[0], expected), worstRelativeError(noneOut[0], expected));
+    }
+    if (std::getenv("BENCH_AB_RECYCLE")) {
+      ::setenv("TSCOPE_RECYCLE_BUFFERS", "0", 1);
+      Function plainBuffers = compileGraph(graph, Mode::FastRun);
+      ::setenv("TSCOPE_RECYCLE_BUFFERS", "1", 1);
+      Function recycled = compileGraph(graph, Mode::FastRun);
+      pairedAB(recycled, plainBuffers, args, n, "A recycled buffers, B one buffer per value");
     }
     if (const char* scaling = std::getenv("BENCH_SCALING"))
       pairedScaling(fastRun, args, n, std::atoi(scaling));

@@ -94,9 +94,10 @@ class TestMemoryPlan : public QObject {
         bytes[static_cast<std::size_t>(p.slotOf(n->outputRef(0)))] = 16;
       const prof::PlanMemory m = prof::planMemory(prof::planGraphOf(p, bytes));
       // exp | exp + mul = 32, exp freed | mul + add = 32. With keepBuffers nothing is freed (48),
-      // unless TSCOPE_RECYCLE_BUFFERS=1 recycles exp's buffer there (Note [Recycled buffers]).
+      // unless recycled buffers (Note [Recycled buffers], on unless TSCOPE_RECYCLE_BUFFERS=0)
+      // recycle exp's buffer there.
       const char* recycleEnv = std::getenv("TSCOPE_RECYCLE_BUFFERS");
-      const bool held = keep && !(recycleEnv && std::string(recycleEnv) == "1");
+      const bool held = keep && recycleEnv && std::string(recycleEnv) == "0";
       QCOMPARE(m, (prof::PlanMemory{held ? 48 : 32, held ? 48 : 32, 48}));
       // The profiler fills the same figures from the sizes it measured.
       const prof::Profile profile =
