@@ -15,6 +15,7 @@
 // CuptiOptions::library when set (only that file), else the toolkit's soname, the unversioned
 // name, and the file the build found; the error names every file tried.
 
+#include "engine/tensor/dtype.h"
 #include "profiling/gpu_source.h"
 
 #include <cstddef>
@@ -38,5 +39,13 @@ bool cuptiBuilt();
 // set of activity callbacks, Note [CUPTI buffers]): starting a second while one records is
 // refused (ProfilerConflict).
 std::unique_ptr<GpuSource> makeCuptiSource(CuptiOptions options = {});
+
+// The GPU source of a profile of nodes placed on `device` (`tensorscope profile --device cuda`,
+// the window's profile on the GPU): null for the CPU; for a GPU, a CUPTI source made with
+// `options` (give it the device's synchronize), or null with `why` set ("GPU kernel times are
+// not recorded: ...") when CUPTI cannot be made here, so the profile still measures host time
+// and the caller shows why the GPU columns are empty.
+std::unique_ptr<GpuSource> gpuSourceFor(engine::Device device, CuptiOptions options,
+                                        std::string& why);
 
 }  // namespace tscope::prof

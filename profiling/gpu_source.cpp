@@ -9,6 +9,18 @@ std::string_view gpuSourceErrorKindName(GpuSourceError::Kind kind) {
   return kNames[static_cast<std::size_t>(kind)];
 }
 
+std::unique_ptr<GpuSource> gpuSourceFor(engine::Device device, CuptiOptions options,
+                                        std::string& why) {
+  why.clear();
+  if (device == engine::Device::Cpu) return nullptr;
+  try {
+    return makeCuptiSource(std::move(options));
+  } catch (const GpuSourceError& e) {
+    why = std::string("GPU kernel times are not recorded: ") + e.what();
+    return nullptr;
+  }
+}
+
 #ifndef TSCOPE_HAVE_CUPTI
 bool cuptiBuilt() {
   return false;

@@ -1,10 +1,12 @@
 #include "gui/cli/cli_profile.h"
 
+#include "engine/backends/cuda/cuda_backend.h"
 #include "engine/debug/lineage.h"
 #include "engine/session/graph_file.h"
 #include "gui/cli/cli.h"
 #include "gui/cli/cli_common.h"
 #include "profiling/calibration.h"
+#include "profiling/cupti_source.h"
 #include "profiling/profile_diff.h"
 #include "profiling/profile_graph.h"
 #include "profiling/profile_io.h"
@@ -163,6 +165,15 @@ int runProfile(const QCommandLineParser& p, const std::string& file, std::string
     rethrowMissing(e);
   }
   const std::optional<nlohmann::json> calibration = calibrationFor(p, err);
+
+  // On the GPU, CUPTI records the kernels each node launches (ProfileRunOptions::gpu); where it
+  // cannot here, the profile keeps its host times and says why.
+  std::string gpuWhy;
+  prof::CuptiOptions cupti;
+  cupti.synchronize = [] { engine::cuda::cudaSynchronize(); };
+  const std::unique_ptr<prof::GpuSource> gpu = prof::gpuSourceFor(run.device, cupti, gpuWhy);
+  if (!gpuWhy.empty()) err += "tensorscope profile: " + gpuWhy + "\n";
+  run.gpu = gpu.get();
 
   auto profileIn = [&](engine::Mode mode) {
     Progress progress(file + " (" + std::string(engine::modeName(mode)) + ")");

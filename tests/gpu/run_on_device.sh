@@ -79,7 +79,7 @@ say "configure ok ($(elapsed))"
 [[ $configure_only -eq 1 ]] && exit 0
 
 targets=(tscope_engine tscope_profiling tscope_cuda tst_cuda_parity tst_cuda_ops_parity
-  tst_cuda_end_to_end bench_cuda)
+  tst_cuda_end_to_end tst_cuda_models bench_cuda)
 grep -q "tst_cupti_source" "$build/build.ninja" && targets+=(tst_cupti_source)
 grep -q "tst_cudnn_parity" "$build/build.ninja" && targets+=(tst_cudnn_parity)
 build_args=()

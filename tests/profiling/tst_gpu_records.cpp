@@ -367,6 +367,23 @@ class TestGpuRecords : public QObject {
     QCOMPARE(gpuSourceErrorKindName(GpuSourceError::Kind::NotBuilt), std::string_view("not-built"));
   }
 
+  void testGpuSourceForADevice() {
+    // The CPU needs none; a GPU profile whose CUPTI cannot be made keeps host times and says why
+    // (here: a library that does not exist, or a build without CUPTI).
+    std::string why = "stale";
+    QVERIFY(gpuSourceFor(tscope::engine::Device::Cpu, {}, why) == nullptr);
+    QVERIFY(why.empty());
+    CuptiOptions options;
+    options.library = "/nonexistent/libcupti.so.13";
+    QVERIFY(gpuSourceFor(tscope::engine::Device::Cuda, options, why) == nullptr);
+    QVERIFY2(why.starts_with("GPU kernel times are not recorded: "), why.c_str());
+#ifdef TSCOPE_HAVE_CUPTI
+    QVERIFY2(why.find("/nonexistent/libcupti.so.13") != std::string::npos, why.c_str());
+#else
+    QVERIFY2(why.find("this build has no CUPTI") != std::string::npos, why.c_str());
+#endif
+  }
+
   void testDemangle() {
     QCOMPARE(demangleKernelName("_Z3fooIfEvPfi"), std::string("void foo<float>(float*, int)"));
     QCOMPARE(demangleKernelName("ts_fused_0"), std::string("ts_fused_0"));

@@ -147,6 +147,12 @@ void registerCudaBackend() {
   g_registered = true;
 }
 
+void cudaSynchronize() {
+  if (!CudaRuntime::started()) return;
+  TSCOPE_CUDA_CHECK(
+      cudaStreamSynchronize(static_cast<cudaStream_t>(CudaRuntime::instance().stream())));
+}
+
 DeviceMemoryStats cudaMemoryStats() {
   return CudaRuntime::started() ? CudaRuntime::instance().allocator().stats() : DeviceMemoryStats{};
 }

@@ -55,6 +55,10 @@ void registerCudaKernels(KernelRegistry& kernels, DeviceSupport& rules);
 // build has no CUDA backend" without the toolkit.
 void registerCudaBackend();
 
+// Waits until every launch on the backend's stream has finished (a GPU profiler flushes its
+// records after it); nothing before registration or without the toolkit.
+void cudaSynchronize();
+
 // The caching allocator's figures and its emptyCache (zeros / nothing before registration).
 DeviceMemoryStats cudaMemoryStats();
 void cudaEmptyCache();

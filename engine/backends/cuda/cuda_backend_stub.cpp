@@ -22,6 +22,8 @@ void registerCudaBackend() {
   throw CudaUnavailable(kNotBuilt, false);
 }
 
+void cudaSynchronize() {}
+
 DeviceMemoryStats cudaMemoryStats() {
   return {};
 }

@@ -8,6 +8,7 @@
 #include "gui/app/profile/profile_panels.h"
 #include "gui/app/profile/profile_ui.h"
 #include "profiling/calibration.h"
+#include "profiling/cupti_source.h"
 #include "profiling/profile_graph.h"
 #include "profiling/profile_io.h"
 #include "profiling/report.h"
@@ -65,6 +66,13 @@ std::shared_ptr<const ProfileSnapshot> profileDocument(
   options.device = request.device;
   // Starts the CUDA runtime once; without a device CudaUnavailable says why (the run fails).
   if (request.device == engine::Device::Cuda) engine::cuda::registerCudaBackend();
+  // On the GPU, CUPTI records the kernels each node launches; where it cannot, the profile keeps
+  // its host times and its label says so.
+  std::string gpuWhy;
+  prof::CuptiOptions cupti;
+  cupti.synchronize = [] { engine::cuda::cudaSynchronize(); };
+  const std::unique_ptr<prof::GpuSource> gpu = prof::gpuSourceFor(request.device, cupti, gpuWhy);
+  options.gpu = gpu.get();
   prof::GraphProfile g =
       prof::profileGraph(*graph, prepared.inputs, prepared.args, request.mode, options);
   const QString file = QFileInfo(doc->path).fileName();
@@ -82,6 +90,7 @@ std::shared_ptr<const ProfileSnapshot> profileDocument(
                          ? modeText(request.mode)
                          : modeText(request.mode) + QStringLiteral(", ") +
                                QString::fromLatin1(engine::deviceName(request.device).data()));
+  if (!gpuWhy.empty()) s->label += QStringLiteral(" - ") + QString::fromStdString(gpuWhy);
   s->profile = std::make_shared<const prof::Profile>(std::move(g.profile));
   return s;
 }
