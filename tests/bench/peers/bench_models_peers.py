@@ -82,17 +82,18 @@ def ort_child(args, directory, name, runs):
                           "--models", name], capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"onnxruntime failed: {out.stderr.strip().splitlines()[-1:]}")
-    return json.loads(out.stdout)[name][0]
+    return tuple(json.loads(out.stdout)[name])
 
 
 def ours(args, directory, name, runs):
     env = dict(os.environ, BENCH_FAST_ONLY="1", TSCOPE_NUM_THREADS=str(args.threads))
     out = subprocess.run([args.paired, str(runs), str(directory / f"{name}.onnx")],
                          capture_output=True, text=True, env=env)
-    match = re.search(r"steady-state inference, fast_run:\s+([0-9.]+) ms", out.stdout)
+    match = re.search(r"steady-state inference, fast_run:\s+([0-9.]+) ms \(median of \d+, "
+                      r"min ([0-9.]+)\)", out.stdout)
     if out.returncode != 0 or not match:
         raise RuntimeError(f"{args.paired} failed: {(out.stderr or out.stdout).strip()[-300:]}")
-    return float(match.group(1))
+    return float(match.group(1)), float(match.group(2))
 
 
 def quartiles(values):
@@ -103,19 +104,29 @@ def quartiles(values):
 def paired(args, directory, names):
     for name in names:
         rows = []
-        for _ in range(args.rounds):
-            t = ours(args, directory, name, args.runs)
-            o = ort_child(args, directory, name, args.runs)
-            p = time_torch(name, directory, args.threads, args.runs)[0]
-            rows.append((t, o, p))
+        runners = [lambda: ours(args, directory, name, args.runs),
+                   lambda: ort_child(args, directory, name, args.runs),
+                   lambda: time_torch(name, directory, args.threads, args.runs)]
+        for r in range(args.rounds):
+            # Each round starts with another runtime, so a drift of the host within a round does
+            # not always fall on the same one.
+            row = [None] * 3
+            for k in range(3):
+                i = (r + k) % 3
+                row[i] = runners[i]()
+            rows.append(row)
         for label, k in (("tensorscope", 0), ("onnxruntime", 1), ("pytorch", 2)):
-            m, lo, hi = quartiles([r[k] for r in rows])
+            m, lo, hi = quartiles([r[k][0] for r in rows])
+            best = min(r[k][1] for r in rows)
             print(f"{name:12s} {label:12s} {m:8.3f} ms (median of {args.rounds} rounds' medians, "
-                  f"quartiles {lo:.3f}-{hi:.3f}), {args.threads} thread(s)")
+                  f"quartiles {lo:.3f}-{hi:.3f}; fastest call {best:.3f}), "
+                  f"{args.threads} thread(s)")
         for label, k in (("onnxruntime", 1), ("pytorch", 2)):
-            m, lo, hi = quartiles([r[0] / r[k] for r in rows])
+            m, lo, hi = quartiles([r[0][0] / r[k][0] for r in rows])
+            mm, mlo, mhi = quartiles([r[0][1] / r[k][1] for r in rows])
             print(f"{name:12s} tensorscope / {label:11s} {m:.3f} (quartiles {lo:.3f}-{hi:.3f}, "
-                  f"{args.rounds} paired rounds of {args.runs} calls)")
+                  f"{args.rounds} paired rounds of {args.runs} calls); of the rounds' fastest "
+                  f"calls {mm:.3f} ({mlo:.3f}-{mhi:.3f})")
 
 
 def main():
