@@ -31,6 +31,7 @@
 #include "engine/ops/shape/reshape.h"
 #include "engine/tensor/device_memory.h"
 #include "gpu_check.h"
+#include "gpu_device.h"
 #include "gpu_values.h"
 
 #include <chrono>
@@ -376,16 +377,7 @@ void debugSessionOnDevice() {
 }  // namespace
 
 int main() {
-  const char* dry = std::getenv("TSCOPE_GPU_TEST_ON_CPU");
-  g_dry = dry != nullptr && *dry != '\0' && std::string(dry) != "0";
-  if (g_dry) {
-    std::printf("dry run: the device side compiled for the CPU\n");
-  } else {
-    const cuda::CudaStatus status = cuda::cudaStatus();
-    if (!status.deviceFound) SKIP(("no CUDA device: " + status.error).c_str());
-    std::printf("device: %s (sm_%d)\n", status.deviceName.c_str(), status.arch);
-    cuda::registerCudaBackend();
-  }
+  g_dry = tscope::gputest::startDeviceOrDryRun();
   section("sgd mlp (resident params)", sgdMlpResident);
   section("mlp gradients", mlpGradients);
   section("cnn gradients and step", cnnGradients);

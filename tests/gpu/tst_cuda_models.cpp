@@ -18,6 +18,7 @@
 #include "engine/io/npy.h"
 #include "engine/io/tsg.h"
 #include "gpu_check.h"
+#include "gpu_device.h"
 
 #include <cmath>
 #include <cstdio>
@@ -123,16 +124,7 @@ void checkModel(const Model& m) {
 int main(int argc, char** argv) {
   if (argc > 1) g_models = argv[1];
   if (argc > 2) g_fixtures = argv[2];
-  const char* dry = std::getenv("TSCOPE_GPU_TEST_ON_CPU");
-  g_dry = dry != nullptr && *dry != '\0' && std::string(dry) != "0";
-  if (g_dry) {
-    std::printf("dry run: the device side compiled for the CPU\n");
-  } else {
-    const cuda::CudaStatus status = cuda::cudaStatus();
-    if (!status.deviceFound) SKIP(("no CUDA device: " + status.error).c_str());
-    std::printf("device: %s (sm_%d)\n", status.deviceName.c_str(), status.arch);
-    cuda::registerCudaBackend();
-  }
+  g_dry = tscope::gputest::startDeviceOrDryRun();
   // Tolerances: float32 on cuDNN and cuBLAS (no TF32) against oneDNN and OpenBLAS.
   section("resnet18", [] { checkModel({"resnet18", "models", 1e-3, 1e-4, 0.5}); });
   section("transformer encoder", [] {

@@ -21,6 +21,7 @@
 #include "engine/ops/shape/shape.h"
 #include "engine/tensor/device_memory.h"
 #include "gpu_check.h"
+#include "gpu_device.h"
 #include "gpu_values.h"
 
 #include <cmath>
@@ -417,10 +418,7 @@ void randomStates() {
 }  // namespace
 
 int main() {
-  const cuda::CudaStatus status = cuda::cudaStatus();
-  if (!status.deviceFound) SKIP(("no CUDA device: " + status.error).c_str());
-  std::printf("device: %s (sm_%d)\n", status.deviceName.c_str(), status.arch);
-  cuda::registerCudaBackend();
+  tscope::gputest::startDevice();
   section("reshape and flatten", reshapes);
   section("subtensor and inc subtensor", subtensors);
   section("take and its increment", takes);

@@ -18,6 +18,7 @@
 #include "engine/ops/shape/dimshuffle.h"
 #include "engine/tensor/device_memory.h"
 #include "gpu_check.h"
+#include "gpu_device.h"
 #include "gpu_values.h"
 
 #include <cmath>
@@ -300,10 +301,7 @@ void allocatorReuse() {
 }  // namespace
 
 int main() {
-  const cuda::CudaStatus status = cuda::cudaStatus();
-  if (!status.deviceFound) SKIP(("no CUDA device: " + status.error).c_str());
-  std::printf("device: %s (sm_%d)\n", status.deviceName.c_str(), status.arch);
-  cuda::registerCudaBackend();
+  tscope::gputest::startDevice();
   section("transfers", transfers);
   section("elementwise ops", elementwiseOps);
   section("broadcasting and strides", broadcastingAndStrides);

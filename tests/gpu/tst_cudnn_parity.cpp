@@ -20,6 +20,7 @@
 #include "engine/ops/nn/softmax.h"
 #include "engine/ops/reduce/reduce.h"
 #include "gpu_check.h"
+#include "gpu_device.h"
 #include "gpu_values.h"
 
 #include <cstdio>
@@ -341,10 +342,7 @@ void float64StaysOnCpu() {
 }  // namespace
 
 int main() {
-  const cuda::CudaStatus status = cuda::cudaStatus();
-  if (!status.deviceFound) SKIP(("no CUDA device: " + status.error).c_str());
-  std::printf("device: %s (sm_%d)\n", status.deviceName.c_str(), status.arch);
-  cuda::registerCudaBackend();
+  tscope::gputest::startDevice();
   section("conv2d and gradients", convolutions);
   section("conv algorithm modes", algorithmModes);
   section("conv shape change", shapeChange);
