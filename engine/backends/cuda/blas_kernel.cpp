@@ -125,6 +125,14 @@ Batched batchedShapes(const Tensor& a, const Tensor& b) {
   return r;
 }
 
+// The products other than vector/matrix ones take two stacks of matrices.
+void requireStacks(const Tensor& a, const Tensor& b) {
+  if (a.ndim() < 2 || b.ndim() < 2)
+    throw std::invalid_argument(
+        "Dot on the GPU: expected ranks (1|2, 1|2) or two stacks of matrices, found " +
+        shapeToString(a.shape()) + " and " + shapeToString(b.shape()));
+}
+
 // Note [Half products]: every float16 Dot as a (batched) matrix product.
 void dotHalf(const Tensor& a, const Tensor& b, Tensor& out) {
   static const float one = 1.0f, zero = 0.0f;
@@ -151,11 +159,7 @@ void dotHalf(const Tensor& a, const Tensor& b, Tensor& out) {
     gemmRowMajorHalf(m, n, k, &one, a.rawData(), 0, b.rawData(), 0, &zero, out.rawData(), 1);
     return;
   }
-  if (a.ndim() < 2 || b.ndim() < 2)
-    throw std::invalid_argument(
-        "Dot on the GPU: expected ranks (1|2, 1|2) or two stacks of "
-        "matrices, found " +
-        shapeToString(a.shape()) + " and " + shapeToString(b.shape()));
+  requireStacks(a, b);
   const Batched s = batchedShapes(a, b);
   out = emptyOn(Device::Cuda, DType::Float16, s.outShape);
   if (out.numel() == 0) return;
@@ -202,11 +206,7 @@ void dotKernel(const Op&, const Apply& node, std::span<const Tensor* const> inpu
         cublasSgemv(handle(), CUBLAS_OP_N, n, k, &one, f(b), n, f(a), 1, &zero, f(out), 1));
     return;
   }
-  if (a.ndim() < 2 || b.ndim() < 2)
-    throw std::invalid_argument(
-        "Dot on the GPU: expected ranks (1|2, 1|2) or two stacks of "
-        "matrices, found " +
-        shapeToString(a.shape()) + " and " + shapeToString(b.shape()));
+  requireStacks(a, b);
   const Batched st = batchedShapes(a, b);
   out = emptyOn(Device::Cuda, DType::Float32, st.outShape);
   if (out.numel() == 0) return;
