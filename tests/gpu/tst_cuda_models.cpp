@@ -1,14 +1,16 @@
-// The ONNX fixtures on the GPU against the CPU (issue 22; label `gpu`, no Qt): the ResNet-18
-// fixture (torchvision at widths 16-128, 64x64) and the transformer encoder. (The MobileNet of
-// the detection fixtures is not here: SSDlite's top-k and NMS load from a .tsg as ONNX-backed
-// nodes, which need ONNX at run time.) The GPU machines have no protobuf, so the models come as
-// .tsg files converted from the .onnx fixtures on a machine with ONNX
-// (tests/gpu/models/make_models.sh); their inputs and PyTorch's outputs are the fixtures' .npy
-// files. Each model compiles in fast_run for the CPU and for the GPU, runs on the fixture's input,
-// and every output is checked against the CPU's and against PyTorch's; the GPU compilation must
-// place at least half the nodes on the device. Skips (77) without a device.
-// TSCOPE_GPU_TEST_ON_CPU=1 runs the "device" side on the CPU too (the placement check left out):
-// the files, the comparison and the test's logic, checked on a machine without a GPU.
+// The ONNX models on the GPU against the CPU (issue 22; label `gpu`, no Qt): the ResNet-18
+// fixture (torchvision at widths 16-128, 64x64), the transformer encoder fixture, and a MobileNetV2
+// (torchvision at width 0.25, 64x64, 10 classes: depthwise and 1x1 convolutions, ReLU6, residual
+// adds; tests/gpu/models/make_mobilenet.py). The detection fixtures' MobileNet is not used: their
+// top-k and NMS load from a .tsg as ONNX-backed nodes, which need ONNX at run time. The GPU
+// machines have no protobuf, so the models come as .tsg files converted from the .onnx on a
+// machine with ONNX (tests/gpu/models/make_models.sh); their inputs and PyTorch's outputs are
+// .npy files (the ONNX fixtures' own, or the MobileNet's next to its .tsg). Each model compiles
+// in fast_run for the CPU and for the GPU, runs on the input, and every output is checked against
+// the CPU's and against PyTorch's; the GPU compilation must place at least half the nodes on the
+// device. Skips (77) without a device. TSCOPE_GPU_TEST_ON_CPU=1 runs the "device" side on the
+// CPU too (the placement check left out): the files, the comparison and the test's logic,
+// checked on a machine without a GPU.
 //   tst_cuda_models [MODELS_DIR [FIXTURES_DIR]]
 #include "engine/backends/cuda/cuda_backend.h"
 #include "engine/compile/function.h"
@@ -38,8 +40,9 @@ fs::path g_models = TSCOPE_GPU_MODELS_DIR;
 fs::path g_fixtures = TSCOPE_ONNX_FIXTURES_DIR;
 
 struct Model {
-  const char* name;       // X.tsg in the models folder
-  const char* fixtures;   // the folder of X.in*.npy and X.out*.npy, under the fixtures folder
+  const char* name;  // X.tsg in the models folder
+  // The folder of X.in*.npy and X.out*.npy under the fixtures folder, or "" for the models folder.
+  const char* fixtures;
   double rtol, atol;      // GPU against CPU, and against PyTorch (atol scaled by the output)
   double minDeviceShare;  // of the linked nodes that run on the device
 };
@@ -86,7 +89,7 @@ Function compileOn(const FunctionGraph& graph, Device device) {
 
 void checkModel(const Model& m) {
   const io::TsgDocument doc = io::loadTsg(g_models / (std::string(m.name) + ".tsg"));
-  const fs::path dir = g_fixtures / m.fixtures;
+  const fs::path dir = *m.fixtures ? g_fixtures / m.fixtures : g_models;
   std::vector<Tensor> args;
   for (int i = 0; fs::exists(dir / (std::string(m.name) + ".in" + std::to_string(i) + ".npy")); ++i)
     args.push_back(io::loadNpy(dir / (std::string(m.name) + ".in" + std::to_string(i) + ".npy")));
@@ -130,6 +133,7 @@ int main(int argc, char** argv) {
   section("transformer encoder", [] {
     checkModel({"transformer_encoder", "models", 1e-3, 1e-4, 0.5});
   });
+  section("mobilenet v2", [] { checkModel({"mobilenetv2", "", 1e-3, 1e-4, 0.5}); });
   tscope::gputest::sectionSummary();
   return tscope::gputest::result();
 }

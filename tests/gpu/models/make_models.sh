@@ -6,7 +6,8 @@
 set -euo pipefail
 tensorscope=${1:-build/gui/tensorscope}
 here=$(dirname "$0")
-# (Not the detection fixtures: their TopK and NMS would load as ONNX-backed nodes.)
+# (Not the detection fixtures: their TopK and NMS would load as ONNX-backed nodes. The MobileNet
+# comes from make_mobilenet.py, which makes its .onnx with PyTorch first.)
 for fixture in tests/data/onnx/models/resnet18.onnx tests/data/onnx/models/transformer_encoder.onnx; do
   name=$(basename "$fixture" .onnx)
   "$tensorscope" optimize "$fixture" -o "$here/$name.tsg" --mode none
