@@ -65,40 +65,44 @@ VarPtr var(DType d, Shape shape, const char* name) {
   return Variable::create(TensorType(d, std::move(shape)), name);
 }
 
+// One scalar op as an unfused Elemwise (mode none) on `d` (bool for Switch's condition), with one
+// broadcast operand (the strided kernel), against the CPU; false when the op refuses the dtypes.
+bool scalarOpMatches(ScalarOp op, DType d, unsigned seedBase, double rtol, double atol) {
+  const ScalarOpInfo& info = scalarOpInfo(op);
+  const int arity = info.arity < 0 ? 2 : info.arity;
+  std::vector<VarPtr> in;
+  std::vector<Tensor> args;
+  for (int i = 0; i < arity; ++i) {
+    const DType di = op == ScalarOp::Switch && i == 0 ? DType::Bool : d;
+    Shape shape = i == 1 ? Shape{1, 33} : Shape{17, 33};
+    in.push_back(var(di, shape, "x"));
+    args.push_back(random(di, shape, seedBase + static_cast<unsigned>(i),
+                          op == ScalarOp::Log || op == ScalarOp::Sqrt ? 0.1 : -2));
+  }
+  VarPtr y;
+  try {
+    y = std::make_shared<Elemwise>(op, std::map<int, int>{}, DType::Float64)
+            ->makeNode(in)
+            ->output(0);
+  } catch (const std::exception&) {
+    return false;  // the op refuses these dtypes
+  }
+  int onDevice = 0;
+  const bool ok = sameOnBoth(in, {y}, args, rtol, atol, Mode::None, &onDevice);
+  if (!ok || onDevice == 0)
+    std::fprintf(stderr, "  %s on %s (%d device nodes)\n", std::string(info.name).c_str(),
+                 std::string(dtypeName(d)).c_str(), onDevice);
+  CHECK(ok);
+  CHECK(onDevice > 0);
+  return true;
+}
+
 void elementwiseOps() {
   // Every scalar op on float32 (and the arithmetic on int32), unfused (mode none), with one
   // broadcast operand: the strided kernel.
-  for (DType d : {DType::Float32, DType::Int32, DType::Float64}) {
-    for (int s = 0; s < kScalarOpCount; ++s) {
-      const auto op = static_cast<ScalarOp>(s);
-      const ScalarOpInfo& info = scalarOpInfo(op);
-      const int arity = info.arity < 0 ? 2 : info.arity;
-      std::vector<VarPtr> in;
-      std::vector<Tensor> args;
-      for (int i = 0; i < arity; ++i) {
-        const DType di = op == ScalarOp::Switch && i == 0 ? DType::Bool : d;
-        Shape shape = i == 1 ? Shape{1, 33} : Shape{17, 33};
-        in.push_back(var(di, shape, "x"));
-        args.push_back(random(di, shape, 100 + s * 7 + i,
-                              op == ScalarOp::Log || op == ScalarOp::Sqrt ? 0.1 : -2));
-      }
-      VarPtr y;
-      try {
-        y = std::make_shared<Elemwise>(op, std::map<int, int>{}, DType::Float64)
-                ->makeNode(in)
-                ->output(0);
-      } catch (const std::exception&) {
-        continue;  // the op refuses these dtypes
-      }
-      int onDevice = 0;
-      const bool ok = sameOnBoth(in, {y}, args, 1e-5, 1e-6, Mode::None, &onDevice);
-      if (!ok || onDevice == 0)
-        std::fprintf(stderr, "  %s on %s (%d device nodes)\n", std::string(info.name).c_str(),
-                     std::string(dtypeName(d)).c_str(), onDevice);
-      CHECK(ok);
-      CHECK(onDevice > 0);
-    }
-  }
+  for (DType d : {DType::Float32, DType::Int32, DType::Float64})
+    for (int s = 0; s < kScalarOpCount; ++s)
+      scalarOpMatches(static_cast<ScalarOp>(s), d, static_cast<unsigned>(100 + s * 7), 1e-5, 1e-6);
 }
 
 void broadcastingAndStrides() {
@@ -187,36 +191,9 @@ void sgdStep() {
 void float16() {
   const DType h = DType::Float16;
   int checked = 0;
-  for (int s = 0; s < kScalarOpCount; ++s) {
-    const auto op = static_cast<ScalarOp>(s);
-    const ScalarOpInfo& info = scalarOpInfo(op);
-    const int arity = info.arity < 0 ? 2 : info.arity;
-    std::vector<VarPtr> in;
-    std::vector<Tensor> args;
-    for (int i = 0; i < arity; ++i) {
-      const DType di = op == ScalarOp::Switch && i == 0 ? DType::Bool : h;
-      Shape shape = i == 1 ? Shape{1, 33} : Shape{17, 33};
-      in.push_back(var(di, shape, "x"));
-      args.push_back(random(di, shape, 300 + s * 7 + i,
-                            op == ScalarOp::Log || op == ScalarOp::Sqrt ? 0.1 : -2));
-    }
-    VarPtr y;
-    try {
-      y = std::make_shared<Elemwise>(op, std::map<int, int>{}, DType::Float64)
-              ->makeNode(in)
-              ->output(0);
-    } catch (const std::exception&) {
-      continue;
-    }
-    int onDevice = 0;
-    const bool ok = sameOnBoth(in, {y}, args, 4e-3, 4e-3, Mode::None, &onDevice);
-    if (!ok || onDevice == 0)
-      std::fprintf(stderr, "  %s on float16 (%d device nodes)\n", std::string(info.name).c_str(),
-                   onDevice);
-    CHECK(ok);
-    CHECK(onDevice > 0);
-    ++checked;
-  }
+  for (int s = 0; s < kScalarOpCount; ++s)
+    checked += scalarOpMatches(static_cast<ScalarOp>(s), h, static_cast<unsigned>(300 + s * 7),
+                               4e-3, 4e-3);
   CHECK(checked >= 30);
   // The fused chain on half operands, broadcast and strided.
   const VarPtr x = var(h, {300, 37}, "x"), a = var(h, {37}, "a");

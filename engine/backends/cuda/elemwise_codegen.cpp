@@ -343,6 +343,17 @@ std::string reduceSkeleton(const ReduceParts& r, DType in, DType out) {
        "  }\n}\n";
   return k;
 }
+
+// The reduction kernel's source: named by its hash, with cuda_fp16.h when a value is float16.
+GeneratedSource reduceSource(std::string k, DType in, DType out) {
+  GeneratedSource g;
+  g.name = hexName("ts_red_", k);
+  for (std::size_t at = k.find("NAME"); at != std::string::npos; at = k.find("NAME", at))
+    k.replace(at, 4, g.name);
+  const bool half = in == DType::Float16 || out == DType::Float16;
+  g.source = scalarPrelude() + "\n" + (half ? halfInclude() : std::string()) + k;
+  return g;
+}
 }  // namespace
 
 GeneratedSource generateReduce(ScalarOp scalar, DType in, DType acc, DType out) {
@@ -369,13 +380,7 @@ GeneratedSource generateReduce(ScalarOp scalar, DType in, DType acc, DType out) 
         return "(" + a + " | " + b + ")";
       };
     }
-    GeneratedSource g;
-    std::string k = reduceSkeleton(r, in, out);
-    g.name = hexName("ts_red_", k);
-    for (std::size_t at = k.find("NAME"); at != std::string::npos; at = k.find("NAME", at))
-      k.replace(at, 4, g.name);
-    g.source = scalarPrelude() + "\n" + (in == DType::Float16 ? halfInclude() : std::string()) + k;
-    return g;
+    return reduceSource(reduceSkeleton(r, in, out), in, out);
   }
   if (acc == DType::Bool || dtypeSize(acc) < 4)
     throw std::invalid_argument("generateReduce: expected a 32- or 64-bit accumulator, found " +
@@ -416,14 +421,7 @@ GeneratedSource generateReduce(ScalarOp scalar, DType in, DType acc, DType out) 
           "generateReduce: expected add, mul, maximum, minimum, and or or, found " +
           std::string(scalarOpInfo(scalar).name));
   }
-  std::string k = reduceSkeleton(r, in, out);
-  GeneratedSource g;
-  g.name = hexName("ts_red_", k);
-  for (std::size_t at = k.find("NAME"); at != std::string::npos; at = k.find("NAME", at))
-    k.replace(at, 4, g.name);
-  const bool half = in == DType::Float16 || out == DType::Float16;
-  g.source = scalarPrelude() + "\n" + (half ? halfInclude() : std::string()) + k;
-  return g;
+  return reduceSource(reduceSkeleton(r, in, out), in, out);
 }
 
 GeneratedSource generateScan(DType dtype) {

@@ -14,24 +14,17 @@ import tempfile
 import numpy as np
 import torch
 import torchvision
-from torch import nn
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "bench"))
+from make_bench_models import randomize_batch_norms  # noqa: E402
 
 
 def main():
     tensorscope = sys.argv[1] if len(sys.argv) > 1 else "build/gui/tensorscope"
     torch.manual_seed(24)
     model = torchvision.models.mobilenet_v2(weights=None, width_mult=0.25, num_classes=10)
-    generator = torch.Generator().manual_seed(240)
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            with torch.no_grad():
-                n = m.num_features
-                m.weight.copy_(torch.empty(n).uniform_(0.5, 1.5, generator=generator))
-                m.bias.copy_(torch.empty(n).uniform_(-0.2, 0.2, generator=generator))
-                m.running_mean.copy_(torch.empty(n).uniform_(-0.2, 0.2, generator=generator))
-                m.running_var.copy_(torch.empty(n).uniform_(0.5, 1.5, generator=generator))
+    randomize_batch_norms(model, torch.Generator().manual_seed(240))
     model.eval()
     x = torch.empty(1, 3, 64, 64).uniform_(-1, 1, generator=torch.Generator().manual_seed(241))
     with torch.no_grad():
