@@ -11,6 +11,8 @@
 // BENCH_AB_RECYCLE=1 compares recycled buffers (Note [Recycled buffers]) with one buffer per value
 // in pairs: N pairs of one call of each of two fast_run compilations, alternating, and the median
 // of the pairs' ratios.
+// BENCH_AB_BLOCKED=1 compares blocked direct convolutions (Note [Blocked direct convolutions] in
+// engine/backends/cpu/dnnl_conv.h) with channel-last ones the same way, on one compilation.
 // BENCH_TRACE=FILE writes one line per steady-state call: its time in ms, the minor page faults
 // and the involuntary context switches it took (getrusage), for telling a slow host from a slow
 // engine; the host's steal time over the steady state goes to stdout.
@@ -32,6 +34,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -109,16 +112,23 @@ std::string medianWithQuartiles(std::vector<double> v) {
 
 // Calls a and b alternately, n times each after a warm-up; prints each one's median time and the
 // median of the ratios a / b of adjacent calls.
-void pairedAB(Function& a, Function& b, const std::vector<Tensor>& args, int n, const char* what) {
+// beforeA and beforeB run before each call of A and of B, untimed (a setting to switch).
+void pairedAB(
+    Function& a, Function& b, const std::vector<Tensor>& args, int n, const char* what,
+    const std::function<void()>& beforeA = [] {}, const std::function<void()>& beforeB = [] {}) {
   for (int i = 0; i < 5; ++i) {
+    beforeA();
     a(args);
+    beforeB();
     b(args);
   }
   std::vector<double> ta, tb, ratio;
   for (int i = 0; i < n; ++i) {
+    beforeA();
     auto start = Clock::now();
     a(args);
     ta.push_back(msSince(start));
+    beforeB();
     start = Clock::now();
     b(args);
     tb.push_back(msSince(start));
@@ -243,6 +253,14 @@ int main(int argc, char** argv) {
       ::setenv("TSCOPE_RECYCLE_BUFFERS", "1", 1);
       Function recycled = compileGraph(graph, Mode::FastRun);
       pairedAB(recycled, plainBuffers, args, n, "A recycled buffers, B one buffer per value");
+    }
+    if (std::getenv("BENCH_AB_BLOCKED")) {
+      const bool before = cpu::dnnlBlockedConvolutions();
+      pairedAB(
+          fastRun, fastRun, args, n, "A blocked direct convolutions, B channel-last",
+          [] { cpu::setDnnlBlockedConvolutions(true); },
+          [] { cpu::setDnnlBlockedConvolutions(false); });
+      cpu::setDnnlBlockedConvolutions(before);
     }
     if (const char* scaling = std::getenv("BENCH_SCALING"))
       pairedScaling(fastRun, args, n, std::atoi(scaling));

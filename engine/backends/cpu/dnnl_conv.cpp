@@ -2,10 +2,12 @@
 
 #include "engine/backends/cpu/threads.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -24,6 +26,10 @@ namespace tscope::engine::cpu {
 bool dnnlAvailable() {
   return false;
 }
+bool dnnlBlockedConvolutions() {
+  return false;
+}
+void setDnnlBlockedConvolutions(bool) {}
 std::string dnnlDescription() {
   return "not built with oneDNN";
 }
@@ -59,8 +65,10 @@ struct Key {
   std::int64_t n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, groups;
   bool bias, sum;
   int threads;
+  bool blocked;  // Note [Blocked direct convolutions]
   auto tie() const {
-    return std::tie(n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, groups, bias, sum, threads);
+    return std::tie(n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, groups, bias, sum, threads,
+                    blocked);
   }
   bool operator<(const Key& k) const { return tie() < k.tie(); }
 };
@@ -82,15 +90,24 @@ Key keyOf(const Conv2dGeometry& g, const ConvEpilogue& e) {
           g.groups,
           e.bias != nullptr,
           e.sum,
-          intraOpThreads()};
+          intraOpThreads(),
+          dnnlBlockedConvolutions() && g.groups == 1 && (g.kh > 1 || g.kw > 1) && g.c % 8 == 0 &&
+              g.o % 8 == 0};
 }
 
+// The user descs are the engine's layouts: NCHW, and channel-last (NHWC, Note [Channel-last
+// activations]); the conv descs are the convolution's own (NHWC, or nChw8c for a blocked plan).
+// A reorder per direction and user layout that differs from the convolution's; a null reorder
+// where they agree (the buffer is handed to oneDNN as it is).
 struct Plan {
   dnnl::convolution_forward conv;
-  memory::desc srcUser, srcConv, dstConv, dstUser, weiUser, weiConv, biasDesc;
-  dnnl::reorder toConvSrc, toUserDst, toConvDst;
+  bool blocked = false;
+  memory::desc srcUser, srcUserCl, srcConv, dstConv, dstUser, dstUserCl, weiUser, weiConv, biasDesc;
+  dnnl::reorder toConvSrc, toConvSrcCl, toUserDst, toUserDstCl, toConvDst, toConvDstCl;
   std::string impl;
 };
+
+dnnl::reorder reorderBetween(const memory::desc& from, const memory::desc& to);
 
 dnnl::engine& cpuEngine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -101,16 +118,20 @@ memory::dims dims(std::initializer_list<std::int64_t> d) {
   return memory::dims(d);
 }
 
-Plan makePlan(const Conv2dGeometry& g, const ConvEpilogue& e) {
+Plan makePlan(const Key& key, const Conv2dGeometry& g, const ConvEpilogue& e) {
   Plan p;
   const memory::dims src = dims({g.n, g.c, g.h, g.w}), dst = dims({g.n, g.o, g.oh, g.ow});
   const memory::dims wei = g.groups == 1
                                ? dims({g.o, g.c, g.kh, g.kw})
                                : dims({g.groups, g.oPerGroup(), g.cPerGroup(), g.kh, g.kw});
+  p.blocked = key.blocked;
+  const Tag convTag = p.blocked ? Tag::nChw8c : Tag::nhwc;
   p.srcUser = memory::desc(src, Dt::f32, Tag::nchw);
-  p.srcConv = memory::desc(src, Dt::f32, Tag::nhwc);
+  p.srcUserCl = memory::desc(src, Dt::f32, Tag::nhwc);
+  p.srcConv = memory::desc(src, Dt::f32, convTag);
   p.dstUser = memory::desc(dst, Dt::f32, Tag::nchw);
-  p.dstConv = memory::desc(dst, Dt::f32, Tag::nhwc);
+  p.dstUserCl = memory::desc(dst, Dt::f32, Tag::nhwc);
+  p.dstConv = memory::desc(dst, Dt::f32, convTag);
   p.weiUser = memory::desc(wei, Dt::f32, g.groups == 1 ? Tag::oihw : Tag::goihw);
   const memory::desc weiAny(wei, Dt::f32, Tag::any);
   p.biasDesc = memory::desc(dims({g.o}), Dt::f32, Tag::a);
@@ -135,15 +156,21 @@ Plan makePlan(const Conv2dGeometry& g, const ConvEpilogue& e) {
   const dnnl::convolution_forward::primitive_desc pd(desc, attr, cpuEngine());
   p.conv = dnnl::convolution_forward(pd);
   p.weiConv = pd.weights_desc();
-  p.impl = pd.impl_info_str();
-  p.toConvSrc =
-      dnnl::reorder(dnnl::reorder::primitive_desc(cpuEngine(), p.srcUser, cpuEngine(), p.srcConv));
-  p.toUserDst =
-      dnnl::reorder(dnnl::reorder::primitive_desc(cpuEngine(), p.dstConv, cpuEngine(), p.dstUser));
-  if (e.sum)  // an NCHW residual goes into the channel-last destination first
-    p.toConvDst = dnnl::reorder(
-        dnnl::reorder::primitive_desc(cpuEngine(), p.dstUser, cpuEngine(), p.dstConv));
+  p.impl = std::string(pd.impl_info_str()) + (p.blocked ? " nChw8c" : "");
+  p.toConvSrc = reorderBetween(p.srcUser, p.srcConv);
+  p.toConvSrcCl = reorderBetween(p.srcUserCl, p.srcConv);
+  p.toUserDst = reorderBetween(p.dstConv, p.dstUser);
+  p.toUserDstCl = reorderBetween(p.dstConv, p.dstUserCl);
+  if (e.sum) {  // the residual goes into the convolution's destination first
+    p.toConvDst = reorderBetween(p.dstUser, p.dstConv);
+    p.toConvDstCl = reorderBetween(p.dstUserCl, p.dstConv);
+  }
   return p;
+}
+
+dnnl::reorder reorderBetween(const memory::desc& from, const memory::desc& to) {
+  if (from == to) return {};
+  return dnnl::reorder(dnnl::reorder::primitive_desc(cpuEngine(), from, cpuEngine(), to));
 }
 
 struct PackedFilters {
@@ -173,7 +200,7 @@ std::shared_ptr<const Plan> planFor(const Key& key, const Conv2dGeometry& g,
     std::lock_guard lock(c.mutex);
     if (auto it = c.plans.find(key); it != c.plans.end()) return it->second;
   }
-  auto plan = std::make_shared<const Plan>(makePlan(g, e));
+  auto plan = std::make_shared<const Plan>(makePlan(key, g, e));
   std::lock_guard lock(c.mutex);
   auto [it, added] = c.plans.emplace(key, plan);
   if (added && c.impls.size() < 32) {
@@ -256,6 +283,27 @@ bool dnnlAvailable() {
   return on;
 }
 
+namespace {
+std::atomic<int>& blockedSetting() {
+  static std::atomic<int> setting = [] {
+    const char* v = std::getenv("TSCOPE_DNNL_BLOCKED");
+    if (v != nullptr && std::string_view(v) == "0") return 0;
+    if (v != nullptr && std::string_view(v) == "1") return 1;
+    const int isa = static_cast<int>(dnnl::get_effective_cpu_isa());
+    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? 0 : 1;
+  }();
+  return setting;
+}
+}  // namespace
+
+bool dnnlBlockedConvolutions() {
+  return blockedSetting().load(std::memory_order_relaxed) != 0;
+}
+
+void setDnnlBlockedConvolutions(bool on) {
+  blockedSetting().store(on ? 1 : 0, std::memory_order_relaxed);
+}
+
 std::string dnnlDescription() {
   const dnnl_version_t* v = dnnl_version();
   std::string s = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
@@ -284,23 +332,26 @@ bool dnnlConv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
     const std::shared_ptr<const Plan> plan = planFor(key, g, epilogue);
     dnnl::stream stream(cpuEngine());
     memory filters = filtersFor(key, *plan, w, weightsOwner, weightsVersion, stream);
-    memory srcUser(plan->srcUser, cpuEngine(), const_cast<float*>(x));
+    const dnnl::reorder& toSrc = epilogue.inputChannelLast ? plan->toConvSrcCl : plan->toConvSrc;
+    const dnnl::reorder& toDst = epilogue.outputChannelLast ? plan->toConvDstCl : plan->toConvDst;
+    const dnnl::reorder& fromDst = epilogue.outputChannelLast ? plan->toUserDstCl : plan->toUserDst;
+    memory srcUser(epilogue.inputChannelLast ? plan->srcUserCl : plan->srcUser, cpuEngine(),
+                   const_cast<float*>(x));
+    memory dstUser(epilogue.outputChannelLast ? plan->dstUserCl : plan->dstUser, cpuEngine(), y);
     thread_local Scratch srcScratch, dstScratch;  // Note [Kept scratch]
+    const bool dstDirect = !fromDst;              // the engine's layout is the convolution's
     memory src(plan->srcConv, cpuEngine(),
-               epilogue.inputChannelLast ? const_cast<float*>(x)
-                                         : srcScratch.get(floatsOf(plan->srcConv)));
-    memory dst(plan->dstConv, cpuEngine(),
-               epilogue.outputChannelLast ? y : dstScratch.get(floatsOf(plan->dstConv)));
-    memory dstUser(plan->dstUser, cpuEngine(), y);
-    if (!epilogue.inputChannelLast) plan->toConvSrc.execute(stream, srcUser, src);
-    if (epilogue.sum && !epilogue.outputChannelLast) plan->toConvDst.execute(stream, dstUser, dst);
+               toSrc ? srcScratch.get(floatsOf(plan->srcConv)) : const_cast<float*>(x));
+    memory dst(plan->dstConv, cpuEngine(), dstDirect ? y : dstScratch.get(floatsOf(plan->dstConv)));
+    if (toSrc) toSrc.execute(stream, srcUser, src);
+    if (epilogue.sum && !dstDirect) toDst.execute(stream, dstUser, dst);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, filters}, {DNNL_ARG_DST, dst}};
     if (epilogue.bias)
       args.emplace(DNNL_ARG_BIAS,
                    memory(plan->biasDesc, cpuEngine(), const_cast<float*>(epilogue.bias)));
     plan->conv.execute(stream, args);
-    if (!epilogue.outputChannelLast) plan->toUserDst.execute(stream, dst, dstUser);
+    if (!dstDirect) fromDst.execute(stream, dst, dstUser);
     stream.wait();
   } catch (const dnnl::error& e) {
     throw std::runtime_error("oneDNN refused the convolution of " + geometryText(g) + ": " +

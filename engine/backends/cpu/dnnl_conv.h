@@ -49,7 +49,8 @@ struct ConvEpilogue {
 
 // True when this build has oneDNN.
 bool dnnlAvailable();
-// "oneDNN 2.6.3 (brgconv:avx512_core, ...)" or "not built with oneDNN".
+// "oneDNN 2.6.3 (brgconv:avx512_core, ...)" or "not built with oneDNN"; a kernel run on
+// blocked activations (Note [Blocked direct convolutions]) is listed as "jit:avx2 nChw8c".
 std::string dnnlDescription();
 
 // Note [Channel-last activations]: oneDNN's fast kernels read and write channel-last (NHWC)
@@ -67,6 +68,23 @@ bool dnnlConv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
                        const ConvEpilogue& epilogue, float* y,
                        const std::shared_ptr<const void>& weightsOwner,
                        std::uint64_t weightsVersion = 0);
+
+// Note [Blocked direct convolutions]: on a CPU without AVX-512, oneDNN 2.6's direct kernel
+// (jit:avx2) is faster on channel-blocked activations (nChw8c: blocks of 8 channels, each block
+// NHWC-like with the 8 channels innermost) than on NHWC, and steadier: measured alone on the AVX2
+// development VM (150 alternating calls each, one thread), ResNet-18's 3x3 convolutions took
+// 0.71-0.93x the NHWC time by median (0.91-0.98x by fastest call) even counting a reorder of the
+// input into the blocks and of the output out of them on every call. The blocks pay only where
+// the arithmetic does: depthwise and 1x1 convolutions (MobileNet's) are bound by memory and the
+// two reorders cost more than the kernel saves (0.5 -> 0.64 ms for a 144-channel 56x56
+// depthwise), so they stay NHWC. So a convolution with groups 1, a filter larger than 1x1 and
+// input and output channels that are multiples of 8 runs blocked when this is on, reordering
+// from and to the engine's NCHW or channel-last tensors around the kernel. On by default where
+// oneDNN's instruction set is below AVX-512 (whose brgconv kernels want NHWC);
+// TSCOPE_DNNL_BLOCKED=0 or 1 overrides, and setDnnlBlockedConvolutions (for paired comparisons in
+// one process: BENCH_AB_BLOCKED in bench_onnx_resnet) sets it for the calls that follow.
+bool dnnlBlockedConvolutions();
+void setDnnlBlockedConvolutions(bool on);
 
 // Packed filters currently cached (Note [Packed filters]), for tests.
 std::size_t dnnlPackedFilterCount();

@@ -108,6 +108,11 @@ void TestFusedConv2d::testMatchesUnfused_data() {
           << d << Shape{1, 6, 9, 9} << Shape{4, 3, 3, 3} << params(1, 2, 2, 2) << act;
       QTest::newRow((s + " 1x1").c_str())
           << d << Shape{1, 16, 5, 5} << Shape{24, 16, 1, 1} << params(1, 0, 1, 1) << act;
+      // Channels in eights: blocked where the setting says so (Note [Blocked direct convolutions]).
+      QTest::newRow((s + " 3x3 eights").c_str())
+          << d << Shape{2, 8, 9, 7} << Shape{16, 8, 3, 3} << params(1, 1, 1, 1) << act;
+      QTest::newRow((s + " 3x3 eights stride2").c_str())
+          << d << Shape{1, 16, 11, 10} << Shape{8, 16, 3, 3} << params(2, 1, 1, 1) << act;
     }
   }
 }
@@ -129,6 +134,17 @@ void TestFusedConv2d::testMatchesUnfused() {
       compileIn({xv}, {activate(add(conv2d(xv, wc, p), perChannel(bc)), a)}, Mode::None);
   Function fused = compileIn({xv}, {fusedConv2d(xv, wc, bc, p, a)}, Mode::None);
   const Tensor expected = unfused({x})[0];
+  if (dtype == DType::Float32) {
+    // Conv2d in float32 takes the same oneDNN kernel; float64 (im2col) is the independent check.
+    const VarPtr x64 = Variable::create(TensorType(DType::Float64, xShape), "x");
+    Function ref = compileIn({x64},
+                             {activate(add(conv2d(x64, constant(w.astype(DType::Float64)), p),
+                                           perChannel(constant(b.astype(DType::Float64)))),
+                                       a)},
+                             Mode::None);
+    QVERIFY(
+        closeTo(expected.astype(DType::Float64), ref({x.astype(DType::Float64)})[0], 1e-4, 1e-4));
+  }
   // Twice: the second call uses the packed copy of the constant filters.
   for (int call = 0; call < 2; ++call) {
     const Tensor got = fused({x})[0];
@@ -139,26 +155,28 @@ void TestFusedConv2d::testMatchesUnfused() {
 void TestFusedConv2d::testNanKept() {
   // One NaN input pixel makes NaN in every output it reaches; relu and clip must keep it (oneDNN's
   // own post-ops would write 0 there).
-  for (int act = 1; act < 3; ++act) {
-    ConvActivationSpec a;
-    a.kind = static_cast<cpu::ConvActivation>(act);
-    if (a.kind == cpu::ConvActivation::Clip) a.hi = 6;
-    Tensor x = randomTensor(DType::Float32, {1, 4, 6, 6}, 4);
-    std::vector<double> values = x.toDoubles();
-    values[2 * 6 + 3] = std::nan("");
-    x = Tensor::fromDoubles(DType::Float32, {1, 4, 6, 6}, values);
-    const Tensor w = randomTensor(DType::Float32, {3, 4, 3, 3}, 5),
-                 b = randomTensor(DType::Float32, {3}, 6);
-    const VarPtr xv = Variable::create(TensorType(DType::Float32, {1, 4, 6, 6}), "x");
-    Function f = compileIn({xv}, {fusedConv2d(xv, constant(w), constant(b), params(1, 1, 1, 1), a)},
-                           Mode::None);
-    const Tensor y = f({x})[0];
-    for (std::int64_t o = 0; o < 3; ++o)
-      for (std::int64_t dy = -1; dy <= 1; ++dy)
-        for (std::int64_t dx = -1; dx <= 1; ++dx)
-          QVERIFY2(std::isnan(y.at({0, o, 2 + dy, 3 + dx})), "the NaN was lost");
-    QVERIFY(!std::isnan(y.at({0, 0, 5, 0})));
-  }
+  // 4 -> 3 channels runs channel-last, 8 -> 8 blocked where the setting says so.
+  for (const auto& [ci, co] : {std::pair<std::int64_t, std::int64_t>{4, 3}, {8, 8}})
+    for (int act = 1; act < 3; ++act) {
+      ConvActivationSpec a;
+      a.kind = static_cast<cpu::ConvActivation>(act);
+      if (a.kind == cpu::ConvActivation::Clip) a.hi = 6;
+      Tensor x = randomTensor(DType::Float32, {1, ci, 6, 6}, 4);
+      std::vector<double> values = x.toDoubles();
+      values[2 * 6 + 3] = std::nan("");
+      x = Tensor::fromDoubles(DType::Float32, {1, ci, 6, 6}, values);
+      const Tensor w = randomTensor(DType::Float32, {co, ci, 3, 3}, 5),
+                   b = randomTensor(DType::Float32, {co}, 6);
+      const VarPtr xv = Variable::create(TensorType(DType::Float32, {1, ci, 6, 6}), "x");
+      Function f = compileIn(
+          {xv}, {fusedConv2d(xv, constant(w), constant(b), params(1, 1, 1, 1), a)}, Mode::None);
+      const Tensor y = f({x})[0];
+      for (std::int64_t o = 0; o < 3; ++o)
+        for (std::int64_t dy = -1; dy <= 1; ++dy)
+          for (std::int64_t dx = -1; dx <= 1; ++dx)
+            QVERIFY2(std::isnan(y.at({0, o, 2 + dy, 3 + dx})), "the NaN was lost");
+      QVERIFY(!std::isnan(y.at({0, 0, 5, 0})));
+    }
 }
 
 void TestFusedConv2d::testRewriteFuses_data() {
@@ -239,6 +257,10 @@ void TestFusedConv2d::testPackedFilters() {
     QVERIFY(closeTo(f({x})[0], expected));
   }
   QVERIFY(cpu::dnnlDescription().find("oneDNN") == 0);
+  // The 8 -> 8 3x3 convolutions ran on blocked activations exactly when the setting says so
+  // (Note [Blocked direct convolutions]; ctest runs this suite with TSCOPE_DNNL_BLOCKED=0 and 1).
+  QCOMPARE(cpu::dnnlDescription().find("nChw8c") != std::string::npos,
+           cpu::dnnlBlockedConvolutions());
 }
 
 void TestFusedConv2d::testSharedFiltersFollowUpdates() {

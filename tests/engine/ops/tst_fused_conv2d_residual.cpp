@@ -70,13 +70,19 @@ class TestFusedConv2dResidual : public QObject {
     QTest::addColumn<int>("source");
     QTest::addColumn<bool>("relu");
     QTest::addColumn<bool>("inplace");
-    for (DType d : {DType::Float32, DType::Float64})
-      for (int source = 0; source < 4; ++source)
-        for (bool r : {false, true}) {
-          const std::string name = std::string(dtypeName(d)) + " source" + std::to_string(source) +
-                                   (r ? " relu" : " none");
-          QTest::newRow(name.c_str()) << d << source << r << (source == 1 || source == 2);
-        }
+    QTest::addColumn<int>("channels");
+    // 6 channels run channel-last; 8 blocked where the setting says so (Note [Blocked direct
+    // convolutions]): the residual is reordered into the blocks before the kernel adds to it.
+    for (int channels : {6, 8})
+      for (DType d : {DType::Float32, DType::Float64})
+        for (int source = 0; source < 4; ++source)
+          for (bool r : {false, true}) {
+            const std::string name = std::string(dtypeName(d)) + " source" +
+                                     std::to_string(source) + (r ? " relu" : " none") + " c" +
+                                     std::to_string(channels);
+            QTest::newRow(name.c_str())
+                << d << source << r << (source == 1 || source == 2) << channels;
+          }
   }
 
   void testMatchesUnfused() {
@@ -84,17 +90,19 @@ class TestFusedConv2dResidual : public QObject {
     QFETCH(int, source);
     QFETCH(bool, relu);
     QFETCH(bool, inplace);
-    const Shape xs{2, 6, 7, 5};
+    QFETCH(int, channels);
+    const std::int64_t c = channels;
+    const Shape xs{2, c, 7, 5};
     const VarPtr x = Variable::create(TensorType(dtype, xs), "x");
     const VarPtr z = Variable::create(TensorType(dtype, xs), "z");
-    const VarPtr w = constant(randomTensor(dtype, {6, 6, 3, 3}, 21));
-    const VarPtr b = constant(randomTensor(dtype, {6}, 22));
+    const VarPtr w = constant(randomTensor(dtype, {c, c, 3, 3}, 21));
+    const VarPtr b = constant(randomTensor(dtype, {c}, 22));
     VarPtr r;
     if (source == 0) r = z;
     if (source == 1) r = exp(z) * 0.5;
     if (source >= 2)
-      r = add(conv2d(z, constant(randomTensor(dtype, {6, 6, 3, 3}, 23)), same3x3()),
-              perChannel(constant(randomTensor(dtype, {6}, 24))));
+      r = add(conv2d(z, constant(randomTensor(dtype, {c, c, 3, 3}, 23)), same3x3()),
+              perChannel(constant(randomTensor(dtype, {c}, 24))));
     VarPtr y = add(add(conv2d(x, w, same3x3()), perChannel(b)), r);
     if (relu) y = tscope::engine::relu(y);
     std::vector<VarPtr> outs{y};
