@@ -305,6 +305,8 @@ RewriteQuery queryFor(const CompileOptions& options) {
   RewriteQuery query = RewriteQuery::forMode(modeName(options.mode));
   query.include.insert(options.include.begin(), options.include.end());
   query.exclude.insert(options.exclude.begin(), options.exclude.end());
+  // Note [Channel blocks]: the blocked layout is the CPU's; a GPU's kernels take plain tensors.
+  if (options.device != Device::Cpu) query.exclude.insert("channel_blocks");
   return query;
 }
 

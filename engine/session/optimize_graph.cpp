@@ -45,7 +45,10 @@ OptimizedGraph optimizeGraph(const FunctionGraph& original, const RewriteQuery& 
   out.graph = original.clone();
   auto recorder = std::make_shared<RewriteRecorder>();
   out.graph->attachFeature(recorder);
-  out.profile = optimize(*out.graph, query);
+  RewriteQuery withoutBlocks = query;
+  // Note [Channel blocks]: the blocked layout is the CPU's; a GPU's kernels take plain tensors.
+  if (placement.device != Device::Cpu) withoutBlocks.exclude.insert("channel_blocks");
+  out.profile = optimize(*out.graph, withoutBlocks);
   if (placement.device != Device::Cpu) {
     // Note [Placement without a device]
     const auto start = std::chrono::steady_clock::now();

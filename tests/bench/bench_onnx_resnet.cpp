@@ -11,8 +11,9 @@
 // BENCH_AB_RECYCLE=1 compares recycled buffers (Note [Recycled buffers]) with one buffer per value
 // in pairs: N pairs of one call of each of two fast_run compilations, alternating, and the median
 // of the pairs' ratios.
-// BENCH_AB_BLOCKED=1 compares blocked direct convolutions (Note [Blocked direct convolutions] in
-// engine/backends/cpu/dnnl_conv.h) with channel-last ones the same way, on one compilation.
+// BENCH_AB_BLOCKED=1 compares the same way channel-blocked chains of convolutions (Note [Channel
+// blocks] in engine/ops/nn/channel_blocks.h) with channel-last convolutions, and with blocks
+// reordered around each kernel (Note [Blocked direct convolutions] in dnnl_conv.h).
 // BENCH_TRACE=FILE writes one line per steady-state call: its time in ms, the minor page faults
 // and the involuntary context switches it took (getrusage), for telling a slow host from a slow
 // engine; the host's steal time over the steady state goes to stdout.
@@ -173,13 +174,15 @@ void pairedScaling(Function& f, const std::vector<Tensor>& args, int n, int thre
       *std::min_element(one.begin(), one.end()) / *std::min_element(many.begin(), many.end()));
 }
 
-Function compileGraph(const FunctionGraph& graph, Mode mode) {
+Function compileGraph(const FunctionGraph& graph, Mode mode,
+                      const std::vector<std::string>& exclude = {}) {
   std::vector<VarPtr> inputs;
   for (const VarPtr& in : graph.inputs())
     if (in->kind() != Variable::Kind::Shared) inputs.push_back(in);
   CompileOptions options;
   options.mode = mode;
   options.keepBuffers = !std::getenv("BENCH_NOKEEP");  // as a serving loop would run it
+  options.exclude = exclude;
   return compile(inputs, graph.outputs(), {}, options);
 }
 
@@ -256,10 +259,18 @@ int main(int argc, char** argv) {
     }
     if (std::getenv("BENCH_AB_BLOCKED")) {
       const bool before = cpu::dnnlBlockedConvolutions();
-      pairedAB(
-          fastRun, fastRun, args, n, "A blocked direct convolutions, B channel-last",
-          [] { cpu::setDnnlBlockedConvolutions(true); },
-          [] { cpu::setDnnlBlockedConvolutions(false); });
+      auto blocksOn = [] { cpu::setDnnlBlockedConvolutions(true); };
+      auto blocksOff = [] { cpu::setDnnlBlockedConvolutions(false); };
+      blocksOn();  // the channel_blocks rewrite runs while the setting is on
+      Function chains = compileGraph(graph, Mode::FastRun);
+      Function perKernel = compileGraph(graph, Mode::FastRun, {"channel_blocks"});
+      blocksOff();
+      Function channelLast = compileGraph(graph, Mode::FastRun);
+      pairedAB(chains, channelLast, args, n, "A channel-blocked chains, B channel-last", blocksOn,
+               blocksOff);
+      pairedAB(chains, perKernel, args, n,
+               "A channel-blocked chains, B blocks reordered around each kernel", blocksOn,
+               blocksOn);
       cpu::setDnnlBlockedConvolutions(before);
     }
     if (const char* scaling = std::getenv("BENCH_SCALING"))

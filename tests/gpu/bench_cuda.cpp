@@ -263,7 +263,9 @@ int graphsOnCpu() {
   ResNet18 net(1);
   Function f = compile({net.x}, {net.logits}, {}, onDevice());
   int convs = 0;
-  for (const LinkedNode& n : f.program().nodes()) convs += n.op->name() == "FusedConv2d";
+  // On the CPU the convolutions of a chain run blocked (Note [Channel blocks]).
+  for (const LinkedNode& n : f.program().nodes())
+    convs += n.op->name() == "FusedConv2d" || n.op->name() == "BlockedConv2d";
   const Tensor logits = f({weights({1, 3, 224, 224}, 1.0, 7)})[0];
   std::printf("ResNet-18: %d FusedConv2d, %zu nodes, logits %s\n", convs,
               f.program().nodes().size(), shapeToString(logits.shape()).c_str());

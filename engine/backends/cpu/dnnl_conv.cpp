@@ -91,8 +91,8 @@ Key keyOf(const Conv2dGeometry& g, const ConvEpilogue& e) {
           e.bias != nullptr,
           e.sum,
           intraOpThreads(),
-          dnnlBlockedConvolutions() && g.groups == 1 && (g.kh > 1 || g.kw > 1) && g.c % 8 == 0 &&
-              g.o % 8 == 0};
+          e.blocked || (dnnlBlockedConvolutions() && g.groups == 1 && (g.kh > 1 || g.kw > 1) &&
+                        g.c % 8 == 0 && g.o % 8 == 0)};
 }
 
 // The user descs are the engine's layouts: NCHW, and channel-last (NHWC, Note [Channel-last
@@ -332,9 +332,17 @@ bool dnnlConv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
     const std::shared_ptr<const Plan> plan = planFor(key, g, epilogue);
     dnnl::stream stream(cpuEngine());
     memory filters = filtersFor(key, *plan, w, weightsOwner, weightsVersion, stream);
-    const dnnl::reorder& toSrc = epilogue.inputChannelLast ? plan->toConvSrcCl : plan->toConvSrc;
-    const dnnl::reorder& toDst = epilogue.outputChannelLast ? plan->toConvDstCl : plan->toConvDst;
-    const dnnl::reorder& fromDst = epilogue.outputChannelLast ? plan->toUserDstCl : plan->toUserDst;
+    // Blocked tensors are the kernel's own layout: no reorder either way.
+    const dnnl::reorder none;
+    const dnnl::reorder& toSrc = epilogue.blocked            ? none
+                                 : epilogue.inputChannelLast ? plan->toConvSrcCl
+                                                             : plan->toConvSrc;
+    const dnnl::reorder& toDst = epilogue.blocked             ? none
+                                 : epilogue.outputChannelLast ? plan->toConvDstCl
+                                                              : plan->toConvDst;
+    const dnnl::reorder& fromDst = epilogue.blocked             ? none
+                                   : epilogue.outputChannelLast ? plan->toUserDstCl
+                                                                : plan->toUserDst;
     memory srcUser(epilogue.inputChannelLast ? plan->srcUserCl : plan->srcUser, cpuEngine(),
                    const_cast<float*>(x));
     memory dstUser(epilogue.outputChannelLast ? plan->dstUserCl : plan->dstUser, cpuEngine(), y);

@@ -45,6 +45,10 @@ struct ConvEpilogue {
   // element, saving the separate add's pass over three tensors. An addition, so a NaN stays a NaN
   // (unlike oneDNN's activations, Note [No oneDNN activations]).
   bool sum = false;
+  // x and y (and y's residual) are channel-blocked, oneDNN's nChw8c: contiguous (N, C/8, H, W, 8)
+  // (Note [Channel blocks] in engine/ops/nn/channel_blocks.h); C and O multiples of 8. The
+  // channel-last flags are then ignored.
+  bool blocked = false;
 };
 
 // True when this build has oneDNN.

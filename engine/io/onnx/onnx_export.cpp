@@ -3,6 +3,7 @@
 #include "engine/graph/errors.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/onnx/onnx_export_emit.h"
+#include "engine/ops/nn/channel_blocks.h"
 
 #include <cstring>
 #include <onnx/checker.h>
@@ -681,7 +682,10 @@ std::string writeOnnx(const FunctionGraph& graph, const OnnxExportOptions& optio
     throw std::invalid_argument("ONNX export writes opsets " + std::to_string(kOnnxExportMinOpset) +
                                 " to " + std::to_string(kOnnxExportMaxOpset) + ", found opset " +
                                 std::to_string(options.opset));
-  onnx_export::ModelWriter writer(graph, options);
+  // Note [Channel blocks] (engine/ops/nn/channel_blocks.h): ONNX has no blocked layout; a graph
+  // fast_run blocked is written as the FusedConv2d chain it came from.
+  const std::unique_ptr<FunctionGraph> plain = withoutChannelBlocks(graph);
+  onnx_export::ModelWriter writer(plain ? *plain : graph, options);
   return writer.write();
 }
 

@@ -54,11 +54,11 @@ void applyActivation(void* data, DType dtype, std::int64_t count, const ConvActi
   fn(out, 1, in, strides, count);
 }
 
-void applyActivation(Tensor& y, const ConvActivationSpec& a) {
+}  // namespace
+
+void applyConvActivation(Tensor& y, const ConvActivationSpec& a) {
   applyActivation(y.rawData(), y.dtype(), y.numel(), a);
 }
-
-}  // namespace
 
 FusedConv2d::FusedConv2d(Conv2dParams params, ConvActivationSpec activation, bool residual,
                          bool inplace)
@@ -190,7 +190,7 @@ void FusedConv2d::perform(const Apply& node, std::span<const Tensor* const> inpu
     const conv2d_detail::FilterOwner f = conv2d_detail::filterOwner(node, 1, *inputs[1]);
     if (cpu::dnnlConv2dForward(g, x.data<float>(), w.data<float>(), e, y.data<float>(), f.owner,
                                f.version)) {
-      applyActivation(y, m_activation);
+      applyConvActivation(y, m_activation);
       return;
     }
   }
@@ -201,7 +201,7 @@ void FusedConv2d::perform(const Apply& node, std::span<const Tensor* const> inpu
     cpu::conv2dForward<T>(g, x.data<T>(), w.data<T>(), y.data<T>());
     addBias<T>(y.data<T>(), b.data<T>(), g.n, g.o, g.oh * g.ow);
   });
-  applyActivation(y, m_activation);
+  applyConvActivation(y, m_activation);
 }
 
 // Note [Residual sum] (dnnl_conv.h): y = act(conv(x, w) + b + r). With oneDNN the output starts
@@ -237,7 +237,7 @@ void FusedConv2d::performResidual(const Apply& node, std::span<const Tensor* con
     }
     if (cpu::dnnlConv2dForward(g, x.data<float>(), w.data<float>(), e, y->data<float>(), f.owner,
                                f.version)) {
-      applyActivation(*y, m_activation);
+      applyConvActivation(*y, m_activation);
       return;
     }
   }
@@ -252,7 +252,7 @@ void FusedConv2d::performResidual(const Apply& node, std::span<const Tensor* con
     const T* add = rc.data<T>();
     for (std::int64_t i = 0, n = y.numel(); i < n; ++i) out[i] += add[i];
   });
-  applyActivation(y, m_activation);
+  applyConvActivation(y, m_activation);
   if (m_inplace) {
     Tensor into = r;  // destroyMap {0: [3]}
     into.copyFrom(y);

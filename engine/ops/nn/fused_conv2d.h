@@ -63,6 +63,10 @@ class FusedConv2d final : public Conv2dFamilyOp {
   bool m_residual = false, m_inplace = false;
 };
 
+// y = act(y) in place, every element whatever the layout, with Elemwise's own row kernels (Note
+// [No oneDNN activations] in dnnl_conv.h: NaN kept); y must own its elements (no broadcast view).
+void applyConvActivation(Tensor& y, const ConvActivationSpec& a);
+
 VarPtr fusedConv2d(const VarPtr& x, const VarPtr& w, const VarPtr& bias, Conv2dParams params,
                    ConvActivationSpec activation,
                    std::source_location site = std::source_location::current());

@@ -1,6 +1,7 @@
 #include "engine/ops/nn/nn.h"
 
 #include "engine/graph/op_registry.h"
+#include "engine/ops/nn/channel_blocks.h"
 
 namespace tscope::engine {
 
@@ -17,6 +18,9 @@ void registerNnOps(OpRegistry& registry) {
   registry.add("Conv2dGradInputs", &Conv2dGradInputs::fromProps);
   registry.add("Conv2dGradWeights", &Conv2dGradWeights::fromProps);
   registry.add("FusedConv2d", &FusedConv2d::fromProps);
+  registry.add("BlockedConv2d", &BlockedConv2d::fromProps);
+  registry.add("ToChannelBlocks", &ToChannelBlocks::fromProps);
+  registry.add("FromChannelBlocks", &FromChannelBlocks::fromProps);
   registry.add("MaxPool2d", &MaxPool2d::fromProps);
   registry.add("MaxPool2dGrad", &MaxPool2dGrad::fromProps);
   registry.add("MaxPool2dGradGrad", &MaxPool2dGradGrad::fromProps);

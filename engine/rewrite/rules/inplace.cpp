@@ -7,6 +7,7 @@
 #include "engine/ops/blas/gemm.h"
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/elemwise/elemwise.h"
+#include "engine/ops/nn/channel_blocks.h"
 #include "engine/ops/nn/fused_conv2d.h"
 
 #include <map>
@@ -137,6 +138,11 @@ class InplacePass {
     if (const auto* conv = dynamic_cast<const FusedConv2d*>(&node->op());
         conv && conv->residual() && !conv->inplace()) {
       // Note [Residual sum]: the convolution's sum lands in the residual's buffer.
+      if (!mayOverwrite(m_fg, m_dh, *node, 3)) return false;
+      return trySwitch(*node, twinOf(*node, conv->withInplace()), "inplace_conv_residual");
+    }
+    if (const auto* conv = dynamic_cast<const BlockedConv2d*>(&node->op());
+        conv && conv->residual() && !conv->inplace()) {
       if (!mayOverwrite(m_fg, m_dh, *node, 3)) return false;
       return trySwitch(*node, twinOf(*node, conv->withInplace()), "inplace_conv_residual");
     }

@@ -21,6 +21,7 @@ namespace tscope::engine {
 // The dot + scale + add rewriter (gemm_from_dot_add), in specialize_blas.cpp.
 NodeRewriterPtr gemmFromDotAddRewriter();
 NodeRewriterPtr convBiasActivationRewriter();  // specialize_conv.cpp
+GraphRewriterPtr channelBlocksRewriter();      // channel_blocks.cpp
 
 namespace {
 
@@ -121,6 +122,9 @@ void registerSpecializeRewrites(RewriteDb& db) {
   const std::vector<std::string> tags{"fast_run", "specialize"};
   db.add(Phase::Specialize, gemmFromDotAddRewriter(), tags);
   db.add(Phase::Specialize, convBiasActivationRewriter(), tags);
+  // First of the fusion phase: after every convolution has taken its bias, activation and
+  // residual (the specialize phase), before the inplace phase lets a residual be overwritten.
+  db.add(Phase::Fusion, channelBlocksRewriter(), {"fast_run", "channel_blocks"});
   for (const CheapForm& form : kCheapForms) {
     PatternConstraints constraints;
     if (form.floatOnly) constraints.variables["x"] = floatValued();

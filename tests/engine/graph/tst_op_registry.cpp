@@ -111,6 +111,13 @@ void TestOpRegistry::testRegistryRoundTrip_data() {
                                << json{{"activation", "clip"}, {"clip", {0.0, 6.0}},
                                        {"dilation", {1, 1}},   {"groups", 1},
                                        {"padding", {1, 1}},    {"stride", {2, 2}}};
+  QTest::newRow("BlockedConv2d") << "BlockedConv2d"
+                                 << json{{"activation", "relu"}, {"block", 8},
+                                         {"dilation", {1, 1}},   {"groups", 1},
+                                         {"padding", {1, 1}},    {"residual", true},
+                                         {"stride", {1, 1}}};
+  QTest::newRow("ToChannelBlocks") << "ToChannelBlocks" << json{{"block", 8}};
+  QTest::newRow("FromChannelBlocks") << "FromChannelBlocks" << json{{"block", 8}};
   QTest::newRow("MaxPool2d") << "MaxPool2d"
                              << json{{"kernel", {3, 2}}, {"padding", {1, 1}}, {"stride", {2, 1}}};
   QTest::newRow("MaxPool2dGrad") << "MaxPool2dGrad"
@@ -289,6 +296,9 @@ void TestOpRegistry::testRegistryCoversEveryOp() {
                                      "Conv2dGradInputs",
                                      "Conv2dGradWeights",
                                      "FusedConv2d",
+                                     "BlockedConv2d",
+                                     "ToChannelBlocks",
+                                     "FromChannelBlocks",
                                      "MaxPool2d",
                                      "MaxPool2dGrad",
                                      "MaxPool2dGradGrad",
