@@ -1,7 +1,8 @@
 #pragma once
 // The engine's intra-op threads: one count for every CPU kernel that splits its work over
-// threads, today OpenBLAS's matrix products (Dot, Gemm, the GEMMs of im2col convolutions) and
-// oneDNN's convolutions (engine/backends/cpu/dnnl_conv.h, on OpenMP's threads).
+// threads, today OpenBLAS's matrix products (Dot, Gemm, the GEMMs of im2col convolutions),
+// oneDNN's convolutions (engine/backends/cpu/dnnl_conv.h, on OpenMP's threads) and the engine's
+// own parallel loops (parallel.h, on the same OpenMP threads).
 //
 //   cpu::setIntraOpThreads(1);   // benchmarks: one thread, as their peers run
 //   int n = cpu::intraOpThreads();
@@ -12,8 +13,10 @@
 // Note [Deterministic threads]: the convolution and GEMM kernels split their outputs among
 // threads, never one output's sum, so their results do not depend on the thread count, except
 // where OpenBLAS or oneDNN choose a different blocking of the reduction for another count (then
-// the last bits of a float32 sum may differ: rounding, not a different result). The elementwise
-// ops, reductions, softmax and pooling run on the calling thread.
+// the last bits of a float32 sum may differ: rounding, not a different result). Elementwise ops
+// over large tensors and the fused convolutions' activation split their elements over the same
+// threads (parallel.h, Note [Parallel loops]), each element computed as on one thread; Composite,
+// reductions, softmax and pooling run on the calling thread.
 
 namespace tscope::engine::cpu {
 

@@ -1,5 +1,6 @@
 #include "engine/ops/nn/fused_conv2d.h"
 
+#include "engine/backends/cpu/parallel.h"
 #include "engine/graph/errors.h"
 #include "engine/ops/elemwise/elemwise_kernels.h"
 #include "engine/ops/nn/nn_common.h"
@@ -51,7 +52,12 @@ void applyActivation(void* data, DType dtype, std::int64_t count, const ConvActi
       out, f32 ? reinterpret_cast<const char*>(&loF) : reinterpret_cast<const char*>(&lo),
       f32 ? reinterpret_cast<const char*>(&hiF) : reinterpret_cast<const char*>(&hi)};
   const std::int64_t strides[3] = {1, 0, 0};
-  fn(out, 1, in, strides, count);
+  const auto item = static_cast<std::int64_t>(dtypeSize(dtype));
+  // Note [Parallel loops] (engine/backends/cpu/parallel.h).
+  cpu::parallelFor(count, cpu::kElementwiseGrain, [&](std::int64_t b, std::int64_t e) {
+    const char* rows[3] = {out + b * item, in[1], in[2]};
+    fn(out + b * item, 1, rows, strides, e - b);
+  });
 }
 
 }  // namespace
