@@ -29,7 +29,6 @@
 // directly to a gathered (non-contiguous or broadcast) input can still differ by a few ulp from the
 // unfused strided loop.
 
-#include "engine/backends/cpu/parallel.h"
 #include "engine/ops/elemwise/composite.h"
 #include "engine/ops/elemwise/elemwise.h"
 #include "engine/ops/elemwise/elemwise_kernels.h"
@@ -466,7 +465,7 @@ void Composite::perform(const Apply& node, std::span<const Tensor* const> inputs
   // How each input enters a block (Note [Composite block interpreter]).
   enum class Mode : std::uint8_t { Direct, Scalar, Gather };
   std::vector<Mode> modes(nIn);
-  std::vector<std::optional<Cursor>> sharedGathers(nIn);
+  std::vector<std::optional<Cursor>> gathers(nIn);
   std::vector<int> stagingSlot(nIn, -1);
   int nSlots = plan.nSlots;
   for (std::size_t i = 0; i < nIn; ++i) {
@@ -478,8 +477,8 @@ void Composite::perform(const Apply& node, std::span<const Tensor* const> inputs
       modes[i] = Mode::Direct;
     } else {
       modes[i] = Mode::Gather;
-      sharedGathers[i].emplace(const_cast<char*>(static_cast<const char*>(t.rawData())),
-                               t.itemSize(), full, broadcastStrides(t, full));
+      gathers[i].emplace(const_cast<char*>(static_cast<const char*>(t.rawData())), t.itemSize(),
+                         full, broadcastStrides(t, full));
       stagingSlot[i] = nSlots++;
     }
   }
@@ -489,13 +488,13 @@ void Composite::perform(const Apply& node, std::span<const Tensor* const> inputs
     if (modes[i] == Mode::Direct && in[i]->nbytes() >= kStreamingBytes)
       prefetched.emplace_back(static_cast<const char*>(in[i]->rawData()),
                               static_cast<std::int64_t>(in[i]->itemSize()));
-  std::vector<std::optional<Cursor>> sharedScatters(outs.size());
+  std::vector<std::optional<Cursor>> scatters(outs.size());
   std::vector<bool> streamed(outs.size(), false);
   bool anyStreamed = false;
   for (std::size_t o = 0; o < outs.size(); ++o) {
     if (!outs[o]->isContiguous()) {
-      sharedScatters[o].emplace(static_cast<char*>(outs[o]->rawData()), outs[o]->itemSize(), full,
-                                outs[o]->strides());
+      scatters[o].emplace(static_cast<char*>(outs[o]->rawData()), outs[o]->itemSize(), full,
+                          outs[o]->strides());
     } else if (outs[o]->nbytes() >= kStreamingBytes) {
       streamed[o] = true;  // Note [Composite streaming]
       anyStreamed = true;
@@ -506,154 +505,135 @@ void Composite::perform(const Apply& node, std::span<const Tensor* const> inputs
   const std::size_t slotBytes = static_cast<std::size_t>(block + kMinTail) * 8;  // the widest dtype
   const std::size_t scratchBytes =
       std::max<std::size_t>(1, static_cast<std::size_t>(nSlots)) * slotBytes;
-  // Note [Parallel loops] (engine/backends/cpu/parallel.h): the elements [first, last) on one
-  // thread, with scratch, registers and cursors of its own; every element computed by the same
-  // steps as on one thread.
-  auto runRange = [&](const std::int64_t first, const std::int64_t last) {
-    // A cursor keeps the index of its walk: each range walks copies of its own.
-    std::vector<std::optional<Cursor>> ownGathers, ownScatters;
-    const bool whole = first == 0 && last == total;
-    if (!whole) {
-      ownGathers = sharedGathers;
-      ownScatters = sharedScatters;
+  std::unique_ptr<std::byte[], AlignedDelete> scratch(new (std::align_val_t{kScratchAlignment})
+                                                          std::byte[scratchBytes]);
+  auto slot = [&](int s) {
+    return reinterpret_cast<char*>(scratch.get()) + static_cast<std::size_t>(s) * slotBytes;
+  };
+
+  std::vector<RegisterView> regs(static_cast<std::size_t>(nRegisters()));
+  std::vector<const char*> ptrs(std::max<std::size_t>(plan.maxOperands, 2));
+  std::vector<std::int64_t> strides(ptrs.size());
+  const std::size_t nSteps = plan.steps.size();
+  // Where each of the nSteps + 1 prefetch slices of the next block ends, in elements from its
+  // start: computed again only when the next block's length changes (the last block), not with
+  // two divisions per slice and input in every block.
+  std::vector<std::int64_t> sliceEnd(nSteps + 1);
+  std::int64_t slicedLength = -1;
+
+  for (std::int64_t start = 0; start < total;) {
+    std::int64_t len = std::min(block, total - start);
+    if (total - start - len < kMinTail) len = total - start;
+    // Slice `phase` of nSteps + 1 of the next block's lines of each prefetched input.
+    const std::int64_t nextStart = start + len;
+    const std::int64_t nextLength = std::min(total, nextStart + block) - nextStart;
+    if (!prefetched.empty() && nextLength != slicedLength) {
+      const auto phases = static_cast<std::int64_t>(sliceEnd.size());
+      for (std::int64_t p = 0; p < phases; ++p)
+        sliceEnd[static_cast<std::size_t>(p)] = nextLength * (p + 1) / phases;
+      slicedLength = nextLength;
     }
-    std::vector<std::optional<Cursor>>& gathers = whole ? sharedGathers : ownGathers;
-    std::vector<std::optional<Cursor>>& scatters = whole ? sharedScatters : ownScatters;
-    std::unique_ptr<std::byte[], AlignedDelete> scratch(new (std::align_val_t{kScratchAlignment})
-                                                            std::byte[scratchBytes]);
-    auto slot = [&](int s) {
-      return reinterpret_cast<char*>(scratch.get()) + static_cast<std::size_t>(s) * slotBytes;
+    auto prefetchNext = [&](std::size_t phase) {
+      const std::int64_t first = nextStart + (phase == 0 ? 0 : sliceEnd[phase - 1]);
+      const std::int64_t last = nextStart + sliceEnd[phase];
+      for (const auto& [base, item] : prefetched) {
+        const std::int64_t end = last * item;
+        for (std::int64_t at = (first * item) & ~std::int64_t{63}; at < end; at += 64)
+          prefetchLine(base + at);
+      }
     };
 
-    std::vector<RegisterView> regs(static_cast<std::size_t>(nRegisters()));
-    std::vector<const char*> ptrs(std::max<std::size_t>(plan.maxOperands, 2));
-    std::vector<std::int64_t> strides(ptrs.size());
-    const std::size_t nSteps = plan.steps.size();
-    // Where each of the nSteps + 1 prefetch slices of the next block ends, in elements from its
-    // start: computed again only when the next block's length changes (the last block), not with
-    // two divisions per slice and input in every block.
-    std::vector<std::int64_t> sliceEnd(nSteps + 1);
-    std::int64_t slicedLength = -1;
-
-    for (std::int64_t start = first; start < last;) {
-      std::int64_t len = std::min(block, last - start);
-      if (last - start - len < kMinTail) len = last - start;
-      // Slice `phase` of nSteps + 1 of the next block's lines of each prefetched input.
-      const std::int64_t nextStart = start + len;
-      const std::int64_t nextLength = std::min(last, nextStart + block) - nextStart;
-      if (!prefetched.empty() && nextLength != slicedLength) {
-        const auto phases = static_cast<std::int64_t>(sliceEnd.size());
-        for (std::int64_t p = 0; p < phases; ++p)
-          sliceEnd[static_cast<std::size_t>(p)] = nextLength * (p + 1) / phases;
-        slicedLength = nextLength;
-      }
-      auto prefetchNext = [&](std::size_t phase) {
-        const std::int64_t first = nextStart + (phase == 0 ? 0 : sliceEnd[phase - 1]);
-        const std::int64_t last = nextStart + sliceEnd[phase];
-        for (const auto& [base, item] : prefetched) {
-          const std::int64_t end = last * item;
-          for (std::int64_t at = (first * item) & ~std::int64_t{63}; at < end; at += 64)
-            prefetchLine(base + at);
-        }
-      };
-
-      for (std::size_t i = 0; i < nIn; ++i) {
-        const Tensor& t = *in[i];
-        switch (modes[i]) {
-          case Mode::Direct:
-            regs[i] = {static_cast<const char*>(t.rawData()) +
-                           start * static_cast<std::int64_t>(t.itemSize()),
-                       1};
-            break;
-          case Mode::Scalar:
-            regs[i] = {static_cast<const char*>(t.rawData()), 0};
-            break;
-          case Mode::Gather: {
-            char* dst = slot(stagingSlot[i]);
-            const std::size_t item = t.itemSize();
-            const CopyFn copy = copyFn(item);
-            gathers[i]->walk(
-                start, len,
-                [&](char* src, std::int64_t count, std::int64_t stride, std::int64_t at) {
-                  copy(dst + at * static_cast<std::int64_t>(item), static_cast<std::int64_t>(item),
-                       src, stride, count);
-                });
-            regs[i] = {dst, 1};
-            break;
-          }
-        }
-      }
-
-      for (std::size_t j = 0; j < nSteps; ++j) {
-        if (!prefetched.empty()) prefetchNext(j);
-        const Plan::Step& step = plan.steps[j];
-        bool scalar = true;
-        for (const Plan::Operand& op : step.operands)
-          scalar = scalar && regs[static_cast<std::size_t>(op.reg)].stride == 0;
-        const std::int64_t n = scalar ? 1 : len;
-        for (std::size_t k = 0; k < step.operands.size(); ++k) {
-          const Plan::Operand& op = step.operands[k];
-          const RegisterView v = regs[static_cast<std::size_t>(op.reg)];
-          if (op.convert) {
-            op.convert(slot(op.temp), v.ptr, v.stride, v.stride == 0 ? 1 : n);
-            ptrs[k] = slot(op.temp);
-          } else {
-            ptrs[k] = v.ptr;
-          }
-          strides[k] = v.stride;
-        }
-        char* result = slot(step.resultSlot);
-        char* dst = step.kernelTemp >= 0 ? slot(step.kernelTemp) : result;
-        switch (step.kind) {
-          case Plan::Kind::Convert:
-            step.cast(result, ptrs[0], strides[0], n);
-            break;
-          case Plan::Kind::Kernel:
-            step.fn(dst, 1, ptrs.data(), strides.data(), n);
-            break;
-          case Plan::Kind::Fold: {
-            // Left to right into the result, as Elemwise folds add/mul/minimum/maximum.
-            step.fn(dst, 1, ptrs.data(), strides.data(), n);
-            for (std::size_t k = 2; k < step.operands.size(); ++k) {
-              const char* pair[2] = {dst, ptrs[k]};
-              const std::int64_t pairStrides[2] = {1, strides[k]};
-              step.fn(dst, 1, pair, pairStrides, n);
-            }
-            break;
-          }
-        }
-        if (step.kernelTemp >= 0) step.outConvert(result, dst, 1, n);
-        regs[nIn + j] = {result, scalar ? 0 : 1};
-      }
-
-      if (!prefetched.empty()) prefetchNext(nSteps);
-      for (std::size_t o = 0; o < outs.size(); ++o) {
-        const RegisterView v = regs[static_cast<std::size_t>(m_outputs[o])];
-        Tensor& out = *outs[o];
-        const std::size_t item = out.itemSize();
-        const CopyFn copy = copyFn(item);
-        const std::int64_t srcStride = v.stride * static_cast<std::int64_t>(item);
-        if (streamed[o] && v.stride == 1) {
-          streamCopy(static_cast<char*>(out.rawData()) + start * static_cast<std::int64_t>(item),
-                     v.ptr, static_cast<std::size_t>(len) * item);
-        } else if (!scatters[o]) {
-          char* dst = static_cast<char*>(out.rawData()) + start * static_cast<std::int64_t>(item);
-          copy(dst, static_cast<std::int64_t>(item), v.ptr, srcStride, len);
-        } else {
-          scatters[o]->walk(
-              start, len, [&](char* dst, std::int64_t count, std::int64_t stride, std::int64_t at) {
-                copy(dst, stride, v.ptr + at * srcStride, srcStride, count);
+    for (std::size_t i = 0; i < nIn; ++i) {
+      const Tensor& t = *in[i];
+      switch (modes[i]) {
+        case Mode::Direct:
+          regs[i] = {static_cast<const char*>(t.rawData()) +
+                         start * static_cast<std::int64_t>(t.itemSize()),
+                     1};
+          break;
+        case Mode::Scalar:
+          regs[i] = {static_cast<const char*>(t.rawData()), 0};
+          break;
+        case Mode::Gather: {
+          char* dst = slot(stagingSlot[i]);
+          const std::size_t item = t.itemSize();
+          const CopyFn copy = copyFn(item);
+          gathers[i]->walk(
+              start, len, [&](char* src, std::int64_t count, std::int64_t stride, std::int64_t at) {
+                copy(dst + at * static_cast<std::int64_t>(item), static_cast<std::int64_t>(item),
+                     src, stride, count);
               });
+          regs[i] = {dst, 1};
+          break;
         }
       }
-      start += len;
     }
-    if (anyStreamed) streamFence();  // this thread's non-temporal stores, before the readers run
-  };
-  // A range per thread only for passes long enough to pay for waking one (small composites, the
-  // VM's 0-d chains, stay one call on this thread).
-  cpu::parallelFor(total, cpu::kElementwiseGrain,
-                   [&](std::int64_t first, std::int64_t last) { runRange(first, last); });
+
+    for (std::size_t j = 0; j < nSteps; ++j) {
+      if (!prefetched.empty()) prefetchNext(j);
+      const Plan::Step& step = plan.steps[j];
+      bool scalar = true;
+      for (const Plan::Operand& op : step.operands)
+        scalar = scalar && regs[static_cast<std::size_t>(op.reg)].stride == 0;
+      const std::int64_t n = scalar ? 1 : len;
+      for (std::size_t k = 0; k < step.operands.size(); ++k) {
+        const Plan::Operand& op = step.operands[k];
+        const RegisterView v = regs[static_cast<std::size_t>(op.reg)];
+        if (op.convert) {
+          op.convert(slot(op.temp), v.ptr, v.stride, v.stride == 0 ? 1 : n);
+          ptrs[k] = slot(op.temp);
+        } else {
+          ptrs[k] = v.ptr;
+        }
+        strides[k] = v.stride;
+      }
+      char* result = slot(step.resultSlot);
+      char* dst = step.kernelTemp >= 0 ? slot(step.kernelTemp) : result;
+      switch (step.kind) {
+        case Plan::Kind::Convert:
+          step.cast(result, ptrs[0], strides[0], n);
+          break;
+        case Plan::Kind::Kernel:
+          step.fn(dst, 1, ptrs.data(), strides.data(), n);
+          break;
+        case Plan::Kind::Fold: {
+          // Left to right into the result, as Elemwise folds add/mul/minimum/maximum.
+          step.fn(dst, 1, ptrs.data(), strides.data(), n);
+          for (std::size_t k = 2; k < step.operands.size(); ++k) {
+            const char* pair[2] = {dst, ptrs[k]};
+            const std::int64_t pairStrides[2] = {1, strides[k]};
+            step.fn(dst, 1, pair, pairStrides, n);
+          }
+          break;
+        }
+      }
+      if (step.kernelTemp >= 0) step.outConvert(result, dst, 1, n);
+      regs[nIn + j] = {result, scalar ? 0 : 1};
+    }
+
+    if (!prefetched.empty()) prefetchNext(nSteps);
+    for (std::size_t o = 0; o < outs.size(); ++o) {
+      const RegisterView v = regs[static_cast<std::size_t>(m_outputs[o])];
+      Tensor& out = *outs[o];
+      const std::size_t item = out.itemSize();
+      const CopyFn copy = copyFn(item);
+      const std::int64_t srcStride = v.stride * static_cast<std::int64_t>(item);
+      if (streamed[o] && v.stride == 1) {
+        streamCopy(static_cast<char*>(out.rawData()) + start * static_cast<std::int64_t>(item),
+                   v.ptr, static_cast<std::size_t>(len) * item);
+      } else if (!scatters[o]) {
+        char* dst = static_cast<char*>(out.rawData()) + start * static_cast<std::int64_t>(item);
+        copy(dst, static_cast<std::int64_t>(item), v.ptr, srcStride, len);
+      } else {
+        scatters[o]->walk(start, len,
+                          [&](char* dst, std::int64_t count, std::int64_t stride, std::int64_t at) {
+                            copy(dst, stride, v.ptr + at * srcStride, srcStride, count);
+                          });
+      }
+    }
+    start += len;
+  }
+  if (anyStreamed) streamFence();  // the non-temporal stores are visible before the readers run
 }
 
 }  // namespace tscope::engine

@@ -103,31 +103,6 @@ class TestParallelLoops : public QObject {
       QVERIFY(closeTo(many.back(), one.back(), 1e-5, 1e-6));
     }
   }
-
-  // Fused elementwise graphs (Composite): contiguous inputs, and a broadcast one the block
-  // interpreter gathers; each range walks cursors of its own.
-  void testCompositeSameBitsOnMoreThreads() {
-    const Shape s{3, 8, 61, 67};
-    const VarPtr x = Variable::create(TensorType(DType::Float32, s), "x");
-    const VarPtr y = Variable::create(TensorType(DType::Float32, s), "y");
-    const VarPtr b = Variable::create(TensorType(DType::Float32, {8, 1, 1}), "b");
-    const std::vector<VarPtr> outs{tanh(exp(x) * y + 1.0), (x - b) * (y + b) / (b * b + 1.0)};
-    CompileOptions options;
-    options.mode = Mode::FastRun;
-    Function f = compile({x, y, b}, outs, {}, options);
-    std::size_t composites = 0;
-    for (const Apply* node : f.graph().nodes()) composites += node->op().name() == "Composite";
-    QVERIFY(composites >= 2);
-    const Tensor xv = randomTensor(DType::Float32, s, 5), yv = randomTensor(DType::Float32, s, 6),
-                 bv = randomTensor(DType::Float32, {8, 1, 1}, 7);
-    cpu::setIntraOpThreads(1);
-    const std::vector<Tensor> one = f({xv, yv, bv});
-    for (int threads : {2, 3}) {
-      cpu::setIntraOpThreads(threads);
-      const std::vector<Tensor> many = f({xv, yv, bv});
-      for (std::size_t k = 0; k < one.size(); ++k) QVERIFY(many[k].bitwiseEqual(one[k]));
-    }
-  }
 };
 
 TSCOPE_TEST_MAIN(TestParallelLoops)
