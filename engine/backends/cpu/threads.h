@@ -13,10 +13,10 @@
 // Note [Deterministic threads]: the convolution and GEMM kernels split their outputs among
 // threads, never one output's sum, so their results do not depend on the thread count, except
 // where OpenBLAS or oneDNN choose a different blocking of the reduction for another count (then
-// the last bits of a float32 sum may differ: rounding, not a different result). Elementwise ops
-// over large tensors and the fused convolutions' activation split their elements over the same
-// threads (parallel.h, Note [Parallel loops]), each element computed as on one thread; Composite,
-// reductions, softmax and pooling run on the calling thread.
+// the last bits of a float32 sum may differ: rounding, not a different result). The fused
+// convolutions' activation splits its elements over the same threads (parallel.h, Note [Parallel
+// loops]), each element computed as on one thread; elementwise ops, reductions, softmax and pooling
+// run on the calling thread (why: Note [Parallel loops]).
 
 namespace tscope::engine::cpu {
 

@@ -1,6 +1,5 @@
 #include "engine/ops/elemwise/elemwise.h"
 
-#include "engine/backends/cpu/parallel.h"
 #include "engine/graph/errors.h"
 #include "engine/graph/op_registry.h"
 #include "engine/ops/basic.h"
@@ -203,19 +202,9 @@ void Elemwise::perform(const Apply& node, std::span<const Tensor* const> inputs,
     if (flat && fn && (outDType == d || scalarOpInfo(m_scalar).rule == DTypeRule::Bool)) {
       Tensor& dest =
           reusable(*out, outDType, a.shape()) ? *out : reuseOrAllocate(out, outDType, a.shape());
-      const std::int64_t inItem = static_cast<std::int64_t>(dtypeSize(d)),
-                         outItem = static_cast<std::int64_t>(dtypeSize(outDType));
-      char* const outBase = reinterpret_cast<char*>(dest.storage()->data());
-      const char* const aBase = firstByte(a);
-      const char* const bBase = m_flatArity == 2 ? firstByte(*inputs[1]) : nullptr;
-      // Note [Parallel loops] (engine/backends/cpu/parallel.h): a pass over a large tensor
-      // splits over the intra-op threads; a small one (the VM's 0-d chains) stays one call.
-      cpu::parallelFor(
-          elementCount(a), cpu::kElementwiseGrain, [&](std::int64_t b, std::int64_t e) {
-            const char* ptrs[2] = {aBase + b * inItem, bBase ? bBase + b * inItem : nullptr};
-            const std::int64_t ones[2] = {1, 1};
-            fn(outBase + b * outItem, 1, ptrs, ones, e - b);
-          });
+      const char* ptrs[2] = {firstByte(a), m_flatArity == 2 ? firstByte(*inputs[1]) : nullptr};
+      const std::int64_t ones[2] = {1, 1};
+      fn(reinterpret_cast<char*>(dest.storage()->data()), 1, ptrs, ones, elementCount(a));
       return;
     }
   }

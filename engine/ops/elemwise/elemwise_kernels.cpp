@@ -1,7 +1,5 @@
 #include "engine/ops/elemwise/elemwise_kernels.h"
 
-#include "engine/backends/cpu/parallel.h"
-
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -175,17 +173,11 @@ void runElemwiseKernel(ElemwiseRowFn fn, Tensor& out, std::span<const Tensor* co
   bool flat = out.isContiguous();
   for (const Tensor* t : operands) flat = flat && t->shape() == shape && t->isContiguous();
   if (flat) {
-    // Note [Parallel loops] (engine/backends/cpu/parallel.h): large passes split over the
-    // intra-op threads, each element computed as on one thread.
-    cpu::parallelFor(out.numel(), cpu::kElementwiseGrain, [&](std::int64_t b, std::int64_t e) {
-      std::array<const char*, kMax> ptrs{};
-      std::array<std::int64_t, kMax> ones{1, 1, 1};
-      for (std::size_t k = 0; k < operands.size(); ++k)
-        ptrs[k] = static_cast<const char*>(operands[k]->rawData()) +
-                  b * static_cast<std::int64_t>(operands[k]->itemSize());
-      fn(static_cast<char*>(out.rawData()) + b * static_cast<std::int64_t>(out.itemSize()), 1,
-         ptrs.data(), ones.data(), e - b);
-    });
+    std::array<const char*, kMax> ptrs{};
+    std::array<std::int64_t, kMax> ones{1, 1, 1};
+    for (std::size_t k = 0; k < operands.size(); ++k)
+      ptrs[k] = static_cast<const char*>(operands[k]->rawData());
+    fn(static_cast<char*>(out.rawData()), 1, ptrs.data(), ones.data(), out.numel());
     return;
   }
   std::vector<std::vector<std::int64_t>> strides;
