@@ -91,6 +91,19 @@ void checkBlocked(const Op& op, const Tensor& t, const char* what) {
                                 ", expected a blocked (N, C/8, H, W, 8) tensor");
 }
 
+// A layout change: every element read once and written once.
+OpCost layoutCost(const Apply& node, std::span<const Shape> in) {
+  auto out = cost::outputShapes(node, in);
+  if (!out) return {};
+  return cost::movement(node, in, *out);
+}
+
+void checkBlockProps(const char* op, const nlohmann::json& props) {
+  if (!props.is_object() || props.value("block", nlohmann::json(B)) != nlohmann::json(B))
+    throw std::invalid_argument(std::string(op) + ": expected {\"block\": 8}, found " +
+                                props.dump());
+}
+
 }  // namespace
 
 // --- ToChannelBlocks -----------------------------------------------------------------------------
@@ -124,14 +137,11 @@ std::vector<Grad> ToChannelBlocks::pullback(const Apply&, std::span<const VarPtr
 }
 
 OpCost ToChannelBlocks::cost(const Apply& node, std::span<const Shape> in) const {
-  auto out = cost::outputShapes(node, in);
-  if (!out) return {};
-  return cost::movement(node, in, *out);
+  return layoutCost(node, in);
 }
 
 OpPtr ToChannelBlocks::fromProps(const nlohmann::json& props) {
-  if (!props.is_object() || props.value("block", nlohmann::json(B)) != nlohmann::json(B))
-    throw std::invalid_argument("ToChannelBlocks: expected {\"block\": 8}, found " + props.dump());
+  checkBlockProps("ToChannelBlocks", props);
   return std::make_shared<ToChannelBlocks>();
 }
 
@@ -163,15 +173,11 @@ std::vector<Grad> FromChannelBlocks::pullback(const Apply&, std::span<const VarP
 }
 
 OpCost FromChannelBlocks::cost(const Apply& node, std::span<const Shape> in) const {
-  auto out = cost::outputShapes(node, in);
-  if (!out) return {};
-  return cost::movement(node, in, *out);
+  return layoutCost(node, in);
 }
 
 OpPtr FromChannelBlocks::fromProps(const nlohmann::json& props) {
-  if (!props.is_object() || props.value("block", nlohmann::json(B)) != nlohmann::json(B))
-    throw std::invalid_argument("FromChannelBlocks: expected {\"block\": 8}, found " +
-                                props.dump());
+  checkBlockProps("FromChannelBlocks", props);
   return std::make_shared<FromChannelBlocks>();
 }
 
