@@ -61,6 +61,17 @@ std::size_t channelBlocks(RewriteContext& ctx) {
     const auto it = blocksOf.find(v.get());
     return it == blocksOf.end() ? nullptr : it->second.second;
   };
+  // One ToChannelBlocks per plain value: a convolution whose input is also its residual then
+  // reads one variable twice, which the inplace pass sees (two equal nodes merged only after it,
+  // in final_merge, would let the sum overwrite the input the kernel still reads).
+  std::map<const Variable*, std::pair<VarPtr, VarPtr>> toBlocks;
+  auto blocksFor = [&](const VarPtr& v) -> VarPtr {
+    if (VarPtr b = blocked(v)) return b;
+    auto it = toBlocks.find(v.get());
+    if (it == toBlocks.end())
+      it = toBlocks.emplace(v.get(), std::make_pair(v, toChannelBlocks(v))).first;
+    return it->second.second;
+  };
   std::size_t changes = 0;
   for (const VarPtr& out : convOutputs) {
     if (!fg.contains(*out) || !out->owner()) continue;
@@ -69,12 +80,8 @@ std::size_t channelBlocks(RewriteContext& ctx) {
     if (!conv) continue;
     VarPtr xb = blocked(node.input(0));
     if (!xb && !startsChain(fg, node, *conv)) continue;
-    if (!xb) xb = toChannelBlocks(node.input(0));
-    VarPtr rb;
-    if (conv->residual()) {
-      rb = blocked(node.input(3));
-      if (!rb) rb = toChannelBlocks(node.input(3));
-    }
+    xb = blocksFor(node.input(0));
+    const VarPtr rb = conv->residual() ? blocksFor(node.input(3)) : nullptr;
     const VarPtr yb =
         blockedConv2d(xb, node.input(1), node.input(2), rb, conv->params(), conv->activation());
     const VarPtr y = fromChannelBlocks(yb);

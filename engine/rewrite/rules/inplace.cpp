@@ -32,6 +32,18 @@ bool mayOverwrite(const FunctionGraph& fg, const DestroyHandler& dh, const Apply
   return true;
 }
 
+// A convolution's residual (input 3) may take the sum only when no other input of the node is
+// that buffer: the kernel reads the input's neighbourhood of each output while it writes, so
+// y = conv(x) + x must not write into x (mayOverwrite lets an input repeat, which an elementwise op
+// reads only at the element it writes).
+bool mayOverwriteResidual(const FunctionGraph& fg, const DestroyHandler& dh, const Apply& node) {
+  if (!mayOverwrite(fg, dh, node, 3)) return false;
+  const Variable* root = dh.viewRoot(*node.input(3));
+  for (int j = 0; j < 3; ++j)
+    if (dh.viewRoot(*node.input(j)) == root) return false;
+  return true;
+}
+
 // Whether the buffer of input k dies at node: node is its only client and it is no view.
 bool diesAt(const FunctionGraph& fg, const DestroyHandler& dh, const Apply& node, int k) {
   const Variable& in = *node.input(k);
@@ -138,12 +150,12 @@ class InplacePass {
     if (const auto* conv = dynamic_cast<const FusedConv2d*>(&node->op());
         conv && conv->residual() && !conv->inplace()) {
       // Note [Residual sum]: the convolution's sum lands in the residual's buffer.
-      if (!mayOverwrite(m_fg, m_dh, *node, 3)) return false;
+      if (!mayOverwriteResidual(m_fg, m_dh, *node)) return false;
       return trySwitch(*node, twinOf(*node, conv->withInplace()), "inplace_conv_residual");
     }
     if (const auto* conv = dynamic_cast<const BlockedConv2d*>(&node->op());
         conv && conv->residual() && !conv->inplace()) {
-      if (!mayOverwrite(m_fg, m_dh, *node, 3)) return false;
+      if (!mayOverwriteResidual(m_fg, m_dh, *node)) return false;
       return trySwitch(*node, twinOf(*node, conv->withInplace()), "inplace_conv_residual");
     }
     return false;

@@ -168,6 +168,28 @@ class TestFusedConv2dResidual : public QObject {
     QVERIFY(closeTo(fast({v})[0], plain({v})[0], 2e-4, 2e-4));
   }
 
+  // y = relu(conv(h) + b + h): the residual is the convolution's own input, which the kernel
+  // reads around each output while it writes; the sum must not land in h's buffer.
+  void testResidualIsTheInput() {
+    for (std::int64_t c : {6, 8}) {  // channel-last, and a blocked chain where the setting says
+      const Shape xs{2, c, 7, 5};
+      const VarPtr z = Variable::create(TensorType(DType::Float32, xs), "z");
+      const VarPtr h = exp(z) * 0.5;  // computed: a buffer the graph owns
+      const VarPtr y = tscope::engine::relu(
+          add(add(conv2d(h, constant(randomTensor(DType::Float32, {c, c, 3, 3}, 81)), same3x3()),
+                  perChannel(constant(randomTensor(DType::Float32, {c}, 82)))),
+              h));
+      Function fast = compileIn({z}, {y}, Mode::FastRun);
+      Function plain = compileIn({z}, {y}, Mode::None);
+      const std::optional<ConvView> f = withResidual(fast);
+      QVERIFY(f);
+      QVERIFY(!f->inplace());
+      const Tensor zv = randomTensor(DType::Float32, xs, 83);
+      for (int call = 0; call < 2; ++call)
+        QVERIFY(closeTo(fast({zv})[0], plain({zv})[0], 2e-4, 2e-4));
+    }
+  }
+
   void testNanInResidualKept() {
     const Shape xs{1, 3, 4, 4};
     const VarPtr x = Variable::create(TensorType(DType::Float32, xs), "x");

@@ -288,6 +288,27 @@ class TestChannelBlocks : public QObject {
     QCOMPARE(countOps(*placed.graph, "FusedConv2d"), std::size_t(2));
   }
 
+  // Batch and image size unknown until the call (an ONNX model with dynamic axes): the chain's
+  // types and shapes follow each call's.
+  void testUnknownSizes() {
+    if (!cpu::dnnlAvailable()) QSKIP("this build has no oneDNN: fast_run keeps plain tensors");
+    BlocksOn on;
+    const VarPtr x = Variable::create(
+        TensorType(DType::Float32, {kUnknownDim, 8, kUnknownDim, kUnknownDim}), "x");
+    const VarPtr h = convRelu(x, 16, 3, conv(2, 1), 71);
+    const VarPtr y = convRelu(h, 16, 3, conv(1, 1), 73, h);
+    Function fast = compileIn({x}, {y, sum(y)}, Mode::FastRun);
+    Function plain = compileIn({x}, {y, sum(y)}, Mode::None);
+    QCOMPARE(countOps(fast.graph(), "BlockedConv2d"), std::size_t(2));
+    for (const Shape& s : {Shape{1, 8, 9, 11}, Shape{3, 8, 16, 5}}) {
+      const Tensor xv = randomTensor(DType::Float32, s, 75);
+      const std::vector<Tensor> got = fast({xv}), want = plain({xv});
+      QCOMPARE(got[0].shape(), want[0].shape());
+      QVERIFY(closeTo(got[0], want[0], 2e-4, 2e-4));
+      QVERIFY(closeTo(got[1], want[1], 1e-3, 1e-3));
+    }
+  }
+
   void testCostMatchesFused() {
     const VarPtr x = Variable::create(TensorType(DType::Float32, {1, 16, 14, 14}), "x");
     const VarPtr w = constant(randomTensor(DType::Float32, {32, 16, 3, 3}, 61));
