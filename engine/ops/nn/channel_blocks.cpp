@@ -296,7 +296,8 @@ void BlockedConv2d::perform(const Apply& node, std::span<const Tensor* const> in
     e.blocked = true;
     e.sum = m_residual;
     Tensor* y = outputs[0];
-    if (m_residual && m_inplace && inputs[3]->isContiguous() &&
+    // Never into the buffer the kernel reads (as FusedConv2d).
+    if (m_residual && m_inplace && inputs[3]->isContiguous() && !x.sharesStorageWith(*inputs[3]) &&
         inputs[3]->device() == Device::Cpu) {
       *y = *inputs[3];  // destroyMap {0: [3]}: the sum lands in the residual's buffer
     } else {

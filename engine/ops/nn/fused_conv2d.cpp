@@ -233,7 +233,10 @@ void FusedConv2d::performResidual(const Apply& node, std::span<const Tensor* con
     const conv2d_detail::FilterOwner f = conv2d_detail::filterOwner(node, 1, *inputs[1]);
     const bool rChannelLast = conv2d_detail::isChannelLast(r);
     Tensor* y = outputs[0];
-    if (m_inplace && r.device() == Device::Cpu && (rChannelLast || r.isContiguous())) {
+    // Never into the buffer the kernel reads (y = conv(h) + h: the inplace pass refuses it, and
+    // this holds whatever a later merge made of the inputs).
+    if (m_inplace && r.device() == Device::Cpu && (rChannelLast || r.isContiguous()) &&
+        !x.sharesStorageWith(r)) {
       *y = r;  // destroyMap {0: [3]}: the sum lands in the residual's buffer
       e.outputChannelLast = rChannelLast;
     } else {

@@ -190,6 +190,32 @@ class TestFusedConv2dResidual : public QObject {
     }
   }
 
+  // The same graph built with the in-place ops by hand (as a merge after the inplace pass could
+  // leave it): the kernels still do not write into the buffer they read.
+  void testInplaceNeverOverwritesItsInput() {
+    const Shape xs{1, 8, 6, 6};
+    const VarPtr z = Variable::create(TensorType(DType::Float32, xs), "z");
+    const VarPtr h = exp(z) * 0.5;
+    const VarPtr w = constant(randomTensor(DType::Float32, {8, 8, 3, 3}, 91));
+    const VarPtr b = constant(randomTensor(DType::Float32, {8}, 92));
+    const ConvActivationSpec none;
+    const VarPtr inplace = std::make_shared<FusedConv2d>(same3x3(), none, true, true)
+                               ->makeNode({h, w, b, h})
+                               ->output(0);
+    const VarPtr hb = toChannelBlocks(h);
+    const VarPtr blockedInplace =
+        fromChannelBlocks(std::make_shared<BlockedConv2d>(same3x3(), none, true, true)
+                              ->makeNode({hb, w, b, hb})
+                              ->output(0));
+    Function f = compileIn({z}, {inplace}, Mode::None);
+    Function g = compileIn({z}, {blockedInplace}, Mode::None);
+    Function want = compileIn({z}, {fusedConv2dResidual(h, w, b, h, same3x3(), none)}, Mode::None);
+    const Tensor zv = randomTensor(DType::Float32, xs, 93);
+    const Tensor expected = want({zv})[0];
+    QVERIFY(closeTo(f({zv})[0], expected, 2e-4, 2e-4));
+    QVERIFY(closeTo(g({zv})[0], expected, 2e-4, 2e-4));
+  }
+
   void testNanInResidualKept() {
     const Shape xs{1, 3, 4, 4};
     const VarPtr x = Variable::create(TensorType(DType::Float32, xs), "x");
