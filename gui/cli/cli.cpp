@@ -439,6 +439,7 @@ const std::map<std::string, SubCommand>& subCommands() {
         "the roofline, memory and rewrite profiles",
         "profile FILE [--runs N] [--warmup K] [--mode M] [--device cpu|cuda] [--trace OUT.json "
         "[--trace-runs LIST]] [-o OUT.tsg] [--memory] [--json] [--compare-modes A,B] "
+        "[--compare-threads A,B] "
         "[--max-events N] [--sort total|mean|p95|calls] [--rows N] [--input NAME=x.npy]... "
         "[--random-inputs SEED] [--threads N] [--no-roofline]",
         &runProfile, &addProfileOptions}},

@@ -1,5 +1,6 @@
 #include "gui/cli/cli_profile.h"
 
+#include "engine/backends/cpu/threads.h"
 #include "engine/backends/cuda/cuda_backend.h"
 #include "engine/debug/lineage.h"
 #include "engine/session/graph_file.h"
@@ -110,6 +111,10 @@ void addProfileOptions(QCommandLineParser& p) {
   p.addOption(QCommandLineOption(
       "compare-modes", "Profile in two modes and print their diff, e.g. none,fast_run.", "A,B"));
   p.addOption(QCommandLineOption(
+      "compare-threads",
+      "Profile on two intra-op thread counts and print their diff (each node's scaling), e.g. 1,2.",
+      "A,B"));
+  p.addOption(QCommandLineOption(
       "max-events", "Most timeline events kept (older runs' are dropped and counted).", "N"));
   p.addOption(
       QCommandLineOption("sort", "Sort the tables by total (default), mean, p95 or calls.", "KEY"));
@@ -149,6 +154,34 @@ int runProfile(const QCommandLineParser& p, const std::string& file, std::string
   if (compare && (p.isSet("trace") || p.isSet("output") || p.isSet("mode")))
     throw std::invalid_argument(
         "--compare-modes prints the diff of two profiles; --mode, --trace and -o apply to one");
+  const bool compareThreads = p.isSet("compare-threads");
+  if (compareThreads && (compare || p.isSet("trace") || p.isSet("output") || p.isSet("threads")))
+    throw std::invalid_argument(
+        "--compare-threads prints the diff of two profiles; --compare-modes, --threads, --trace "
+        "and -o apply to one");
+  std::vector<int> threadCounts;
+  if (compareThreads) {
+    for (const std::string& t : splitList(p.value("compare-threads"))) {
+      std::size_t used = 0;
+      int n = 0;
+      try {
+        n = std::stoi(t, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != t.size() || n < 1)
+        throw std::invalid_argument(
+            "--compare-threads expects two thread counts A,B of at least "
+            "1 (e.g. 1,2), found '" +
+            p.value("compare-threads").toStdString() + "'");
+      threadCounts.push_back(n);
+    }
+    if (threadCounts.size() != 2)
+      throw std::invalid_argument(
+          "--compare-threads expects two thread counts A,B (e.g. 1,2), "
+          "found '" +
+          p.value("compare-threads").toStdString() + "'");
+  }
   if (p.isSet("output") &&
       std::filesystem::path(p.value("output").toStdString()).extension() != ".tsg")
     throw std::invalid_argument("-o expects a .tsg path, found '" +
@@ -200,6 +233,25 @@ int runProfile(const QCommandLineParser& p, const std::string& file, std::string
     if (gb.profile.graph == "optimized") lb.emplace(*gb.graph, gb.rewrites);
     const prof::ProfileDiff diff = prof::diffProfiles({&ga.profile, la ? &*la : nullptr, modes[0]},
                                                       {&gb.profile, lb ? &*lb : nullptr, modes[1]});
+    out +=
+        p.isSet("json") ? prof::diffJson(diff).dump(2) + "\n" : prof::diffText(diff, report.rows);
+    return kExitOk;
+  }
+
+  if (compareThreads) {
+    // The same compilation mode on A threads, then on B: a row per node with both times, so the
+    // nodes that do not scale stand out (Note [oneDNN threads per plan]: plans follow the count).
+    std::vector<prof::GraphProfile> g;
+    for (int n : threadCounts) {
+      engine::cpu::setIntraOpThreads(n);
+      g.push_back(profileIn(inputs.mode));
+    }
+    // One compilation of one graph twice: the node ids match, no lineage needed (a lineage
+    // through the rewrite log would group the nodes a graph rewrite made).
+    auto label = [](int n) { return std::to_string(n) + (n == 1 ? " thread" : " threads"); };
+    const prof::ProfileDiff diff =
+        prof::diffProfiles({&g[0].profile, nullptr, label(threadCounts[0])},
+                           {&g[1].profile, nullptr, label(threadCounts[1])});
     out +=
         p.isSet("json") ? prof::diffJson(diff).dump(2) + "\n" : prof::diffText(diff, report.rows);
     return kExitOk;

@@ -1,7 +1,8 @@
 // The profiler from the command line: `tensorscope profile` (the report's tables, --json,
 // --memory, --sort, --trace with --trace-runs, -o and what it stores, --compare-modes through the
-// rewrite log), `tensorscope diff-profile` on saved profiles, `tensorscope calibrate` and the
-// roofline columns it enables, and the clear one-line errors of bad command lines.
+// rewrite log, --compare-threads), `tensorscope diff-profile` on saved profiles, `tensorscope
+// calibrate` and the roofline columns it enables, and the clear one-line errors of bad command
+// lines.
 
 #include "cli_test_support.h"
 #include "engine/backends/cuda/cuda_backend.h"
@@ -113,6 +114,28 @@ class TestCliProfile : public QObject {
     // The optimizer fuses the MLP's elementwise chains: a row has several nodes before and the
     // Composite after.
     QVERIFY2(has(r.out, "-> Composite"), r.out.c_str());
+  }
+
+  // Each node on one thread and on two: one row per node (the same graph both times), labelled
+  // with the counts.
+  void compareThreadsRowPerNode() {
+    const auto r = cli(
+        {"profile", kMlp, "--runs", "2", "--no-roofline", "--compare-threads", "1,2", "--json"});
+    QVERIFY2(r.code == 0, r.err.c_str());
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    QCOMPARE(j["a"].get<std::string>(), std::string("1 thread"));
+    QCOMPARE(j["b"].get<std::string>(), std::string("2 threads"));
+    QCOMPARE(j["nodes_a"].size(), j["nodes_b"].size());
+    for (const auto& row : j["rows"]) {
+      QCOMPARE(row["nodes_a"].size(), std::size_t(1));
+      QCOMPARE(row["nodes_b"].size(), std::size_t(1));
+    }
+    const auto bad = cli({"profile", kMlp, "--compare-threads", "1,x"});
+    QCOMPARE(bad.code, 2);
+    QVERIFY2(has(bad.err, "--compare-threads expects two thread counts A,B of at least 1"),
+             bad.err.c_str());
+    const auto both = cli({"profile", kMlp, "--compare-threads", "1,2", "--threads", "2"});
+    QCOMPARE(both.code, 2);
   }
 
   void calibrateEnablesTheRoofline() {

@@ -98,12 +98,43 @@ void runBlock(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int
   gemmBlock(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+// Note [Small products on one thread]: OpenBLAS's worker threads spin for a long while after a
+// product they took part in (its THREAD_TIMEOUT, read once at load), and so do OpenMP's after a
+// oneDNN convolution. On two CPUs a CNN's classifier (ResNet-18's 1x512 by 512x1000, 0.23 ms on
+// one thread) woke OpenBLAS's worker, which then spun through the next call's first convolutions:
+// `tensorscope profile --compare-threads 1,2` showed the classifier at 0.24x (0.23 -> 0.96 ms), the
+// stem at 0.81x and layer1's convolutions at 0.97-1.00x, while by fastest call they scale 1.9x.
+// A product too small to gain from a second thread (kSmallProductMacs) runs with OpenBLAS set to
+// one thread, so no worker wakes; the count goes back to the engine's after it.
+constexpr double kSmallProductMacs = 1 << 20;
+
+#ifdef TSCOPE_HAVE_OPENBLAS
+struct OneBlasThread {
+  const bool active = intraOpThreads() > 1;
+  OneBlasThread() {
+    if (active) openblas_set_num_threads(1);
+  }
+  ~OneBlasThread() {
+    if (active) openblas_set_num_threads(intraOpThreads());
+  }
+  OneBlasThread(const OneBlasThread&) = delete;
+  OneBlasThread& operator=(const OneBlasThread&) = delete;
+};
+#else
+struct OneBlasThread {};
+#endif
+
 template <class T>
 void gemmImpl(bool transA, bool transB, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
               const T* A, std::int64_t lda, const T* B, std::int64_t ldb, T beta, T* C,
               std::int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (macs <= kSmallProductMacs) {
+    const OneBlasThread one;
+    runBlock(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
   if (macs <= 4 * kCancelBlockMacs) {
     runBlock(transA, transB, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     return;

@@ -22,6 +22,7 @@ class TestIntraOpThreads : public QObject {
   void testOneThreadStartsNoWorkers();  // first: it needs a process no convolution ran in yet
   void testSetter();
   void testSameValuesOnMoreThreads();
+  void testSmallProductKeepsTheCount();
 };
 
 namespace {
@@ -76,6 +77,22 @@ void TestIntraOpThreads::testSameValuesOnMoreThreads() {
   const std::vector<Tensor> four = f({x, a});
   QVERIFY(closeTo(four[0], one[0], 1e-6, 1e-6));
   QVERIFY(closeTo(four[1], one[1], 1e-5, 1e-5));  // OpenBLAS reblocks the sum
+}
+
+// Note [Small products on one thread] (gemm.cpp): a classifier-sized product runs with OpenBLAS
+// at one thread and gives the engine's count back after it, with the same values.
+void TestIntraOpThreads::testSmallProductKeepsTheCount() {
+  const Tensor a = randomTensor(DType::Float32, {1, 512}, 7),
+               b = randomTensor(DType::Float32, {512, 1000}, 8);
+  const VarPtr av = Variable::create(TensorType(DType::Float32, a.shape()), "a");
+  Function f = compile({av}, {dot(av, constant(b))});
+  cpu::setIntraOpThreads(1);
+  const Tensor one = f({a})[0];
+  cpu::setIntraOpThreads(2);
+  const Tensor two = f({a})[0];
+  QVERIFY(closeTo(two, one, 1e-6, 1e-6));
+  QCOMPARE(cpu::intraOpThreads(), 2);
+  if (cpu::gemmBackendName().find("OpenBLAS") != std::string::npos) QCOMPARE(cpu::gemmThreads(), 2);
 }
 
 TSCOPE_TEST_MAIN(TestIntraOpThreads)
