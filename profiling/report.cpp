@@ -219,6 +219,20 @@ std::string applyTable(const Profile& p, const Tables& t, std::size_t limit) {
   header.push_back("op (scope) [input shapes]");
   TextTable table(header);
   double cumulative = 0, rest = 0;
+  // Note [Roofline above the bound]: a node faster than the calibrated peak says the calibration
+  // was taken while the machine ran slower (a shared VM's speed drifts by tens of percent); its
+  // fractions are then too high, which the report says rather than hide.
+  std::size_t aboveBound = 0;
+  double highest = 0;
+  if (machine)
+    for (const ApplyRow& r : t.applies) {
+      const RooflinePoint roof =
+          rooflineOf(p, p.nodes[static_cast<std::size_t>(r.node)], r, machine);
+      if (roof.known && roof.fraction > 1.05) {
+        ++aboveBound;
+        highest = std::max(highest, roof.fraction);
+      }
+    }
   for (std::size_t i = 0; i < t.applies.size(); ++i) {
     const ApplyRow& r = t.applies[i];
     if (i >= limit) {
@@ -256,6 +270,12 @@ std::string applyTable(const Profile& p, const Tables& t, std::size_t limit) {
   text += table.str();
   text +=
       remainingLine(t.applies.size() > limit ? t.applies.size() - limit : 0, rest, t.timeInNodes);
+  if (aboveBound > 0)
+    text += "  note: " + std::to_string(aboveBound) + " node" + (aboveBound == 1 ? "" : "s") +
+            " ran faster than the calibrated bound (up to " + formatShare(highest) +
+            "): the calibration" + (machine->date.empty() ? "" : " of " + machine->date) +
+            " was taken while this machine ran slower; `tensorscope calibrate` measures it "
+            "again\n";
   return text;
 }
 

@@ -224,6 +224,18 @@ class TestReport : public QObject {
     p.function.threads = 1;
     QVERIFY(near(fraction(), 1.0));
     QVERIFY(reportText(p).find("on one thread, as the engine ran") != std::string::npos);
+    QVERIFY(reportText(p).find("faster than the calibrated bound") == std::string::npos);
+    // Note [Roofline above the bound]: a calibration taken while the machine ran slower.
+    c.gemmGflopsOne = 50;
+    c.date = "2026-12-07T20:00:00Z";
+    p.calibration = c.toJson();
+    QVERIFY(near(fraction(), 2.0));
+    const std::string slow = reportText(p);
+    QVERIFY2(slow.find("note: 1 node ran faster than the calibrated bound (up to 200.0%): the "
+                       "calibration of 2026-12-07T20:00:00Z") != std::string::npos,
+             slow.c_str());
+    c.gemmGflopsOne = 100;
+    p.calibration = c.toJson();
     p.function.threads = 2;
     QVERIFY(near(fraction(), 0.5));
     p.function.threads = 0;  // not recorded: the all-threads peaks
