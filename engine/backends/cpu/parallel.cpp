@@ -21,16 +21,16 @@ bool parallelLoopsAvailable() {
 }
 
 void parallelFor(std::int64_t n, std::int64_t grain,
-                 const std::function<void(std::int64_t begin, std::int64_t end)>& fn) {
+                 const std::function<void(std::int64_t begin, std::int64_t end)>& fn,
+                 std::int64_t align) {
   if (n <= 0) return;
 #ifdef TSCOPE_PARALLEL_LOOPS
   const std::int64_t chunks =
       std::min<std::int64_t>(intraOpThreads(), n / std::max<std::int64_t>(grain, 1));
   if (chunks >= 2) {
-    // Range c: [start(c), start(c + 1)), every start but 0 and n a multiple of 16.
-    auto start = [&](std::int64_t c) {
-      return c >= chunks ? n : (n * c / chunks) & ~std::int64_t{15};
-    };
+    // Range c: [start(c), start(c + 1)), every start but 0 and n a multiple of align.
+    const std::int64_t a = std::max<std::int64_t>(align, 1);
+    auto start = [&](std::int64_t c) { return c >= chunks ? n : (n * c / chunks) / a * a; };
     std::vector<std::exception_ptr> errors(static_cast<std::size_t>(chunks));
 #pragma omp parallel for num_threads(static_cast <int>(chunks)) schedule(static, 1)
     for (std::int64_t c = 0; c < chunks; ++c) {
@@ -46,6 +46,7 @@ void parallelFor(std::int64_t n, std::int64_t grain,
   }
 #else
   (void)grain;
+  (void)align;
 #endif
   fn(0, n);
 }

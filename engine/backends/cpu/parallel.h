@@ -1,6 +1,7 @@
 #pragma once
 // Loops of the engine's own CPU kernels split over the intra-op threads (threads.h): today the
-// activation pass of the fused convolutions, right after oneDNN's kernel on the same threads.
+// activation pass of the fused convolutions and channel-last max pooling, right after oneDNN's
+// kernels on the same threads.
 //
 //   cpu::parallelFor(n, cpu::kElementwiseGrain, [&](std::int64_t begin, std::int64_t end) {
 //     kernel(out + begin, in + begin, end - begin);
@@ -30,8 +31,11 @@ namespace tscope::engine::cpu {
 // Elements per thread below which a pass is not split (128 KiB of float32).
 inline constexpr std::int64_t kElementwiseGrain = std::int64_t{1} << 15;
 
+// align: every range but the first starts on a multiple of it (16: whole SIMD vectors of
+// elements; 1 for loops over rows).
 void parallelFor(std::int64_t n, std::int64_t grain,
-                 const std::function<void(std::int64_t begin, std::int64_t end)>& fn);
+                 const std::function<void(std::int64_t begin, std::int64_t end)>& fn,
+                 std::int64_t align = 16);
 
 // Whether parallelFor can run ranges on more than one thread in this build.
 bool parallelLoopsAvailable();

@@ -14,9 +14,10 @@
 // threads, never one output's sum, so their results do not depend on the thread count, except
 // where OpenBLAS or oneDNN choose a different blocking of the reduction for another count (then
 // the last bits of a float32 sum may differ: rounding, not a different result). The fused
-// convolutions' activation splits its elements over the same threads (parallel.h, Note [Parallel
-// loops]), each element computed as on one thread; elementwise ops, reductions, softmax and pooling
-// run on the calling thread (why: Note [Parallel loops]).
+// convolutions' activation, channel-last max pooling and the channel-block reorders split their
+// work over the same threads (parallel.h, Note [Parallel loops]), each element computed as on one
+// thread; elementwise ops, reductions, softmax and other pooling run on the calling thread (why:
+// Note [Parallel loops]).
 
 namespace tscope::engine::cpu {
 

@@ -1,5 +1,6 @@
 #include "engine/ops/nn/channel_blocks.h"
 
+#include "engine/backends/cpu/parallel.h"
 #include "engine/graph/errors.h"
 #include "engine/ops/basic.h"
 #include "engine/ops/cost_common.h"
@@ -34,35 +35,43 @@ std::string blockedShapeText(const Shape& s) {
 // (channel-last), 8 at a time.
 void copyBlocks(const Tensor& plain, char* blocked, bool toBlocks, Tensor* plainOut) {
   const Shape& s = plain.shape();
-  const std::int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  const std::int64_t c = s[1], h = s[2], w = s[3];
   const std::size_t item = plain.itemSize();
   const Strides& st = plain.strides();  // in elements
   char* base = toBlocks ? const_cast<char*>(static_cast<const char*>(plain.rawData()))
                         : static_cast<char*>(plainOut->rawData());
   const bool adjacent = st[1] == 1;
-  std::size_t k = 0;  // element index in the blocked tensor
-  for (std::int64_t in = 0; in < n; ++in)
-    for (std::int64_t cb = 0; cb < c / B; ++cb)
-      for (std::int64_t ih = 0; ih < h; ++ih)
-        for (std::int64_t iw = 0; iw < w; ++iw, k += B) {
-          const std::int64_t at = in * st[0] + cb * B * st[1] + ih * st[2] + iw * st[3];
-          char* p = base + static_cast<std::size_t>(at) * item;
-          char* q = blocked + k * item;
-          if (adjacent) {
-            if (toBlocks)
-              std::memcpy(q, p, B * item);
-            else
-              std::memcpy(p, q, B * item);
-            continue;
-          }
-          for (std::int64_t i = 0; i < B; ++i) {
-            char* pi = p + static_cast<std::size_t>(i * st[1]) * item;
-            if (toBlocks)
-              std::memcpy(q + i * item, pi, item);
-            else
-              std::memcpy(pi, q + i * item, item);
+  // Rows (n, block, y) of W x 8 elements, split over the intra-op threads (Note [Parallel loops]
+  // in engine/backends/cpu/parallel.h).
+  const std::int64_t blocks = c / B, rows = s[0] * blocks * h;
+  cpu::parallelFor(
+      rows, std::max<std::int64_t>(1, cpu::kElementwiseGrain / std::max<std::int64_t>(1, w * B)),
+      [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t row = first; row < last; ++row) {
+          const std::int64_t in = row / (blocks * h), cb = row / h % blocks, ih = row % h;
+          std::size_t k = static_cast<std::size_t>(row * w * B);  // in the blocked tensor
+          for (std::int64_t iw = 0; iw < w; ++iw, k += B) {
+            const std::int64_t at = in * st[0] + cb * B * st[1] + ih * st[2] + iw * st[3];
+            char* p = base + static_cast<std::size_t>(at) * item;
+            char* q = blocked + k * item;
+            if (adjacent) {
+              if (toBlocks)
+                std::memcpy(q, p, B * item);
+              else
+                std::memcpy(p, q, B * item);
+              continue;
+            }
+            for (std::int64_t i = 0; i < B; ++i) {
+              char* pi = p + static_cast<std::size_t>(i * st[1]) * item;
+              if (toBlocks)
+                std::memcpy(q + i * item, pi, item);
+              else
+                std::memcpy(pi, q + i * item, item);
+            }
           }
         }
+      },
+      1);
 }
 
 // out: the output slot (reused when it fits), or null for a new tensor.

@@ -1,5 +1,6 @@
 #include "engine/ops/nn/pool2d.h"
 
+#include "engine/backends/cpu/parallel.h"
 #include "engine/backends/cpu/pool.h"
 #include "engine/graph/errors.h"
 #include "engine/graph/op_registry.h"
@@ -104,44 +105,54 @@ void maxPoolChannelLast(const cpu::Pool2dGeometry& g, const T* x, T* y, Elemwise
     const char* in[2] = {reinterpret_cast<const char*>(a), reinterpret_cast<const char*>(b)};
     maxRow(reinterpret_cast<char*>(out), 1, in, unit, n);
   };
-  thread_local std::vector<T> rowBuffer;
-  rowBuffer.resize(static_cast<std::size_t>(rowLen));
-  for (std::int64_t n = 0; n < g.n; ++n) {
-    const T* xn = x + n * g.h * rowLen;
-    T* yn = y + n * g.oh * g.ow * c;
-    for (std::int64_t oy = 0; oy < g.oh; ++oy) {
-      const std::int64_t y0 = std::max<std::int64_t>(oy * g.sh - g.ph, 0),
-                         y1 = std::min(oy * g.sh - g.ph + g.kh, g.h);
-      const T* rows = xn + y0 * rowLen;  // the max of rows y0..y1-1, each W*C values
-      if (y1 - y0 > 1) {
-        max2(rowBuffer.data(), rows, rows + rowLen, rowLen);
-        for (std::int64_t yy = y0 + 2; yy < y1; ++yy)
-          max2(rowBuffer.data(), rowBuffer.data(), xn + yy * rowLen, rowLen);
-        rows = rowBuffer.data();
-      }
-      T* out = yn + oy * g.ow * c;
-      for (std::int64_t ox = 0; ox < g.ow; ++ox, out += c) {
-        const std::int64_t x0 = std::max<std::int64_t>(ox * g.sw - g.pw, 0),
-                           x1 = std::min(ox * g.sw - g.pw + g.kw, g.w);
-        if (x1 - x0 == 1) {
-          std::copy(rows + x0 * c, rows + x1 * c, out);
-          continue;
+  // Output rows split over the intra-op threads (Note [Parallel loops] in
+  // engine/backends/cpu/parallel.h): each computed as on one thread, into a row buffer of its
+  // thread's own.
+  const std::int64_t rowWork = std::max<std::int64_t>(1, g.kh * rowLen);
+  cpu::parallelFor(
+      g.n * g.oh, std::max<std::int64_t>(1, cpu::kElementwiseGrain / rowWork),
+      [&](std::int64_t first, std::int64_t last) {
+        thread_local std::vector<T> rowBuffer;
+        rowBuffer.resize(static_cast<std::size_t>(rowLen));
+        for (std::int64_t r = first; r < last; ++r) {
+          const std::int64_t n = r / g.oh, oy = r % g.oh;
+          const T* xn = x + n * g.h * rowLen;
+          T* yn = y + n * g.oh * g.ow * c;
+          {
+            const std::int64_t y0 = std::max<std::int64_t>(oy * g.sh - g.ph, 0),
+                               y1 = std::min(oy * g.sh - g.ph + g.kh, g.h);
+            const T* rows = xn + y0 * rowLen;  // the max of rows y0..y1-1, each W*C values
+            if (y1 - y0 > 1) {
+              max2(rowBuffer.data(), rows, rows + rowLen, rowLen);
+              for (std::int64_t yy = y0 + 2; yy < y1; ++yy)
+                max2(rowBuffer.data(), rowBuffer.data(), xn + yy * rowLen, rowLen);
+              rows = rowBuffer.data();
+            }
+            T* out = yn + oy * g.ow * c;
+            for (std::int64_t ox = 0; ox < g.ow; ++ox, out += c) {
+              const std::int64_t x0 = std::max<std::int64_t>(ox * g.sw - g.pw, 0),
+                                 x1 = std::min(ox * g.sw - g.pw + g.kw, g.w);
+              if (x1 - x0 == 1) {
+                std::copy(rows + x0 * c, rows + x1 * c, out);
+                continue;
+              }
+              max2(out, rows + x0 * c, rows + (x0 + 1) * c, c);
+              for (std::int64_t xx = x0 + 2; xx < x1; ++xx) max2(out, out, rows + xx * c, c);
+            }
+            // Blocks of a constant trip count, which GCC vectorises at -O2 (Note [Blocked loops
+            // vectorize at -O2] in elemwise_rows_impl.h).
+            T* row = yn + oy * g.ow * c;
+            const T nan = std::numeric_limits<T>::quiet_NaN();
+            std::int64_t k = 0;
+            const std::int64_t m = g.ow * c;
+            for (; k + 16 <= m; k += 16)
+              for (std::int64_t j = 0; j < 16; ++j)
+                row[k + j] = row[k + j] != row[k + j] ? nan : row[k + j];
+            for (; k < m; ++k) row[k] = row[k] != row[k] ? nan : row[k];
+          }
         }
-        max2(out, rows + x0 * c, rows + (x0 + 1) * c, c);
-        for (std::int64_t xx = x0 + 2; xx < x1; ++xx) max2(out, out, rows + xx * c, c);
-      }
-      // Blocks of a constant trip count, which GCC vectorises at -O2 (Note [Blocked loops
-      // vectorize at -O2] in elemwise_rows_impl.h).
-      T* row = yn + oy * g.ow * c;
-      const T nan = std::numeric_limits<T>::quiet_NaN();
-      std::int64_t k = 0;
-      const std::int64_t m = g.ow * c;
-      for (; k + 16 <= m; k += 16)
-        for (std::int64_t j = 0; j < 16; ++j)
-          row[k + j] = row[k + j] != row[k + j] ? nan : row[k + j];
-      for (; k < m; ++k) row[k] = row[k] != row[k] ? nan : row[k];
-    }
-  }
+      },
+      1);
 }
 
 void checkShape(const Op& op, const char* what, const Shape& found, const Shape& expected) {

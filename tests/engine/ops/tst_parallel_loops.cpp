@@ -6,7 +6,9 @@
 #include "engine/backends/cpu/threads.h"
 #include "engine/compile/function.h"
 #include "engine/ops/basic.h"
+#include "engine/ops/nn/channel_blocks.h"
 #include "engine/ops/nn/fused_conv2d.h"
+#include "engine/ops/nn/pool2d.h"
 #include "op_test_support.h"
 #include "test_main.h"
 
@@ -98,6 +100,39 @@ class TestParallelLoops : public QObject {
       cpu::setIntraOpThreads(threads);
       const std::vector<Tensor> out = f({xv});
       QVERIFY(out[0].bitwiseEqual(out[1]));
+    }
+  }
+
+  // Max pooling of a channel-last tensor (a convolution's output, NaN included) split by output
+  // rows, and the reorder into channel blocks split by rows: the same bits at every count.
+  void testPoolingAndBlocksSameBits() {
+    const Shape s{2, 16, 64, 71};  // both loops split: 64 and 256 rows of enough work
+    std::vector<double> v = randomTensor(DType::Float32, s, 11).toDoubles();
+    v[3 * 64 * 71 + 20 * 71 + 7] = std::nan("");
+    const VarPtr x = Variable::create(TensorType(DType::Float32, s), "x");
+    Conv2dParams same;
+    same.padding = {1, 1};
+    CompileOptions options;
+    options.mode = Mode::None;
+    Function conv =
+        compile({x},
+                {fusedConv2d(x, constant(randomTensor(DType::Float32, {16, 16, 3, 3}, 12)),
+                             constant(randomTensor(DType::Float32, {16}, 13)), same, {})},
+                {}, options);
+    cpu::setIntraOpThreads(1);
+    const Tensor channelLast = conv({Tensor::fromDoubles(DType::Float32, s, v)})[0];
+    QVERIFY(channelLast.strides()[1] == 1);  // NHWC in memory: the pooling's channel-last path
+    Pool2dParams pool;
+    pool.kernel = {3, 3};
+    pool.padding = {1, 1};
+    const VarPtr in = Variable::create(TensorType(DType::Float32, s), "in");
+    Function g = compile({in}, {maxPool2d(in, pool), toChannelBlocks(in)}, {}, options);
+    const std::vector<Tensor> one = g({channelLast});
+    for (int threads : {2, 3}) {
+      cpu::setIntraOpThreads(threads);
+      const std::vector<Tensor> many = g({channelLast});
+      QVERIFY(many[0].bitwiseEqual(one[0]));
+      QVERIFY(many[1].bitwiseEqual(one[1]));
     }
   }
 };
