@@ -26,10 +26,6 @@ std::int64_t blocksOf(std::int64_t c) {
   return known(c) ? c / B : kUnknownDim;
 }
 
-std::string blockedShapeText(const Shape& s) {
-  return shapeToString(s);
-}
-
 // Copies between an (N, C, H, W) tensor of any strides and the contiguous (N, C/8, H, W, 8) one,
 // element by element or, where the 8 channels of a block are adjacent in the plain tensor
 // (channel-last), 8 at a time.
@@ -296,7 +292,7 @@ void BlockedConv2d::perform(const Apply& node, std::span<const Tensor* const> in
     checkBlocked(*this, *inputs[3], "the residual");
     if (inputs[3]->shape() != outShape || inputs[3]->dtype() != x.dtype())
       throw std::invalid_argument(str() + ": the residual is " + shapeToString(inputs[3]->shape()) +
-                                  ", expected " + blockedShapeText(outShape) +
+                                  ", expected " + shapeToString(outShape) +
                                   " (the convolution's output)");
   }
   if (x.dtype() == DType::Float32 && cpu::dnnlAvailable()) {
