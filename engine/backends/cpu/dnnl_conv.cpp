@@ -101,7 +101,6 @@ Key keyOf(const Conv2dGeometry& g, const ConvEpilogue& e) {
 // where they agree (the buffer is handed to oneDNN as it is).
 struct Plan {
   dnnl::convolution_forward conv;
-  bool blocked = false;
   memory::desc srcUser, srcUserCl, srcConv, dstConv, dstUser, dstUserCl, weiUser, weiConv, biasDesc;
   dnnl::reorder toConvSrc, toConvSrcCl, toUserDst, toUserDstCl, toConvDst, toConvDstCl;
   std::string impl;
@@ -124,8 +123,7 @@ Plan makePlan(const Key& key, const Conv2dGeometry& g, const ConvEpilogue& e) {
   const memory::dims wei = g.groups == 1
                                ? dims({g.o, g.c, g.kh, g.kw})
                                : dims({g.groups, g.oPerGroup(), g.cPerGroup(), g.kh, g.kw});
-  p.blocked = key.blocked;
-  const Tag convTag = p.blocked ? Tag::nChw8c : Tag::nhwc;
+  const Tag convTag = key.blocked ? Tag::nChw8c : Tag::nhwc;
   p.srcUser = memory::desc(src, Dt::f32, Tag::nchw);
   p.srcUserCl = memory::desc(src, Dt::f32, Tag::nhwc);
   p.srcConv = memory::desc(src, Dt::f32, convTag);
@@ -156,7 +154,7 @@ Plan makePlan(const Key& key, const Conv2dGeometry& g, const ConvEpilogue& e) {
   const dnnl::convolution_forward::primitive_desc pd(desc, attr, cpuEngine());
   p.conv = dnnl::convolution_forward(pd);
   p.weiConv = pd.weights_desc();
-  p.impl = std::string(pd.impl_info_str()) + (p.blocked ? " nChw8c" : "");
+  p.impl = std::string(pd.impl_info_str()) + (key.blocked ? " nChw8c" : "");
   p.toConvSrc = reorderBetween(p.srcUser, p.srcConv);
   p.toConvSrcCl = reorderBetween(p.srcUserCl, p.srcConv);
   p.toUserDst = reorderBetween(p.dstConv, p.dstUser);

@@ -28,14 +28,12 @@ std::int64_t blocksOf(std::int64_t c) {
 
 // Copies between an (N, C, H, W) tensor of any strides and the contiguous (N, C/8, H, W, 8) one,
 // element by element or, where the 8 channels of a block are adjacent in the plain tensor
-// (channel-last), 8 at a time.
-void copyBlocks(const Tensor& plain, char* blocked, bool toBlocks, Tensor* plainOut) {
+// (channel-last), 8 at a time. plain gives the shape and strides, base its first element.
+void copyBlocks(const Tensor& plain, char* base, char* blocked, bool toBlocks) {
   const Shape& s = plain.shape();
   const std::int64_t c = s[1], h = s[2], w = s[3];
   const std::size_t item = plain.itemSize();
   const Strides& st = plain.strides();  // in elements
-  char* base = toBlocks ? const_cast<char*>(static_cast<const char*>(plain.rawData()))
-                        : static_cast<char*>(plainOut->rawData());
   const bool adjacent = st[1] == 1;
   // Rows (n, block, y) of W x 8 elements, split over the intra-op threads (Note [Parallel loops]
   // in engine/backends/cpu/parallel.h).
@@ -76,7 +74,8 @@ Tensor blocksFromPlain(const Tensor& plain, Tensor* out) {
   Tensor local;
   Tensor& y =
       reuseOrAllocate(out ? out : &local, plain.dtype(), Shape{s[0], s[1] / B, s[2], s[3], B});
-  copyBlocks(plain, static_cast<char*>(y.rawData()), true, nullptr);
+  copyBlocks(plain, const_cast<char*>(static_cast<const char*>(plain.rawData())),
+             static_cast<char*>(y.rawData()), true);
   return y;
 }
 
@@ -86,7 +85,8 @@ Tensor plainFromBlocks(const Tensor& blocked, Tensor* out) {
   const Shape shape{s[0], s[1] * B, s[2], s[3]};
   Tensor local;
   Tensor& y = conv2d_detail::channelLastOutput(out ? out : &local, blocked.dtype(), shape);
-  copyBlocks(y, const_cast<char*>(static_cast<const char*>(blocked.rawData())), false, &y);
+  copyBlocks(y, static_cast<char*>(y.rawData()),
+             const_cast<char*>(static_cast<const char*>(blocked.rawData())), false);
   return y;
 }
 
@@ -328,7 +328,8 @@ void BlockedConv2d::perform(const Apply& node, std::span<const Tensor* const> in
   FusedConv2d(m_params, m_activation, m_residual, false).perform(node, in, out);
   if (m_inplace && inputs[3]->isContiguous()) {
     Tensor into = *inputs[3];  // destroyMap {0: [3]}
-    copyBlocks(yPlain, static_cast<char*>(into.rawData()), true, nullptr);
+    copyBlocks(yPlain, static_cast<char*>(yPlain.rawData()), static_cast<char*>(into.rawData()),
+               true);
     *outputs[0] = std::move(into);
   } else {
     blocksFromPlain(yPlain, outputs[0]);

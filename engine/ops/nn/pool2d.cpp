@@ -114,42 +114,39 @@ void maxPoolChannelLast(const cpu::Pool2dGeometry& g, const T* x, T* y, Elemwise
       [&](std::int64_t first, std::int64_t last) {
         thread_local std::vector<T> rowBuffer;
         rowBuffer.resize(static_cast<std::size_t>(rowLen));
-        for (std::int64_t r = first; r < last; ++r) {
+        for (std::int64_t r = first; r < last; ++r) {  // output row oy of image n
           const std::int64_t n = r / g.oh, oy = r % g.oh;
           const T* xn = x + n * g.h * rowLen;
-          T* yn = y + n * g.oh * g.ow * c;
-          {
-            const std::int64_t y0 = std::max<std::int64_t>(oy * g.sh - g.ph, 0),
-                               y1 = std::min(oy * g.sh - g.ph + g.kh, g.h);
-            const T* rows = xn + y0 * rowLen;  // the max of rows y0..y1-1, each W*C values
-            if (y1 - y0 > 1) {
-              max2(rowBuffer.data(), rows, rows + rowLen, rowLen);
-              for (std::int64_t yy = y0 + 2; yy < y1; ++yy)
-                max2(rowBuffer.data(), rowBuffer.data(), xn + yy * rowLen, rowLen);
-              rows = rowBuffer.data();
-            }
-            T* out = yn + oy * g.ow * c;
-            for (std::int64_t ox = 0; ox < g.ow; ++ox, out += c) {
-              const std::int64_t x0 = std::max<std::int64_t>(ox * g.sw - g.pw, 0),
-                                 x1 = std::min(ox * g.sw - g.pw + g.kw, g.w);
-              if (x1 - x0 == 1) {
-                std::copy(rows + x0 * c, rows + x1 * c, out);
-                continue;
-              }
-              max2(out, rows + x0 * c, rows + (x0 + 1) * c, c);
-              for (std::int64_t xx = x0 + 2; xx < x1; ++xx) max2(out, out, rows + xx * c, c);
-            }
-            // Blocks of a constant trip count, which GCC vectorises at -O2 (Note [Blocked loops
-            // vectorize at -O2] in elemwise_rows_impl.h).
-            T* row = yn + oy * g.ow * c;
-            const T nan = std::numeric_limits<T>::quiet_NaN();
-            std::int64_t k = 0;
-            const std::int64_t m = g.ow * c;
-            for (; k + 16 <= m; k += 16)
-              for (std::int64_t j = 0; j < 16; ++j)
-                row[k + j] = row[k + j] != row[k + j] ? nan : row[k + j];
-            for (; k < m; ++k) row[k] = row[k] != row[k] ? nan : row[k];
+          T* const outRow = y + r * g.ow * c;
+          const std::int64_t y0 = std::max<std::int64_t>(oy * g.sh - g.ph, 0),
+                             y1 = std::min(oy * g.sh - g.ph + g.kh, g.h);
+          const T* rows = xn + y0 * rowLen;  // the max of rows y0..y1-1, each W*C values
+          if (y1 - y0 > 1) {
+            max2(rowBuffer.data(), rows, rows + rowLen, rowLen);
+            for (std::int64_t yy = y0 + 2; yy < y1; ++yy)
+              max2(rowBuffer.data(), rowBuffer.data(), xn + yy * rowLen, rowLen);
+            rows = rowBuffer.data();
           }
+          T* out = outRow;
+          for (std::int64_t ox = 0; ox < g.ow; ++ox, out += c) {
+            const std::int64_t x0 = std::max<std::int64_t>(ox * g.sw - g.pw, 0),
+                               x1 = std::min(ox * g.sw - g.pw + g.kw, g.w);
+            if (x1 - x0 == 1) {
+              std::copy(rows + x0 * c, rows + x1 * c, out);
+              continue;
+            }
+            max2(out, rows + x0 * c, rows + (x0 + 1) * c, c);
+            for (std::int64_t xx = x0 + 2; xx < x1; ++xx) max2(out, out, rows + xx * c, c);
+          }
+          // Blocks of a constant trip count, which GCC vectorises at -O2 (Note [Blocked loops
+          // vectorize at -O2] in elemwise_rows_impl.h).
+          const T nan = std::numeric_limits<T>::quiet_NaN();
+          std::int64_t k = 0;
+          const std::int64_t m = g.ow * c;
+          for (; k + 16 <= m; k += 16)
+            for (std::int64_t j = 0; j < 16; ++j)
+              outRow[k + j] = outRow[k + j] != outRow[k + j] ? nan : outRow[k + j];
+          for (; k < m; ++k) outRow[k] = outRow[k] != outRow[k] ? nan : outRow[k];
         }
       },
       1);
